@@ -1,0 +1,21 @@
+"""Pinned versions of every external component, in one place.
+
+The Spark connector must match the pyspark version exactly; the Kafka broker is
+independent of the client library Spark bundles (Spark stays on kafka-clients 3.9).
+
+Spark is 4.2.0, not 4.3.x: pyspark 4.3.0 is on PyPI but Maven Central (metadata of
+2026-10-19, read with `mvn dependency:get ...:RELEASE`) has no spark-sql-kafka-0-10 newer
+than 4.2.0, and the connector must match Spark exactly. Raise both together here.
+"""
+
+SPARK_VERSION = "4.2.0"
+SCALA_BINARY = "2.13"
+KAFKA_VERSION = "4.3.1"
+
+# Maven coordinates fetched by `python -m harness fetch-jvm`, one folder each.
+JVM_ARTIFACTS = {
+    "kafka": f"org.apache.kafka:kafka_{SCALA_BINARY}:{KAFKA_VERSION}",
+    # the broker logs through SLF4J 1.7; this binding routes it to Log4j2 (as the Kafka tarball does)
+    "kafka-log": "org.apache.logging.log4j:log4j-slf4j-impl:2.25.4",
+    "spark-kafka": f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_BINARY}:{SPARK_VERSION}",
+}
