@@ -1,0 +1,1 @@
+"""Services: every process the harness starts, with one lifecycle (see base.Service)."""

@@ -1,0 +1,271 @@
+"""One lifecycle for every process the harness starts: start, ready, stop, kill, pause.
+
+A service registers itself with a Registry when created; the registry stops all of
+them in reverse order, whatever happened, and records each running service in a pid
+file so that a later run can reap what a crashed run left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import time
+from pathlib import Path
+
+import psutil
+
+from harness import procs
+from harness.errors import ServiceError
+from harness.paths import state_dir
+from harness.wait import WaitTimeout, wait_until
+
+log = logging.getLogger(__name__)
+
+
+class Service:
+    """A process (and its descendants) with one lifecycle.
+
+    Subclasses implement `command()` and `is_ready()`, and may override `prepare()`
+    (runs before the process starts) and `env()`/`user()`.
+    """
+
+    ready_timeout_s = 60.0
+    stop_timeout_s = 15.0
+
+    def __init__(self, name: str, workdir: Path, registry: "Registry | None" = None):
+        self.name = name
+        self.workdir = Path(workdir)
+        self.log_path = self.workdir / f"{name}.log"
+        self.process: psutil.Popen | None = None
+        self.seen_pids: set[int] = set()
+        if registry is not None:
+            registry.register(self)
+
+    # -- to implement -------------------------------------------------------------
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def is_ready(self) -> bool:
+        raise NotImplementedError
+
+    def prepare(self) -> None:
+        """Write config files, format storage: anything before the process starts."""
+
+    def env(self) -> dict | None:
+        return None
+
+    def cleanup(self) -> None:
+        """Remove scratch state outside the workdir once the process is gone."""
+
+    def user(self) -> str | None:
+        return None
+
+    # -- lifecycle ------------------------------------------------------------------
+    def start(self) -> "Service":
+        """Start the process; returns at once (call `wait_ready`)."""
+        if self.running:
+            raise ServiceError(f"{self.name} is already running (pid {self.pid})")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.prepare()
+        self.process = procs.spawn(self.command(), self.log_path, env=self.env(),
+                                   cwd=self.workdir, user=self.user())
+        self.seen_pids.add(self.process.pid)
+        _write_pidfile(self)
+        log.info("%s started (pid %d), log %s", self.name, self.process.pid, self.log_path)
+        return self
+
+    def wait_ready(self, timeout_s: float | None = None) -> "Service":
+        """Block until the service answers; raise ServiceError with its log tail if it dies or times out."""
+        timeout_s = timeout_s or self.ready_timeout_s
+
+        def ready() -> bool:
+            if not self.running:
+                raise ServiceError(
+                    f"{self.name} exited with code {self.returncode} before it was ready; "
+                    f"last log lines:\n{self.log_tail()}",
+                    f"read {self.log_path}",
+                )
+            return self.is_ready()
+
+        try:
+            wait_until(ready, timeout_s, backoff_s=0.25)
+        except WaitTimeout:
+            raise ServiceError(
+                f"{self.name} was not ready after {timeout_s:.0f}s; last log lines:\n{self.log_tail()}",
+                f"read {self.log_path}",
+            ) from None
+        self.snapshot_pids()
+        return self
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        """Stop gracefully (SIGTERM to the whole process group), then SIGKILL what is left."""
+        if self.process is None:
+            return
+        members = self._members()
+        procs.stop_group(self.process.pid, timeout_s or self.stop_timeout_s)
+        procs.kill_stragglers(members)
+        self._reap()
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group at once (a crash, not a shutdown)."""
+        if self.process is None:
+            return
+        members = self._members()
+        procs.kill_group(self.process.pid)
+        procs.kill_stragglers(members)
+        self._reap()
+
+    def pause(self) -> None:
+        """SIGSTOP every process of the service (a GC pause or a frozen VM)."""
+        self._signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self._signal(signal.SIGCONT)
+
+    # -- introspection ---------------------------------------------------------------
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.poll() if self.process else None
+
+    def pids(self) -> list[int]:
+        """Live pids of the service: its process group (which survives a dead parent)
+        and its descendants (which may have left the group, as PostgreSQL's do)."""
+        return sorted(p.pid for p in self._members())
+
+    def _members(self) -> list[psutil.Process]:
+        if self.process is None:
+            return []
+        found = {p.pid: p for p in procs.group_members(self.process.pid)}
+        found.update((p.pid, p) for p in procs.tree(self.process.pid))
+        self.seen_pids.update(found)
+        return list(found.values())
+
+    def snapshot_pids(self) -> set[int]:
+        """Remember every pid seen so far, so a test can prove that none survives."""
+        self._members()
+        return self.seen_pids
+
+    def log_tail(self, lines: int = 20) -> str:
+        if not self.log_path.exists():
+            return "(no log)"
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def _signal(self, sig: int) -> None:
+        if self.process is None:
+            raise ServiceError(f"{self.name} is not running")
+        members = self._members()
+        procs.signal_group(self.process.pid, sig)
+        for proc in members:  # descendants that left the group (PostgreSQL's backends)
+            try:
+                proc.send_signal(sig)
+            except psutil.NoSuchProcess:
+                pass
+
+    def _reap(self) -> None:
+        try:
+            self.process.wait(timeout=5)
+        except psutil.TimeoutExpired:
+            log.warning("%s (pid %d) did not exit", self.name, self.process.pid)
+        _pidfile(self).unlink(missing_ok=True)
+        self.cleanup()
+
+
+class Registry:
+    """Owns every service of a run; `stop_all` stops them in reverse start order.
+
+    Use as a context manager: services are stopped on success, on an exception, and
+    on the RunAborted raised by the CLI's SIGINT/SIGTERM handler.
+    """
+
+    def __init__(self):
+        self.services: list[Service] = []
+
+    def register(self, service: Service) -> Service:
+        self.services.append(service)
+        return service
+
+    def stop_all(self) -> list[str]:
+        """Stop every service, newest first; a failing stop is logged and the rest still stop.
+
+        SIGINT and SIGTERM are held back meanwhile: a Ctrl-C during cleanup is delivered
+        after it, instead of cutting it short and leaking processes.
+        """
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            return self._stop_each()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+    def _stop_each(self) -> list[str]:
+        failures = []
+        for service in reversed(self.services):
+            try:
+                service.stop()
+            except Exception as exc:  # noqa: BLE001 - one failure must not leak the others
+                log.error("stopping %s failed: %s", service.name, exc)
+                failures.append(f"{service.name}: {exc}")
+                _kill_quietly(service)
+        return failures
+
+    def seen_pids(self) -> set[int]:
+        return set().union(*(s.snapshot_pids() for s in self.services)) if self.services else set()
+
+    def __enter__(self) -> "Registry":
+        reap_leftovers()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop_all()
+
+
+def _kill_quietly(service: Service) -> None:
+    try:
+        service.kill()
+    except Exception as exc:  # noqa: BLE001
+        log.error("killing %s failed: %s", service.name, exc)
+
+
+# -- crash recovery -----------------------------------------------------------------
+def _pidfile(service: Service) -> Path:
+    return state_dir() / f"{service.process.pid}.json"
+
+
+def _write_pidfile(service: Service) -> None:
+    proc = service.process
+    me = psutil.Process()
+    record = {"name": service.name, "pgid": proc.pid, "create_time": proc.create_time(),
+              "owner_pid": me.pid, "owner_create_time": me.create_time(),
+              "workdir": str(service.workdir), "written_at": time.time()}
+    _pidfile(service).write_text(json.dumps(record))
+
+
+def reap_leftovers() -> list[str]:
+    """Kill the process groups that an earlier, crashed run recorded and never stopped.
+
+    Only records whose owner (the harness process that started them) is dead are
+    touched: a run going on beside this one keeps its services.
+    """
+    reaped = []
+    for path in sorted(state_dir().glob("*.json")):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            path.unlink(missing_ok=True)
+            continue
+        if procs.alive(record["owner_pid"], record["owner_create_time"]):
+            continue
+        if procs.alive(record["pgid"], record["create_time"]) or procs.group_members(record["pgid"]):
+            log.warning("reaping %s (pgid %d) left by an earlier run", record["name"], record["pgid"])
+            procs.kill_group(record["pgid"])
+            reaped.append(record["name"])
+        path.unlink(missing_ok=True)
+    return reaped
