@@ -1,0 +1,204 @@
+"""Scenario files: validation into frozen dataclasses, and errors that name the field."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.errors import ScenarioError
+from workloads.scenario import GUARANTEES, load, parse_duration_ms
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "workloads" / "scenarios"
+
+GOOD = """
+name = "t"
+
+[workload]
+rate_eps = 10
+duration_s = 1
+
+[pipeline]
+window = "5s"
+watermark = "1s"
+
+[[cases]]
+name = "c"
+guarantee = "exactly-once"
+
+[quick]
+rate_eps = 5
+"""
+
+
+def _write(tmp_path, text: str) -> Path:
+    path = tmp_path / "scenario.toml"
+    path.write_text(text)
+    return path
+
+
+def _edited(tmp_path, old: str, new: str) -> Path:
+    """GOOD with one edit; the edit must apply, or the test would prove nothing."""
+    assert old in GOOD
+    return _write(tmp_path, GOOD.replace(old, new, 1))
+
+
+def _error(path: Path) -> ScenarioError:
+    with pytest.raises(ScenarioError) as info:
+        load(path)
+    return info.value
+
+
+class TestShippedScenarios:
+    @pytest.mark.parametrize("name", ["smoke", "bench"])
+    def test_each_shipped_scenario_loads(self, name):
+        """The files the README points at validate, with quick and without."""
+        for quick in (False, True):
+            scenario = load(SCENARIOS / f"{name}.toml", quick=quick)
+            assert scenario.name == name and len(scenario.cases) == 1
+
+    def test_smoke_has_the_documented_values(self):
+        """Durations become milliseconds and the slide defaults to the window."""
+        s = load(SCENARIOS / "smoke.toml")
+        assert (s.pipeline.window_ms, s.pipeline.slide_ms, s.pipeline.watermark_ms) == (5000, 5000, 4000)
+        assert s.workload.max_delay_ms == 2000 and s.drain_timeout_s == 180.0
+
+    def test_to_dict_is_json_serialisable(self):
+        """The validated values can be copied into a results file as they are."""
+        d = load(SCENARIOS / "bench.toml").to_dict()
+        assert json.loads(json.dumps(d))["workload"]["rate_eps"] == 3000
+
+
+class TestQuick:
+    def test_overrides_apply_only_with_quick(self, tmp_path):
+        """[quick] is validated always but replaces workload values only when asked."""
+        path = _write(tmp_path, GOOD)
+        assert load(path).workload.rate_eps == 10
+        assert load(path, quick=True).workload.rate_eps == 5
+
+    def test_an_unknown_quick_key_is_an_error_without_quick(self, tmp_path):
+        """A typo in [quick] is caught even on a normal run."""
+        err = _error(_edited(tmp_path, "rate_eps = 5", "rate = 5"))
+        assert "quick.rate" in err.problem and "rate_eps" in err.fix
+
+    def test_a_quick_value_is_validated_like_the_workload(self, tmp_path):
+        """A negative quick rate fails with the quick field named."""
+        err = _error(_edited(tmp_path, "rate_eps = 5", "rate_eps = -5"))
+        assert "quick.rate_eps = -5" in err.problem
+
+
+class TestDurations:
+    @pytest.mark.parametrize("text, ms", [
+        ("5s", 5000), ("500ms", 500), ("2m", 120_000), ("1h", 3_600_000), ("1.5s", 1500), ("0s", 0),
+    ])
+    def test_a_duration_with_a_unit_parses(self, text, ms):
+        """Every supported unit converts to whole milliseconds."""
+        assert parse_duration_ms(text, "f") == ms
+
+    @pytest.mark.parametrize("value", ["5x", "5 sec", "-5s", "s", "", "5", True, [5]])
+    def test_a_bad_duration_fails_naming_the_field(self, value):
+        """Unknown units, negatives, missing numbers and wrong types are refused."""
+        with pytest.raises(ScenarioError, match="pipeline.window"):
+            parse_duration_ms(value, "pipeline.window")
+
+    @pytest.mark.parametrize("value", [5, 2.5])
+    def test_a_bare_number_needs_a_unit(self, value):
+        """A number could be seconds or milliseconds, so the unit is required."""
+        with pytest.raises(ScenarioError) as info:
+            parse_duration_ms(value, "f")
+        assert info.value.fix == 'write it with a unit, e.g. "5s"'
+
+
+class TestUnknownKeys:
+    def test_an_unknown_top_level_key_is_named(self, tmp_path):
+        """A stray top-level key names itself and lists the known ones."""
+        err = _error(_edited(tmp_path, 'name = "t"', 'name = "t"\nnmae = "u"'))
+        assert "unknown key nmae" in err.problem and "drain_timeout" in err.problem
+
+    def test_an_unknown_nested_key_names_the_dotted_path(self, tmp_path):
+        """A misspelt workload key names workload.<key> and suggests the close one."""
+        err = _error(_edited(tmp_path, "rate_eps = 10", "rate_eps = 10\nrat_eps = 3"))
+        assert "workload.rat_eps" in err.problem and "did you mean `rate_eps`" in err.fix
+
+    def test_an_unknown_service_key_names_the_full_path(self, tmp_path):
+        """Sub-tables of [services] are checked too."""
+        path = _write(tmp_path, GOOD + '\n[services.kafka]\nbootstrap = "x:9092"\n')
+        assert "services.kafka.bootstrap" in _error(path).problem
+
+
+class TestValues:
+    def test_a_negative_rate_names_field_value_and_file(self, tmp_path):
+        """The message carries the file, the dotted field and the bad value."""
+        path = _edited(tmp_path, "rate_eps = 10", "rate_eps = -5")
+        err = _error(path)
+        assert str(path) in err.problem and "workload.rate_eps = -5" in err.problem
+
+    def test_an_impossible_rate_gives_the_limit(self, tmp_path):
+        """Rates beyond what the generator can offer fail with the limit in the message."""
+        err = _error(_edited(tmp_path, "rate_eps = 10", "rate_eps = 5_000_000"))
+        assert "1,000,000" in err.problem
+
+    def test_a_window_shorter_than_the_slide_fails(self, tmp_path):
+        """Both durations are quoted as written."""
+        err = _error(_edited(tmp_path, 'window = "5s"', 'window = "2s"\nslide = "5s"'))
+        assert "pipeline.window (2s) is shorter than pipeline.slide (5s)" in err.problem
+
+    def test_a_slide_that_does_not_divide_the_window_fails(self, tmp_path):
+        """Sliding windows need window % slide == 0."""
+        err = _error(_edited(tmp_path, 'window = "5s"', 'window = "5s"\nslide = "2s"'))
+        assert "not a multiple" in err.problem
+
+    def test_a_bool_is_not_an_int(self, tmp_path):
+        """TOML true is refused where an integer is expected, although Python calls it one."""
+        err = _error(_edited(tmp_path, "rate_eps = 10", "rate_eps = 10\npartitions = true"))
+        assert "workload.partitions = true" in err.problem and "boolean" in err.problem
+
+    def test_a_string_is_not_a_number(self, tmp_path):
+        """A quoted number names the expected type."""
+        err = _error(_edited(tmp_path, "rate_eps = 10", 'rate_eps = "10"'))
+        assert "expected a number, got a string" in err.problem
+
+    def test_a_bad_topic_name_fails(self, tmp_path):
+        """Topics must use Kafka's legal characters."""
+        err = _error(_edited(tmp_path, "rate_eps = 10", 'rate_eps = 10\ntopic = "my topic"'))
+        assert "workload.topic" in err.problem
+
+
+class TestCases:
+    def test_an_unknown_guarantee_lists_the_three(self, tmp_path):
+        """The message gives every known guarantee so the fix is obvious."""
+        err = _error(_edited(tmp_path, '"exactly-once"', '"exactly-twice"'))
+        assert "cases[0].guarantee" in err.problem and all(g in str(err) for g in GUARANTEES)
+
+    def test_duplicate_case_names_fail(self, tmp_path):
+        """Case names become directories, so two cases cannot share one."""
+        path = _write(tmp_path, GOOD + '\n[[cases]]\nname = "c"\nguarantee = "at-least-once"\n')
+        assert 'cases[1].name = "c"' in _error(path).problem
+
+    def test_no_cases_fails(self, tmp_path):
+        """A scenario without a case would run nothing."""
+        text = GOOD.replace('[[cases]]\nname = "c"\nguarantee = "exactly-once"\n', "")
+        assert "cases" in _error(_write(tmp_path, text)).problem
+
+    def test_an_empty_cases_array_fails(self, tmp_path):
+        """cases = [] is as empty as no cases at all."""
+        text = GOOD.replace('[[cases]]\nname = "c"\nguarantee = "exactly-once"\n', "")
+        path = _write(tmp_path, text.replace('name = "t"', 'name = "t"\ncases = []'))
+        assert "at least one case" in _error(path).problem
+
+    def test_faults_are_refused_for_now(self, tmp_path):
+        """Fault injection is reserved: a non-empty list fails rather than being ignored."""
+        err = _error(_edited(tmp_path, 'guarantee = "exactly-once"',
+                             'guarantee = "exactly-once"\nfaults = ["kill"]'))
+        assert "faults are not supported yet" in err.problem
+
+
+class TestFiles:
+    def test_a_missing_file_names_the_path(self, tmp_path):
+        """A typo in the path is reported with the path."""
+        with pytest.raises(ScenarioError, match="nope.toml"):
+            load(tmp_path / "nope.toml")
+
+    def test_a_syntax_error_carries_tomllib_message(self, tmp_path):
+        """The TOML parser's line and column reach the user."""
+        err = _error(_write(tmp_path, 'name = "t\n'))
+        assert "not valid TOML" in err.problem and "line 1" in err.problem

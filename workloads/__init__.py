@@ -1,0 +1,1 @@
+"""Workloads: event generators, rate shapes, pipelines and scenarios."""

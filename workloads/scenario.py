@@ -1,0 +1,286 @@
+"""Scenario files: TOML validated into frozen dataclasses before anything starts.
+
+A scenario names its services, the workload the generator offers, the pipeline under
+test and one or more cases (a delivery guarantee and a sink). Durations are strings
+with a unit ("500ms", "5s", "2m", "1h"). Every mistake raises ScenarioError naming the
+file, the dotted field path and the bad value, with a fix.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from harness.errors import ScenarioError
+from workloads._validate import Section, bad, parse_duration_ms, wrong_type
+
+# parse_duration_ms lives with the other readers in _validate; it is public from here
+__all__ = ["Case", "KafkaConfig", "Pipeline", "PostgresConfig", "Scenario", "Services",
+           "SparkConfig", "Workload", "load", "parse_duration_ms"]
+
+GUARANTEES = ("at-most-once", "at-least-once", "exactly-once")
+SINKS = ("postgres",)
+# what each sink can be configured for (at-most-once needs a recovery mode not built yet)
+SINK_GUARANTEES = {"postgres": ("at-least-once", "exactly-once")}
+PIPELINE_KINDS = ("windowed_count",)
+KEY_DISTRIBUTIONS = ("zipf", "uniform")
+MAX_RATE_EPS = 1_000_000  # beyond what one generator process can offer open-loop
+_NAME = re.compile(r"[A-Za-z0-9_.-]+")     # names become directory and table names
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")  # Kafka's own rule for topic names
+
+_TOP_KEYS = ("name", "description", "drain_timeout", "services", "workload", "pipeline", "cases",
+             "quick")
+_WORKLOAD_KEYS = ("topic", "partitions", "rate_eps", "duration_s", "keys", "key_distribution",
+                  "zipf_s", "max_delay", "late_share", "late_by", "seed")
+_PIPELINE_KEYS = ("kind", "window", "slide", "watermark", "trigger")
+_CASE_KEYS = ("name", "guarantee", "sink", "faults")
+# the workload fields [quick] may override, each read the same way in both tables
+_SIZES = {
+    "rate_eps": lambda s: s.number("rate_eps", gt=0, le=MAX_RATE_EPS),
+    "duration_s": lambda s: s.number("duration_s", gt=0),
+    "keys": lambda s: s.integer("keys", 100, ge=1),
+    "partitions": lambda s: s.integer("partitions", 2, ge=1),
+}
+
+
+@dataclass(frozen=True)
+class KafkaConfig:
+    """An external cluster, or None: the harness starts its own broker."""
+
+    bootstrap_servers: str | None = None
+
+
+@dataclass(frozen=True)
+class SparkConfig:
+    """The Spark master and extra `--conf` settings for every driver."""
+
+    master: str = "local-cluster[2,1,1024]"
+    # read-only so the frozen config cannot change under a running case; not hashed
+    conf: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+
+
+@dataclass(frozen=True)
+class PostgresConfig:
+    """An external server URL, or None: the harness starts its own server."""
+
+    url: str | None = None
+
+
+@dataclass(frozen=True)
+class Services:
+    """Where Kafka, Spark and PostgreSQL come from."""
+
+    kafka: KafkaConfig = field(default_factory=KafkaConfig)
+    spark: SparkConfig = field(default_factory=SparkConfig)
+    postgres: PostgresConfig = field(default_factory=PostgresConfig)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workload:
+    """What the generator offers: a constant rate of keyed events with delays."""
+
+    topic: str = "events"
+    partitions: int = 2
+    rate_eps: float
+    duration_s: float
+    keys: int = 100
+    key_distribution: str = "zipf"
+    zipf_s: float = 1.1
+    max_delay_ms: int = 0
+    late_share: float = 0.0
+    late_by_ms: int = 60_000
+    seed: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pipeline:
+    """The streaming query under test."""
+
+    kind: str = "windowed_count"
+    window_ms: int
+    slide_ms: int
+    watermark_ms: int
+    trigger_ms: int = 1000
+
+
+@dataclass(frozen=True, kw_only=True)
+class Case:
+    """One run of the pipeline: a delivery guarantee into a sink."""
+
+    name: str
+    guarantee: str
+    sink: str = "postgres"
+    faults: tuple = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scenario:
+    """A validated scenario file."""
+
+    name: str
+    description: str = ""
+    path: Path
+    services: Services
+    workload: Workload
+    pipeline: Pipeline
+    cases: tuple[Case, ...]
+    drain_timeout_s: float = 120.0
+    raw: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def to_dict(self) -> dict:
+        """The validated values as plain JSON types (without `raw`)."""
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "raw"}
+
+
+def _plain(value: Any) -> Any:
+    if is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return str(value) if isinstance(value, Path) else value
+
+
+def load(path: str | Path, quick: bool = False) -> Scenario:
+    """Read and validate the scenario at `path`; `quick` applies its [quick] overrides."""
+    path = Path(path).resolve()
+    try:
+        with path.open("rb") as f:
+            raw = tomllib.load(f)
+    except FileNotFoundError:
+        raise ScenarioError(f"scenario file not found: {path}",
+                            "check the path; the shipped scenarios are in workloads/scenarios/") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(f"cannot read scenario file {path}: {exc}", "pass a readable TOML file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{path}: not valid TOML: {exc}", "fix the syntax at that line") from None
+    try:
+        return _scenario(raw, path, quick)
+    except ScenarioError as exc:
+        # the readers name only the field; the file is named once, here
+        raise ScenarioError(f"{path}: {exc.problem}", exc.fix) from None
+
+
+def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
+    # read in the order the tables are documented, so the first error reported is the topmost
+    top = Section(raw, "", _TOP_KEYS)
+    head = dict(name=top.string("name", pattern=_NAME), description=_description(top),
+                drain_timeout_s=top.duration_ms("drain_timeout", "120s", gt=0) / 1000)
+    services = _services(top.table("services", ("kafka", "spark", "postgres")))
+    workload = _workload(top.table("workload", _WORKLOAD_KEYS))
+    overrides = _quick(top.table("quick", tuple(_SIZES)))
+    if quick:
+        workload = replace(workload, **overrides)
+    _check_sends_events(workload, "workload with [quick]" if quick and overrides else "workload")
+    return Scenario(**head, path=path, services=services, workload=workload,
+                    pipeline=_pipeline(top.table("pipeline", _PIPELINE_KEYS)),
+                    cases=_cases(top.raw("cases")), raw=raw)
+
+
+def _description(top: Section) -> str:
+    value = top.raw("description", "")
+    if not isinstance(value, str):
+        raise wrong_type("description", value, "a string")
+    return value
+
+
+def _services(s: Section) -> Services:
+    kafka = s.table("kafka", ("bootstrap_servers",))
+    spark = s.table("spark", ("master", "conf"))
+    postgres = s.table("postgres", ("url",))
+    return Services(kafka=KafkaConfig(kafka.string("bootstrap_servers", None)),
+                    spark=SparkConfig(spark.string("master", SparkConfig.master), _spark_conf(spark)),
+                    postgres=PostgresConfig(postgres.string("url", None)))
+
+
+def _spark_conf(spark: Section) -> Mapping[str, str]:
+    conf = spark.raw("conf", {})
+    if not isinstance(conf, dict):
+        raise bad(spark.field("conf"), conf, "expected a table of settings",
+                  'write [services.spark.conf] with lines like "spark.sql.shuffle.partitions" = "4"')
+    for key, value in conf.items():
+        if not isinstance(value, str):
+            # Spark takes every setting as a string; requiring quotes avoids guessing how
+            # a TOML true or 1.0 should be spelt for it
+            raise bad(f'services.spark.conf."{key}"', value, "expected a string",
+                      f'quote it: "{key}" = "{value}"')
+    return MappingProxyType(dict(conf))
+
+
+def _workload(s: Section) -> Workload:
+    return Workload(
+        topic=s.string("topic", "events", pattern=_TOPIC),
+        **{name: read(s) for name, read in _SIZES.items()},
+        key_distribution=s.choice("key_distribution", KEY_DISTRIBUTIONS, "zipf"),
+        zipf_s=s.number("zipf_s", 1.1, gt=0),
+        max_delay_ms=s.duration_ms("max_delay", "0s"),
+        late_share=s.number("late_share", 0.0, ge=0, lt=1),
+        late_by_ms=s.duration_ms("late_by", "60s"),
+        seed=s.integer("seed", 1, ge=0),  # numpy's default_rng refuses negative seeds
+    )
+
+
+def _quick(s: Section) -> dict[str, Any]:
+    """The validated [quick] overrides that are present."""
+    return {name: read(s) for name, read in _SIZES.items() if name in s}
+
+
+def _check_sends_events(w: Workload, where: str) -> None:
+    # rate x duration below one event would make a run with nothing to measure
+    if w.rate_eps * w.duration_s < 1:
+        raise ScenarioError(f"{where}: rate_eps = {w.rate_eps:g} for duration_s = {w.duration_s:g} "
+                            "sends no event", "raise rate_eps or duration_s so that their product is >= 1")
+
+
+def _pipeline(s: Section) -> Pipeline:
+    kind = s.choice("kind", PIPELINE_KINDS, "windowed_count")
+    window = s.duration_ms("window", gt=0)
+    slide = s.duration_ms("slide", s.raw("window"), gt=0)
+    window_text, slide_text = s.raw("window"), s.raw("slide", s.raw("window"))
+    if window < slide:
+        raise ScenarioError(
+            f"pipeline.window ({window_text}) is shorter than pipeline.slide ({slide_text})",
+            "make the window at least as long as the slide, or drop slide for tumbling windows")
+    if window % slide:
+        raise ScenarioError(
+            f"pipeline.window ({window_text}) is not a multiple of pipeline.slide ({slide_text})",
+            "choose a slide that divides the window, e.g. window 10s with slide 5s")
+    return Pipeline(kind=kind, window_ms=window, slide_ms=slide,
+                    watermark_ms=s.duration_ms("watermark"),
+                    trigger_ms=s.duration_ms("trigger", "1s", gt=0))
+
+
+def _cases(raw: Any) -> tuple[Case, ...]:
+    if raw is None or raw == []:
+        raise ScenarioError("cases is missing or empty: a scenario needs at least one case",
+                            'add a [[cases]] table with name and guarantee, e.g. guarantee = "exactly-once"')
+    if not isinstance(raw, list):
+        raise bad("cases", raw, "expected an array of tables", "write each case as a [[cases]] table")
+    cases = tuple(_case(Section(item, f"cases[{i}]", _CASE_KEYS)) for i, item in enumerate(raw))
+    seen: set[str] = set()
+    for i, case in enumerate(cases):
+        if case.name in seen:
+            raise bad(f"cases[{i}].name", case.name, "is used by an earlier case",
+                      "give every case a unique name")
+        seen.add(case.name)
+    return cases
+
+
+def _case(s: Section) -> Case:
+    faults = s.raw("faults", [])
+    if faults != []:
+        raise bad(s.field("faults"), faults, "faults are not supported yet",
+                  "remove faults or leave it empty: fault injection is not implemented")
+    case = Case(name=s.string("name", pattern=_NAME), guarantee=s.choice("guarantee", GUARANTEES),
+                sink=s.choice("sink", SINKS, "postgres"))
+    if case.guarantee not in SINK_GUARANTEES[case.sink]:
+        raise bad(s.field("guarantee"), case.guarantee, f"the {case.sink} sink does not offer it yet",
+                  f"use one of {', '.join(SINK_GUARANTEES[case.sink])} with sink {case.sink!r}")
+    return case
+
