@@ -1,0 +1,118 @@
+"""Compare what the sink holds with ground truth: lost, duplicated, unexpected, late.
+
+Ground truth is what the generator actually sent (partition and offset of every
+event). The checker replays Spark's own rules on it: which micro-batch read each
+event (from the checkpoint's offset log) and which watermark that batch filtered
+late rows with, so an event that Spark rightly dropped as late is counted as
+`dropped_late`, not as lost. The unit of accounting is an (event, window) pair: for
+tumbling windows that is one per event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from harness.checkpoint import Batch
+
+WINDOW = ["key", "window_start_ms", "window_end_ms"]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    counts: dict                 # produced, expected, delivered, lost, duplicated, unexpected, dropped_late
+    mismatched_windows: int      # windows whose count matches but whose sum does not
+    event_time_latency_ms: np.ndarray
+    processing_time_latency_ms: np.ndarray
+
+
+def assign_windows(events: pd.DataFrame, window_ms: int, slide_ms: int) -> pd.DataFrame:
+    """One row per (event, window containing it): Spark's window(ts, size, slide)."""
+    t = events["event_time_ms"].to_numpy()
+    last_start = t - (t % slide_ms)
+    parts = []
+    for k in range(window_ms // slide_ms):
+        start = last_start - k * slide_ms
+        parts.append(events.assign(window_start_ms=start, window_end_ms=start + window_ms))
+    return pd.concat(parts, ignore_index=True)
+
+
+def assign_batches(events: pd.DataFrame, batches: list[Batch]) -> pd.Series:
+    """The id of the committed batch that read each event, -1 when none did."""
+    batch_of = np.full(len(events), -1, dtype=np.int64)
+    start: dict[int, int] = {}
+    part, off = events["partition"].to_numpy(), events["offset"].to_numpy()
+    for batch in (b for b in batches if b.committed):
+        for p, end in batch.end_offsets.items():
+            hit = (part == p) & (off >= start.get(p, 0)) & (off < end)
+            batch_of[hit] = batch.batch_id
+            start[p] = end
+    return pd.Series(batch_of, index=events.index)
+
+
+def late_watermarks(batches: list[Batch]) -> dict[int, int]:
+    """Batch id -> watermark used to drop late rows in that batch.
+
+    Since Spark 3.4 (multiple stateful operators allowed, the default) late rows are
+    filtered with the previous batch's watermark, state is evicted with the current one.
+    """
+    marks, previous = {}, None
+    for batch in batches:
+        marks[batch.batch_id] = (previous if previous is not None else batch).watermark_ms
+        previous = batch
+    return marks
+
+
+def expected_pairs(truth: pd.DataFrame, batches: list[Batch], window_ms: int, slide_ms: int):
+    """(event, window) pairs of real events, with `late` set where Spark drops them."""
+    real = truth[~truth["control"]].copy()
+    real["batch"] = assign_batches(real, batches)
+    pairs = assign_windows(real, window_ms, slide_ms)
+    marks = late_watermarks(batches)
+    wm = pairs["batch"].map(marks).fillna(-1).astype(np.int64)
+    pairs["late"] = (pairs["batch"] >= 0) & (pairs["window_end_ms"] <= wm)
+    return real, pairs
+
+
+def check(truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch],
+          window_ms: int, slide_ms: int) -> CheckResult:
+    """Event-level accounting of a windowed count sink against ground truth.
+
+    `sink` has columns key, window_start_ms, window_end_ms, count, sum_amount, committed_ms.
+    """
+    real, pairs = expected_pairs(truth, batches, window_ms, slide_ms)
+    kept = pairs[~pairs["late"]]
+    expected = kept.groupby(WINDOW).agg(e_count=("event_id", "size"), e_sum=("amount", "sum"))
+    rows = sink[sink["key"].isin(set(real["key"]))]
+    got = rows.groupby(WINDOW).agg(n_rows=("count", "size"), d_total=("count", "sum"),
+                                   d_max=("count", "max"), d_sum=("sum_amount", "first"),
+                                   first_ms=("committed_ms", "min"))
+    both = expected.join(got, how="outer").fillna(0)
+    counts = _counts(real, pairs, both)
+    mismatched = int(((both["d_max"] == both["e_count"]) & (both["d_sum"] != both["e_sum"])
+                      & (both["e_count"] > 0)).sum())
+    return CheckResult(counts, mismatched, *_latencies(kept, got))
+
+
+def _counts(real: pd.DataFrame, pairs: pd.DataFrame, both: pd.DataFrame) -> dict:
+    late_events = pairs.groupby("event_id")["late"].all()
+    return {
+        "produced": int(len(real)),
+        "expected": int(both["e_count"].sum()),
+        "delivered": int(both["d_total"].sum()),
+        "lost": int((both["e_count"] - both["d_max"]).clip(lower=0).sum()),
+        "duplicated": int((both["d_total"] - both["d_max"]).sum()),
+        "unexpected": int((both["d_max"] - both["e_count"]).clip(lower=0).sum()),
+        "dropped_late": int(late_events.sum()),
+    }
+
+
+def _latencies(kept: pd.DataFrame, got: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Event time: first visible - window end, per window. Processing time: first visible
+    - Kafka append time, per (event, window) delivered."""
+    event_time = (got["first_ms"] - got.index.get_level_values("window_end_ms")).to_numpy(dtype=float)
+    joined = kept.join(got["first_ms"], on=WINDOW, how="inner")
+    processing = (joined["first_ms"] - joined["append_ms"]).to_numpy(dtype=float)
+    return event_time, processing

@@ -1,0 +1,106 @@
+"""Event-level accounting of a windowed-count sink against ground truth."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.checker import assign_windows, check, late_watermarks
+from harness.checkpoint import Batch
+
+W = 5000  # tumbling window size in ms
+
+
+def _truth(times, keys=None, partition=0):
+    n = len(times)
+    return pd.DataFrame({
+        "event_id": np.arange(n), "key": keys or ["a"] * n, "event_time_ms": times,
+        "amount": np.full(n, 2), "partition": partition, "offset": np.arange(n),
+        "append_ms": np.full(n, 100_000), "control": False,
+    })
+
+
+def _sink(rows):
+    cols = ["key", "window_start_ms", "window_end_ms", "count", "sum_amount", "committed_ms"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _one_batch(n):
+    return [Batch(0, 0, {0: n}, True)]
+
+
+class TestCheck:
+    def test_an_exact_sink_has_nothing_lost_or_duplicated(self):
+        """Two windows delivered once each with the right counts: 0 lost, 0 duplicated."""
+        truth = _truth([100, 200, 5100])
+        sink = _sink([("a", 0, 5000, 2, 4, 106_000), ("a", 5000, 10000, 1, 2, 111_000)])
+        c = check(truth, sink, _one_batch(3), W, W).counts
+        assert c == {"produced": 3, "expected": 3, "delivered": 3, "lost": 0, "duplicated": 0,
+                     "unexpected": 0, "dropped_late": 0}
+
+    def test_a_missing_window_counts_its_events_as_lost(self):
+        """A window that never reached the sink loses every event in it."""
+        truth = _truth([100, 200, 5100])
+        sink = _sink([("a", 5000, 10000, 1, 2, 111_000)])
+        c = check(truth, sink, _one_batch(3), W, W).counts
+        assert (c["lost"], c["delivered"]) == (2, 1)
+
+    def test_a_window_written_twice_counts_its_events_as_duplicated(self):
+        """A replayed, non-idempotent write shows every event of the window twice."""
+        truth = _truth([100, 200])
+        row = ("a", 0, 5000, 2, 4, 106_000)
+        c = check(truth, _sink([row, row]), _one_batch(2), W, W).counts
+        assert (c["lost"], c["duplicated"], c["delivered"]) == (0, 2, 4)
+
+    def test_output_for_a_key_never_sent_is_not_counted(self):
+        """Sink rows for keys not in ground truth (control events) are ignored."""
+        truth = _truth([100])
+        sink = _sink([("a", 0, 5000, 1, 2, 106_000), ("__control__", 0, 5000, 1, 0, 106_000)])
+        assert check(truth, sink, _one_batch(1), W, W).counts["unexpected"] == 0
+
+    def test_a_count_above_ground_truth_is_unexpected(self):
+        """A window that counts more events than were sent into it is unexplained output."""
+        truth = _truth([100])
+        c = check(truth, _sink([("a", 0, 5000, 3, 6, 106_000)]), _one_batch(1), W, W).counts
+        assert c["unexpected"] == 2
+
+    def test_a_wrong_sum_with_the_right_count_is_a_mismatch(self):
+        """Counts can hide corruption; the sum of amounts must match too."""
+        truth = _truth([100])
+        result = check(truth, _sink([("a", 0, 5000, 1, 99, 106_000)]), _one_batch(1), W, W)
+        assert result.mismatched_windows == 1 and result.counts["lost"] == 0
+
+    def test_events_read_after_the_watermark_passed_their_window_are_dropped_late(self):
+        """An event in batch 2 whose window ended before batch 1's watermark is late, not lost."""
+        truth = _truth([12_000, 13_000, 1_000])  # the last one arrives after the watermark moved
+        batches = [Batch(0, 0, {0: 1}, True), Batch(1, 8_000, {0: 2}, True), Batch(2, 9_000, {0: 3}, True)]
+        sink = _sink([("a", 10_000, 15_000, 2, 4, 120_000)])
+        c = check(truth, sink, batches, W, W).counts
+        assert (c["dropped_late"], c["expected"], c["lost"]) == (1, 2, 0)
+
+    def test_latencies_are_measured_from_the_first_visible_copy(self):
+        """Event-time latency = commit - window end; processing = commit - append time."""
+        truth = _truth([100])
+        result = check(truth, _sink([("a", 0, 5000, 1, 2, 106_000)]), _one_batch(1), W, W)
+        assert list(result.event_time_latency_ms) == [101_000.0]
+        assert list(result.processing_time_latency_ms) == [6_000.0]
+
+
+class TestAssignWindows:
+    @pytest.mark.parametrize("t, starts", [(0, [0]), (4999, [0]), (5000, [5000])])
+    def test_tumbling_windows_are_left_closed_right_open(self, t, starts):
+        """[0, 5s) holds 4999 ms but not 5000 ms."""
+        pairs = assign_windows(_truth([t]), W, W)
+        assert sorted(pairs["window_start_ms"]) == starts
+
+    def test_a_sliding_window_copies_each_event_size_over_slide_times(self):
+        """window 10 s sliding every 2 s: 5 windows per event, each containing it."""
+        pairs = assign_windows(_truth([7_000]), 10_000, 2_000)
+        assert sorted(pairs["window_start_ms"]) == [-2000, 0, 2000, 4000, 6000]
+        assert ((pairs["window_start_ms"] <= 7000) & (pairs["window_end_ms"] > 7000)).all()
+
+
+class TestLateWatermarks:
+    def test_late_rows_are_filtered_with_the_previous_batch_watermark(self):
+        """Spark >= 3.4 drops late rows with the previous batch's watermark."""
+        batches = [Batch(0, 0, {}, True), Batch(1, 500, {}, True), Batch(2, 900, {}, True)]
+        assert late_watermarks(batches) == {0: 0, 1: 0, 2: 500}
