@@ -1,0 +1,83 @@
+"""Latency percentiles, throughput and backpressure from a case's raw records.
+
+Raw samples are kept in the run directory; statistics are computed here on demand.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9}
+
+
+def percentiles(samples: np.ndarray) -> dict:
+    """p50/p90/p99/p99.9/max of `samples` in ms; None for each when there are none."""
+    if len(samples) == 0:
+        return {name: None for name in [*PERCENTILES, "max"]}
+    values = np.percentile(samples, list(PERCENTILES.values()), method="higher")
+    out = {name: round(float(v), 1) for name, v in zip(PERCENTILES, values, strict=True)}
+    out["max"] = round(float(np.max(samples)), 1)
+    return out
+
+
+def read_progress(path: Path) -> list[dict]:
+    """StreamingQueryProgress records, one per micro-batch, in batch order."""
+    if not path.exists():
+        return []
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return sorted(records, key=lambda r: r["batchId"])
+
+
+def _end_ms(progress: dict) -> float:
+    start = datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp() * 1000
+    return start + progress["batchDuration"]
+
+
+def offered_eps(truth: pd.DataFrame) -> float:
+    """Events sent per second of sending."""
+    sent = truth.loc[~truth["control"], "sent_ms"]
+    span_s = (sent.max() - sent.min()) / 1000.0 if len(sent) > 1 else 0.0
+    return round(len(sent) / span_s, 1) if span_s > 0 else 0.0
+
+
+def processed_eps(progress: list[dict], since_ms: float = 0) -> float:
+    """Input rows per second, from the first batch with input to the end of the last one,
+    counting only batches that ended after `since_ms` (the warm-up batch does not count)."""
+    busy = [p for p in progress if p.get("numInputRows", 0) > 0 and _end_ms(p) > since_ms]
+    if not busy:
+        return 0.0
+    start = _end_ms(busy[0]) - busy[0]["batchDuration"]
+    span_s = (_end_ms(busy[-1]) - start) / 1000.0
+    rows = sum(p["numInputRows"] for p in busy)
+    return round(rows / span_s, 1) if span_s > 0 else 0.0
+
+
+def _end_offsets(progress: dict, topic: str) -> dict[int, int]:
+    ends: dict[int, int] = {}
+    for source in progress.get("sources", []):
+        end = source.get("endOffset")
+        end = json.loads(end) if isinstance(end, str) else (end or {})
+        ends.update({int(p): int(o) for p, o in end.get(topic, {}).items()})
+    return ends
+
+
+def backpressure(truth: pd.DataFrame, progress: list[dict], topic: str) -> dict:
+    """Consumer lag at the end of each batch: records appended to Kafka but not yet
+    read by a finished batch, and the age of the oldest of them."""
+    real = truth[~truth["control"]]
+    part, off, append = (real[c].to_numpy() for c in ("partition", "offset", "append_ms"))
+    n_parts = int(part.max()) + 1 if len(part) else 0
+    max_records, max_s = 0, 0.0
+    for record in progress:
+        at_ms, ends = _end_ms(record), _end_offsets(record, topic)
+        end_of = np.array([ends.get(p, 0) for p in range(n_parts)], dtype=np.int64)
+        waiting = (append <= at_ms) & (off >= end_of[part])
+        if waiting.any():
+            max_records = max(max_records, int(waiting.sum()))
+            max_s = max(max_s, (at_ms - float(append[waiting].min())) / 1000.0)
+    return {"max_lag_records": max_records, "max_lag_s": round(max_s, 3), "recovery_s": None}

@@ -1,0 +1,42 @@
+"""The terminal table of a run: one row per case."""
+
+from __future__ import annotations
+
+COLUMNS = [
+    ("case", lambda c: c["name"]),
+    ("guarantee", lambda c: c["guarantee"]),
+    ("observed", lambda c: c["verdict"]["observed"]),
+    ("verdict", lambda c: "PASS" if c["verdict"]["holds"] else "FAIL"),
+    ("produced", lambda c: _count(c["events"]["produced"])),
+    ("expected", lambda c: _count(c["events"]["expected"])),
+    ("lost", lambda c: _count(c["events"]["lost"])),
+    ("dup", lambda c: _count(c["events"]["duplicated"])),
+    ("late", lambda c: _count(c["events"]["dropped_late"])),
+    ("offered/s", lambda c: _num(c["throughput_eps"]["offered"])),
+    ("processed/s", lambda c: _num(c["throughput_eps"]["processed"])),
+    ("ev-time p50 ms", lambda c: _num(c["latency_ms"]["event_time"]["p50"])),
+    ("ev-time p99 ms", lambda c: _num(c["latency_ms"]["event_time"]["p99"])),
+    ("proc p99 ms", lambda c: _num(c["latency_ms"]["processing_time"]["p99"])),
+    ("max lag", lambda c: _count(c["backpressure"]["max_lag_records"])),
+]
+_LEFT = {"case", "guarantee", "observed", "verdict"}
+
+
+def _count(value) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def render(summary: dict) -> str:
+    """The table, each case's verdict sentence, and the status line."""
+    rows = [[name for name, _ in COLUMNS]] + [[cell(c) for _, cell in COLUMNS] for c in summary["cases"]]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    lines = ["  ".join(cell.ljust(w) if COLUMNS[i][0] in _LEFT else cell.rjust(w)
+                       for i, (cell, w) in enumerate(zip(row, widths, strict=True))) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines += [f"{c['name']}: {c['verdict']['detail']}" for c in summary["cases"]]
+    lines.append(f"status: {summary['status']}  run: {summary['run_id']}")
+    return "\n".join(lines)
