@@ -31,7 +31,7 @@ class Delivery:
     errors: list = field(default_factory=list)
 
     @classmethod
-    def empty(cls, n: int) -> "Delivery":
+    def empty(cls, n: int) -> Delivery:
         return cls(*(np.full(n, -1, dtype=np.int64) for _ in range(4)))
 
     def callback(self, i: int):

@@ -33,7 +33,7 @@ class Service:
     ready_timeout_s = 60.0
     stop_timeout_s = 15.0
 
-    def __init__(self, name: str, workdir: Path, registry: "Registry | None" = None):
+    def __init__(self, name: str, workdir: Path, registry: Registry | None = None):
         self.name = name
         self.workdir = Path(workdir)
         self.log_path = self.workdir / f"{name}.log"
@@ -62,7 +62,7 @@ class Service:
         return None
 
     # -- lifecycle ------------------------------------------------------------------
-    def start(self) -> "Service":
+    def start(self) -> Service:
         """Start the process; returns at once (call `wait_ready`)."""
         if self.running:
             raise ServiceError(f"{self.name} is already running (pid {self.pid})")
@@ -75,7 +75,7 @@ class Service:
         log.info("%s started (pid %d), log %s", self.name, self.process.pid, self.log_path)
         return self
 
-    def wait_ready(self, timeout_s: float | None = None) -> "Service":
+    def wait_ready(self, timeout_s: float | None = None) -> Service:
         """Block until the service answers; raise ServiceError with its log tail if it dies or times out."""
         timeout_s = timeout_s or self.ready_timeout_s
 
@@ -219,7 +219,7 @@ class Registry:
     def seen_pids(self) -> set[int]:
         return set().union(*(s.snapshot_pids() for s in self.services)) if self.services else set()
 
-    def __enter__(self) -> "Registry":
+    def __enter__(self) -> Registry:
         reap_leftovers()
         return self
 

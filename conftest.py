@@ -1,0 +1,42 @@
+"""Session-scoped real services for the integration tests: one Kafka broker and one
+PostgreSQL server per test session, stopped (and proven gone) at the end."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from harness import procs
+
+
+@pytest.fixture(scope="session")
+def registry():
+    from harness.services.base import Registry
+
+    with Registry() as reg:
+        yield reg
+    leftovers = [pid for pid in reg.seen_pids() if procs.alive(pid)]
+    assert not leftovers, f"session services left processes alive: {leftovers}"
+
+
+@pytest.fixture(scope="session")
+def kafka(registry, tmp_path_factory):
+    """A real KRaft broker on a free loopback port."""
+    from harness import jvm
+    from harness.services.kafka import KafkaBroker
+
+    jvm.jars("kafka")  # a clear error when `python -m harness fetch-jvm` was not run
+    return KafkaBroker(tmp_path_factory.mktemp("kafka"), registry).start().wait_ready()
+
+
+@pytest.fixture(scope="session")
+def postgres(registry, tmp_path_factory):
+    """A real PostgreSQL server of our own."""
+    from harness.services.postgres import PostgresServer
+
+    return PostgresServer(tmp_path_factory.mktemp("postgres"), registry).start().wait_ready()
+
+
+def pytest_configure(config):
+    logging.getLogger("kafka").setLevel(logging.WARNING)

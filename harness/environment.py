@@ -1,0 +1,59 @@
+"""What a result was measured on: versions, machine, commit."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+from importlib import metadata
+
+from harness import __version__
+from harness.paths import REPO_ROOT
+from harness.versions import KAFKA_VERSION, SPARK_VERSION
+
+
+def describe(spark_master: str, own_kafka: bool) -> dict:
+    import psutil
+
+    from harness.jvm import java_version
+
+    return {
+        "harness": __version__,
+        "python": platform.python_version(),
+        "java": java_version(),
+        "spark": _installed("pyspark") or SPARK_VERSION,
+        "kafka": KAFKA_VERSION if own_kafka else "external",
+        "spark_master": spark_master,
+        "cpus": psutil.cpu_count() or 1,
+        "memory_bytes": psutil.virtual_memory().total,
+        "git_sha": git_sha(),
+    }
+
+
+def git_sha() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True,
+                             text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _installed(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def check_spark_version() -> None:
+    """The Kafka connector jars are pinned to SPARK_VERSION; pyspark must match exactly."""
+    from harness.errors import EnvironmentProblem
+
+    installed = _installed("pyspark")
+    if installed is None:
+        raise EnvironmentProblem("pyspark is not installed",
+                                 f"pip install pyspark=={SPARK_VERSION} (tox does it)")
+    if installed != SPARK_VERSION:
+        raise EnvironmentProblem(
+            f"pyspark {installed} is installed but the Kafka connector is pinned to {SPARK_VERSION}",
+            f"pip install pyspark=={SPARK_VERSION}, or raise SPARK_VERSION in harness/versions.py")

@@ -1,0 +1,41 @@
+"""Progress on long work: steps as lines, and a status line that updates in place."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+class Progress:
+    """Writes to stderr. On a terminal `update` rewrites one line; elsewhere (CI logs)
+    it prints at most one update every `every_s` seconds."""
+
+    def __init__(self, stream=None, every_s: float = 5.0):
+        self.stream = stream or sys.stderr
+        self.started = time.monotonic()
+        self.tty = self.stream.isatty()
+        self.every_s = every_s
+        self._last_update = 0.0
+        self._dirty = False
+
+    def _stamp(self) -> str:
+        return f"[{time.monotonic() - self.started:7.1f}s]"
+
+    def step(self, message: str) -> None:
+        self._clear()
+        print(f"{self._stamp()} {message}", file=self.stream, flush=True)
+
+    def update(self, message: str) -> None:
+        now = time.monotonic()
+        if self.tty:
+            self.stream.write(f"\r\033[K{self._stamp()}   {message}")
+            self.stream.flush()
+            self._dirty = True
+        elif now - self._last_update >= self.every_s:
+            print(f"{self._stamp()}   {message}", file=self.stream, flush=True)
+            self._last_update = now
+
+    def _clear(self) -> None:
+        if self._dirty:
+            self.stream.write("\r\033[K")
+            self._dirty = False

@@ -1,0 +1,41 @@
+"""Running the CLI as a user does, and proving that it left nothing behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def harness_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "harness", *args]
+
+
+def run_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(harness_cmd(*args), capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=timeout)
+
+
+def processes_of_run(run_id: str) -> list[str]:
+    """Live processes carrying the run's HARNESS_RUN_ID in their environment: every
+    process the run started inherits it, however deep in the tree."""
+    marker = f"HARNESS_RUN_ID={run_id}"
+    found = []
+    for proc in psutil.process_iter(["pid", "name"]):
+        try:
+            if proc.pid != os.getpid() and proc.status() != psutil.STATUS_ZOMBIE \
+                    and marker in _environ(proc.pid):
+                found.append(f"{proc.pid} {' '.join(proc.cmdline())[:120]}")
+        except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
+            continue
+    return found
+
+
+def _environ(pid: int) -> str:
+    return Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace").replace("\0", "\n")

@@ -1,0 +1,62 @@
+"""The CLI with bad input: exit 2, a message naming the field, and nothing started."""
+
+import pytest
+
+from tests.helpers import processes_of_run, run_cli
+
+GOOD = """
+name = "t"
+[workload]
+rate_eps = 10
+duration_s = 1
+[pipeline]
+window = "5s"
+watermark = "1s"
+[[cases]]
+name = "c"
+guarantee = "exactly-once"
+"""
+
+
+def _bad(tmp_path, old: str, new: str):
+    assert old in GOOD
+    path = tmp_path / "bad.toml"
+    path.write_text(GOOD.replace(old, new))
+    return path
+
+
+BAD = {
+    "unknown key": ('rate_eps = 10', 'rate_eps = 10\nrat_eps = 3', "workload.rat_eps"),
+    "negative rate": ('rate_eps = 10', 'rate_eps = -5', "workload.rate_eps"),
+    "window shorter than slide": ('window = "5s"', 'window = "2s"\nslide = "5s"', "pipeline.window"),
+    "unknown guarantee": ('"exactly-once"', '"exactly-twice"', "cases"),
+}
+
+
+class TestBadScenarios:
+    @pytest.mark.parametrize("what", BAD)
+    def test_a_bad_scenario_exits_2_naming_the_field_and_starts_nothing(self, what, tmp_path):
+        """Validation happens before any service starts; no run directory is made."""
+        old, new, field = BAD[what]
+        out = tmp_path / "run"
+        proc = run_cli("run", str(_bad(tmp_path, old, new)), "--out", str(out), timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert field in proc.stderr and "error:" in proc.stderr
+        assert not out.exists() and not processes_of_run("run")
+
+    def test_a_missing_scenario_file_exits_2_naming_the_path(self, tmp_path):
+        """A typo in the path is a user error with the path in the message."""
+        proc = run_cli("run", str(tmp_path / "nope.toml"), timeout=60)
+        assert proc.returncode == 2 and "nope.toml" in proc.stderr
+
+    def test_an_unknown_guarantee_lists_the_three_known_ones(self, tmp_path):
+        """The fix for a misspelt guarantee is one of three words: the message gives them."""
+        proc = run_cli("run", str(_bad(tmp_path, '"exactly-once"', '"exactly-twice"')), timeout=60)
+        assert all(g in proc.stderr for g in ("at-most-once", "at-least-once", "exactly-once"))
+
+
+class TestHelp:
+    def test_help_is_fast_and_names_the_commands(self):
+        """`--help` imports neither pyspark nor a Kafka client, and lists run and fetch-jvm."""
+        proc = run_cli("--help", timeout=30)
+        assert proc.returncode == 0 and "run" in proc.stdout and "fetch-jvm" in proc.stdout

@@ -1,0 +1,117 @@
+"""End to end through the CLI, against the real stack it starts itself.
+
+Setup: nothing; each run starts its own Kafka broker, PostgreSQL server and Spark
+driver with a local-cluster of two executor processes. Steps: run (or interrupt) the
+CLI, then read the run directory and the process table.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from harness import procs, summary
+from harness.wait import wait_until
+from tests.helpers import REPO, harness_cmd, processes_of_run, run_cli
+
+SMOKE = REPO / "workloads" / "scenarios" / "smoke.toml"
+
+
+def _assert_nothing_left(run_dir):
+    """No pid the run recorded is alive, and no process carries the run's id."""
+    pids = json.loads((run_dir / "pids.json").read_text())
+    alive = {name: [p for p in ps if procs.alive(p)] for name, ps in pids.items()}
+    assert not any(alive.values()), f"still alive by pid: {alive}"
+    assert sum(map(len, pids.values())) >= 3, f"too few pids recorded: {pids}"
+    left = processes_of_run(run_dir.name)
+    assert not left, "still alive by process tree:\n" + "\n".join(left)
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("e2e") / "smoke"
+    proc = run_cli("run", str(SMOKE), "--quick", "--out", str(run_dir))
+    return proc, run_dir
+
+
+class TestSmokeScenario:
+    def test_the_run_exits_0_and_prints_the_table(self, smoke_run):
+        """Every verdict holds, so the exit code is 0; the table and run directory are shown."""
+        proc, run_dir = smoke_run
+        assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
+        assert "PASS" in proc.stdout and str(run_dir) in proc.stderr
+
+    def test_exactly_once_holds_with_nothing_lost_or_duplicated(self, smoke_run):
+        """The exactly-once Postgres sink matches ground truth event for event."""
+        _, run_dir = smoke_run
+        case = json.loads((run_dir / "summary.json").read_text())["cases"][0]
+        events = case["events"]
+        assert case["guarantee"] == "exactly-once" and case["verdict"]["holds"], case["verdict"]
+        assert events["lost"] == 0 and events["duplicated"] == 0 and events["unexpected"] == 0, events
+        assert events["expected"] + events["dropped_late"] == events["produced"] > 0, events
+
+    def test_the_summary_follows_the_schema(self, smoke_run):
+        """summary.json validates against harness/schema/summary.schema.json."""
+        _, run_dir = smoke_run
+        summary.validate(json.loads((run_dir / "summary.json").read_text()))
+
+    def test_the_run_directory_describes_the_run(self, smoke_run):
+        """Scenario copy, ground truth, sink contents, progress and service logs are kept."""
+        _, run_dir = smoke_run
+        case = run_dir / "cases" / "exactly-once-postgres"
+        for path in ["scenario.toml", "harness.log", "services/kafka/server.log",
+                     "services/postgres/postgres.log"]:
+            assert (run_dir / path).exists(), path
+        for name in ["truth.parquet", "sink.parquet", "progress.jsonl", "spark-driver.log", "checkpoint"]:
+            assert (case / name).exists(), name
+
+    def test_no_process_is_left_after_a_normal_run(self, smoke_run):
+        """Kafka, Postgres, the driver and its executors are all gone."""
+        _assert_nothing_left(smoke_run[1])
+
+
+def _start_and_wait_for_driver(run_dir, scenario=SMOKE):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(harness_cmd("run", str(scenario), "--out", str(run_dir)), env=env,
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def driver_running():
+        assert proc.poll() is None, proc.communicate()
+        status = list(run_dir.glob("cases/*/status.json"))
+        return status and json.loads(status[0].read_text()).get("state") == "running"
+
+    wait_until(driver_running, 240, 0.5, err_msg="the Spark driver never started")
+    return proc
+
+
+class TestInterruptedRun:
+    @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+    def test_a_signal_mid_run_stops_every_service(self, sig, tmp_path):
+        """Ctrl-C or SIGTERM while the pipeline runs: exit 128+N, summary 'aborted', nothing left."""
+        run_dir = tmp_path / "run"
+        proc = _start_and_wait_for_driver(run_dir)
+        time.sleep(2)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 128 + sig, err[-3000:]
+        assert json.loads((run_dir / "summary.json").read_text())["status"] == "aborted"
+        _assert_nothing_left(run_dir)
+
+
+class TestFailingRun:
+    def test_a_sink_that_cannot_be_reached_fails_cleanly(self, tmp_path):
+        """A Postgres URL with nothing behind it: exit 2 naming the driver failure, nothing left."""
+        scenario = tmp_path / "broken.toml"
+        unreachable = '[services.postgres]\nurl = "postgresql://harness@127.0.0.1:1/postgres"\n\n'
+        text = SMOKE.read_text()
+        assert "\n[workload]\n" in text
+        scenario.write_text(text.replace("\n[workload]\n", "\n" + unreachable + "[workload]\n", 1))
+        run_dir = tmp_path / "run"
+        proc = run_cli("run", str(scenario), "--quick", "--out", str(run_dir), timeout=300)
+        assert proc.returncode == 2, proc.stderr[-3000:]
+        assert "Spark driver failed" in proc.stderr
+        assert json.loads((run_dir / "summary.json").read_text())["status"] == "error"
+        _assert_nothing_left(run_dir)

@@ -1,0 +1,136 @@
+"""Services against the real processes: Kafka broker, PostgreSQL, Spark driver.
+
+Setup: the session's broker and server (conftest.py); each test that must kill or
+pause starts a service of its own so the shared ones stay healthy.
+"""
+
+import os
+import signal
+
+import psutil
+import pytest
+
+from harness import jvm, procs
+from harness.services.base import Registry, reap_leftovers
+from harness.services.kafka import KafkaBroker, cluster_answers
+from harness.services.postgres import PostgresServer, server_answers
+from harness.services.spark import SparkDriver
+from harness.wait import wait_until
+
+
+def _all_dead(pids):
+    return not [p for p in pids if procs.alive(p)]
+
+
+def _statuses(pids):
+    return {psutil.Process(p).status() for p in pids if procs.alive(p)}
+
+
+class TestKafkaBroker:
+    def test_the_broker_answers_metadata_requests(self, kafka):
+        """Ready means a metadata request to bootstrap_servers succeeds."""
+        assert cluster_answers(kafka.bootstrap_servers)
+
+    def test_pause_freezes_the_jvm_and_resume_thaws_it(self, tmp_path):
+        """SIGSTOP leaves every process of the broker stopped; SIGCONT makes it answer again."""
+        with Registry() as reg:
+            broker = KafkaBroker(tmp_path, reg).start().wait_ready()
+            broker.pause()
+            wait_until(lambda: _statuses(broker.pids()) == {psutil.STATUS_STOPPED}, 5)
+            broker.resume()
+            wait_until(lambda: cluster_answers(broker.bootstrap_servers), 30)
+
+    def test_kill_leaves_no_process(self, tmp_path):
+        """SIGKILL takes the broker down at once; none of its pids survives."""
+        broker = KafkaBroker(tmp_path).start().wait_ready()
+        pids = broker.snapshot_pids()
+        broker.kill()
+        assert _all_dead(pids), f"alive after kill: {pids}"
+
+
+class TestPostgresServer:
+    def test_the_server_answers_queries(self, postgres):
+        """Ready means a connection runs SELECT 1."""
+        assert server_answers(postgres.url)
+
+    def test_stop_ends_every_backend_process(self, tmp_path):
+        """The postmaster and its children (checkpointer, walwriter, ...) all exit."""
+        server = PostgresServer(tmp_path).start().wait_ready()
+        pids = server.snapshot_pids()
+        assert len(pids) > 1, "postgres forks its auxiliary processes"
+        server.stop()
+        assert _all_dead(pids)
+
+
+@pytest.fixture(scope="module")
+def driver(kafka, postgres, tmp_path_factory):
+    """One Spark driver (the windowed count, on an empty topic of its own) shared by the
+    driver tests, which run in order: kill an executor, pause, then stop."""
+    from workloads.generator import create_topic
+
+    tmp_path = tmp_path_factory.mktemp("driver")
+    topic = f"svc-{os.getpid()}"
+    create_topic(kafka.bootstrap_servers, topic, 2)
+    config = {
+        "app_name": "test-services", "master": "local-cluster[2,1,1024]", "spark_conf": {},
+        "jars": [str(p) for p in jvm.spark_connector_jars()],
+        "bootstrap_servers": kafka.bootstrap_servers, "topic": topic,
+        "checkpoint": str(tmp_path / "checkpoint"),
+        "pipeline": {"kind": "windowed_count", "window_ms": 5000, "slide_ms": 5000,
+                     "watermark_ms": 1000, "trigger_ms": 1000},
+        "sink": {"kind": "postgres", "url": postgres.url, "table": "svc_sink", "mode": "exactly-once"},
+    }
+    with Registry() as reg:
+        yield SparkDriver(tmp_path, config, reg).start().wait_ready()
+
+
+class TestSparkDriver:
+    def test_executors_are_separate_processes_that_can_be_killed(self, driver):
+        """local-cluster[2,...] runs two executor JVMs; a killed one dies and Spark replaces it."""
+        executors = wait_until(lambda: len(driver.executor_pids()) == 2 and driver.executor_pids(), 60)
+        assert driver.pid not in executors
+        os.kill(executors[0], signal.SIGKILL)
+        wait_until(lambda: not procs.alive(executors[0]), 10)
+        replaced = wait_until(lambda: set(driver.executor_pids()) - set(executors), 90,
+                              err_msg="Spark did not launch a replacement executor")
+        assert replaced and driver.running
+
+    def test_pause_stops_driver_and_executors(self, driver):
+        """Pausing the driver service freezes the Python driver, its JVM and the executors."""
+        pids = driver.pids()
+        driver.pause()
+        wait_until(lambda: _statuses(pids) == {psutil.STATUS_STOPPED}, 5,
+                   err_msg=lambda: f"not all stopped: {_statuses(pids)}")
+        driver.resume()
+        wait_until(lambda: psutil.STATUS_STOPPED not in _statuses(pids), 5)
+
+    def test_request_stop_ends_the_whole_process_tree(self, driver):
+        """The STOP file ends the query; no driver, JVM or executor process survives."""
+        pids = driver.snapshot_pids()
+        driver.request_stop()
+        assert _all_dead(pids), f"alive: {[p for p in pids if procs.alive(p)]}"
+        assert driver.status()["state"] == "stopped"
+
+
+class TestReapLeftovers:
+    def test_a_crashed_runs_services_are_reaped_by_the_next_run(self, tmp_path):
+        """A service whose owner died without stopping it is killed by the next Registry."""
+        import subprocess
+        import sys
+        import textwrap
+
+        script = textwrap.dedent(f"""
+            import os
+            from pathlib import Path
+            from harness.services.postgres import PostgresServer
+            server = PostgresServer(Path({str(tmp_path)!r})).start().wait_ready()
+            print(server.pid, flush=True)
+            os._exit(0)  # a crash: no stop, no cleanup
+        """)
+        env = {**os.environ, "PYTHONPATH": os.getcwd()}
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                             timeout=60, check=True)
+        orphan = int(out.stdout.split()[-1])
+        assert procs.alive(orphan), "the crashed run's server should still be running"
+        assert "postgres" in reap_leftovers()
+        wait_until(lambda: not procs.group_members(orphan), 10, err_msg="orphan survived reaping")
