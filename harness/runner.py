@@ -36,11 +36,9 @@ class Stack:
 
 def run(scenario, run_dir: Path, run_id: str, progress: Progress, registry: Registry) -> dict:
     """Run every case of `scenario`; returns the summary (already written to run_dir)."""
-    environment.check_spark_version()
     result = _skeleton(scenario, run_id)
     try:
         stack = start_stack(scenario, run_dir / "services", registry, progress)
-        result["environment"] = environment.describe(scenario.services.spark.master, stack.own_kafka)
         for case in scenario.cases:
             result["cases"].append(run_case(scenario, case, stack, run_dir, run_id, progress, registry))
         result["status"] = "completed"
@@ -54,6 +52,21 @@ def run(scenario, run_dir: Path, run_id: str, progress: Progress, registry: Regi
         result["ended_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         summary_mod.write(run_dir, result)
     return result
+
+
+def preflight(scenario) -> None:
+    """Check the environment before anything starts or is written: java, the jars,
+    pyspark's version, PostgreSQL's binaries. Raises EnvironmentProblem with the fix."""
+    from harness.services.postgres import find_bindir
+
+    jvm.java()
+    environment.check_spark_version()
+    jvm.spark_connector_jars()
+    if scenario.services.kafka.bootstrap_servers is None:
+        jvm.jars("kafka")
+        jvm.jars("kafka-log")
+    if scenario.services.postgres.url is None and any(c.sink == "postgres" for c in scenario.cases):
+        find_bindir()
 
 
 def _skeleton(scenario, run_id: str) -> dict:
@@ -75,7 +88,6 @@ def start_stack(scenario, services_dir: Path, registry: Registry, progress: Prog
                                "start it, or remove services.kafka.bootstrap_servers to use our own")
         bootstrap, own = kafka_cfg.bootstrap_servers, False
     else:
-        jvm.jars("kafka")
         progress.step("starting Kafka broker (KRaft)")
         broker = KafkaBroker(services_dir / "kafka", registry).start()
         bootstrap, own = broker.wait_ready().bootstrap_servers, True

@@ -16,8 +16,9 @@ def harness_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "harness", *args]
 
 
-def run_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def run_cli(*args: str, timeout: float = 900, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run `python -m harness ARGS`; `env` entries override the inherited environment."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     return subprocess.run(harness_cmd(*args), capture_output=True, text=True, env=env,
                           cwd=REPO, timeout=timeout)
 

@@ -60,3 +60,14 @@ class TestHelp:
         """`--help` imports neither pyspark nor a Kafka client, and lists run and fetch-jvm."""
         proc = run_cli("--help", timeout=30)
         assert proc.returncode == 0 and "run" in proc.stdout and "fetch-jvm" in proc.stdout
+
+
+class TestBrokenEnvironment:
+    def test_a_missing_java_exits_2_naming_the_fix_and_writes_nothing(self, tmp_path):
+        """Without java on PATH the run stops before any service or run directory exists."""
+        out = tmp_path / "run"
+        proc = run_cli("run", "workloads/scenarios/smoke.toml", "--out", str(out),
+                       env={"PATH": str(tmp_path)}, timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert "`java` was not found" in proc.stderr and "JDK" in proc.stderr
+        assert not out.exists()

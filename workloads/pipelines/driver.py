@@ -23,7 +23,6 @@ DEFAULT_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
-    "spark.sql.streaming.stopGracefullyOnShutdown": "false",
 }
 
 

@@ -36,7 +36,10 @@ class PostgresSink:
             self._conn.execute(DDL.format(t=self.table, pk=pk))
 
     def __call__(self, batch_df, batch_id: int) -> None:
-        rows = [tuple(r) for r in batch_df.select(*COLUMNS[1:]).collect()]
+        self.write_rows([tuple(r) for r in batch_df.select(*COLUMNS[1:]).collect()], batch_id)
+
+    def write_rows(self, rows: list[tuple], batch_id: int) -> None:
+        """Write one micro-batch's rows (key, window_start_ms, window_end_ms, count, sum_amount)."""
         conn = self._connection()
         with conn.transaction():
             if self.mode == "exactly-once" and self._committed(batch_id):
