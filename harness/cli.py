@@ -68,7 +68,7 @@ def _run(args) -> int:
     from harness.services.base import Registry
 
     runner.preflight(scenario)
-    run_id = rundir.new_run_id(scenario.name) if args.out is None else args.out.resolve().name
+    run_id = rundir.new_run_id(scenario.name)  # unique even when --out names the directory
     run_dir = rundir.create(args.out or results_dir() / run_id, scenario.path)
     os.environ["HARNESS_RUN_ID"] = run_id  # inherited by every process the run starts
     _log_to(run_dir / "harness.log", args.verbose)

@@ -11,6 +11,26 @@ import psutil
 
 REPO = Path(__file__).resolve().parent.parent
 
+# the smallest valid scenario; tests edit one line of it to make each mistake
+MINIMAL_SCENARIO = """
+name = "t"
+
+[workload]
+rate_eps = 10
+duration_s = 1
+
+[pipeline]
+window = "5s"
+watermark = "1s"
+
+[[cases]]
+name = "c"
+guarantee = "exactly-once"
+
+[quick]
+rate_eps = 5
+"""
+
 
 def harness_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "harness", *args]

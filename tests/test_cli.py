@@ -2,20 +2,8 @@
 
 import pytest
 
-from tests.helpers import processes_of_run, run_cli
-
-GOOD = """
-name = "t"
-[workload]
-rate_eps = 10
-duration_s = 1
-[pipeline]
-window = "5s"
-watermark = "1s"
-[[cases]]
-name = "c"
-guarantee = "exactly-once"
-"""
+from tests.helpers import MINIMAL_SCENARIO as GOOD
+from tests.helpers import run_cli
 
 
 def _bad(tmp_path, old: str, new: str):
@@ -42,7 +30,7 @@ class TestBadScenarios:
         proc = run_cli("run", str(_bad(tmp_path, old, new)), "--out", str(out), timeout=60)
         assert proc.returncode == 2, proc.stderr
         assert field in proc.stderr and "error:" in proc.stderr
-        assert not out.exists() and not processes_of_run("run")
+        assert not out.exists()  # the run directory comes before any service
 
     def test_a_missing_scenario_file_exits_2_naming_the_path(self, tmp_path):
         """A typo in the path is a user error with the path in the message."""

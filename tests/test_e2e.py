@@ -26,7 +26,7 @@ def _assert_nothing_left(run_dir):
     alive = {name: [p for p in ps if procs.alive(p)] for name, ps in pids.items()}
     assert not any(alive.values()), f"still alive by pid: {alive}"
     assert sum(map(len, pids.values())) >= 3, f"too few pids recorded: {pids}"
-    left = processes_of_run(run_dir.name)
+    left = processes_of_run(json.loads((run_dir / "summary.json").read_text())["run_id"])
     assert not left, "still alive by process tree:\n" + "\n".join(left)
 
 

@@ -6,28 +6,11 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ScenarioError
+from tests.helpers import MINIMAL_SCENARIO as GOOD
 from workloads.scenario import GUARANTEES, load, parse_duration_ms
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "workloads" / "scenarios"
 
-GOOD = """
-name = "t"
-
-[workload]
-rate_eps = 10
-duration_s = 1
-
-[pipeline]
-window = "5s"
-watermark = "1s"
-
-[[cases]]
-name = "c"
-guarantee = "exactly-once"
-
-[quick]
-rate_eps = 5
-"""
 
 
 def _write(tmp_path, text: str) -> Path:

@@ -105,7 +105,8 @@ def cluster_answers(bootstrap_servers: str) -> bool:
     from kafka.errors import KafkaError
 
     try:
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=3000)
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=3000,
+                                 bootstrap_timeout_ms=3000)
     except (KafkaError, ValueError, OSError):
         return False
     try:
