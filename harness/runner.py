@@ -101,20 +101,37 @@ def start_stack(scenario, services_dir: Path, registry: Registry, progress: Prog
 def run_case(scenario, case, stack: Stack, run_dir: Path, run_id: str, progress: Progress,
              registry: Registry) -> dict:
     """Generator -> Kafka -> Spark driver -> sink, then the checker: one summary case."""
-    from workloads import events, generator
-
     case_dir = run_dir / "cases" / case.name
     suffix = re.sub(r"[^A-Za-z0-9]", "_", f"{case.name}_{run_id[-4:]}").lower()
-    topic = f"{scenario.workload.topic}-{suffix}"
-    table = f"sink_{suffix}"
-    wl, pl = scenario.workload, scenario.pipeline
-    generator.create_topic(stack.bootstrap_servers, topic, wl.partitions)
+    topic, table = f"{scenario.workload.topic}-{suffix}", f"sink_{suffix}"
+    driver, warmup = _start_driver(scenario, case, stack, case_dir, topic, table, progress, registry)
+    truth_path, last_window_end = _offer_load(scenario, case, stack, driver, topic, warmup, progress)
+    _drain(driver, case_dir / "checkpoint", topic, last_window_end, scenario.drain_timeout_s, progress)
+    driver.request_stop()
+    return _case_result(scenario, case, stack, case_dir, truth_path, topic, table)
+
+
+def _start_driver(scenario, case, stack: Stack, case_dir: Path, topic: str, table: str,
+                  progress: Progress, registry: Registry) -> tuple[SparkDriver, list[dict]]:
+    """Create the topic, start the case's driver and wait until its first batch ran.
+    Returns the driver and the warm-up control events (part of ground truth)."""
+    from workloads import generator
+
+    generator.create_topic(stack.bootstrap_servers, topic, scenario.workload.partitions)
     progress.step(f"case {case.name}: starting Spark driver ({scenario.services.spark.master})")
-    driver = SparkDriver(case_dir, _driver_config(scenario, case, stack, topic, table, case_dir), registry)
-    driver.start().wait_ready()
+    config = _driver_config(scenario, case, stack, topic, table, case_dir)
+    driver = SparkDriver(case_dir, config, registry).start().wait_ready()
     log.info("driver pid %s, executors %s", driver.pid, driver.executor_pids())
-    warmup = generator.send_control(stack.bootstrap_servers, topic, wl.partitions, -wl.partitions, 0)
-    _warm_up(driver, progress)
+    return driver, _warm_up(driver, stack, topic, scenario.workload.partitions, progress)
+
+
+def _offer_load(scenario, case, stack: Stack, driver: SparkDriver, topic: str, warmup: list[dict],
+                progress: Progress) -> tuple[Path, int]:
+    """Send the planned events open-loop, then the watermark-moving control events; write
+    ground truth. Returns its path and the end of the last window the events fall in."""
+    from workloads import events, generator
+
+    wl, pl = scenario.workload, scenario.pipeline
     plan = events.plan(wl, start_ms=time.time_ns() // 1_000_000 + 200)
     progress.step(f"case {case.name}: sending {len(plan):,} events at {wl.rate_eps:,.0f}/s")
 
@@ -123,13 +140,12 @@ def run_case(scenario, case, stack: Stack, run_dir: Path, run_id: str, progress:
         progress.update(f"sent {i:,}/{n:,}")
 
     delivery = generator.send(plan, stack.bootstrap_servers, topic, on_progress)
-    flush_ms = int(plan.event_time_ms.max()) + pl.window_ms + pl.watermark_ms + pl.trigger_ms + 1000
+    max_event_ms = int(plan.event_time_ms.max())
+    flush_ms = max_event_ms + pl.window_ms + pl.watermark_ms + pl.trigger_ms + 1000
     control = generator.send_control(stack.bootstrap_servers, topic, wl.partitions, len(plan), flush_ms)
-    truth_path = generator.write_truth(case_dir / "truth.parquet", plan, delivery, warmup + control)
-    last_window_end = _last_window_end(int(plan.event_time_ms.max()), pl.window_ms, pl.slide_ms)
-    _drain(driver, case_dir / "checkpoint", topic, last_window_end, scenario.drain_timeout_s, progress)
-    driver.request_stop()
-    return _case_result(scenario, case, stack, case_dir, truth_path, topic, table)
+    truth = generator.write_truth(driver.workdir / "truth.parquet", plan, delivery,
+                                  warmup + control)
+    return truth, _last_window_end(max_event_ms, pl.window_ms, pl.slide_ms)
 
 
 def _driver_config(scenario, case, stack: Stack, topic: str, table: str, case_dir: Path) -> dict:
@@ -146,17 +162,22 @@ def _driver_config(scenario, case, stack: Stack, topic: str, table: str, case_di
     }
 
 
-def _warm_up(driver: SparkDriver, progress: Progress, timeout_s: float = 180.0) -> None:
-    """Wait for the first batch (the warm-up events) so that measurement starts warm."""
+def _warm_up(driver: SparkDriver, stack: Stack, topic: str, partitions: int, progress: Progress,
+             timeout_s: float = 180.0) -> list[dict]:
+    """Send control events at event time 0 and wait for the batch that reads them, so
+    that JVM warm-up is paid before measurement starts."""
     from harness.metrics import read_progress
+    from workloads import generator
 
     progress.step("warming up: waiting for the first micro-batch")
+    warmup = generator.send_control(stack.bootstrap_servers, topic, partitions, -partitions, 0)
 
     def first_batch_done() -> bool:
         driver.check_alive()
         return any(p.get("numInputRows", 0) > 0 for p in read_progress(driver.progress_path))
 
     wait_until(first_batch_done, timeout_s, 0.5, f"no micro-batch completed within {timeout_s:.0f}s")
+    return warmup
 
 
 def _last_window_end(max_event_time_ms: int, window_ms: int, slide_ms: int) -> int:
