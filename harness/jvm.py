@@ -109,5 +109,8 @@ def spark_connector_jars() -> list[Path]:
 
 
 def _artifact_name(jar_file: str) -> str:
-    """'kafka-clients-3.9.1.jar' -> 'kafka-clients' (drop the version and suffix)."""
-    return re.sub(r"-\d[\w.\-]*\.jar$", "", jar_file)
+    """'kafka-clients-3.9.1.jar' -> 'kafka-clients' (drop the version and suffix).
+
+    The version is the first '-' + dotted number: the '-0-10' in
+    'spark-sql-kafka-0-10_2.13-4.2.0.jar' belongs to the name."""
+    return re.sub(r"-\d+(\.\d+)+.*\.jar$", "", jar_file)

@@ -105,10 +105,12 @@ def run_case(scenario, case, stack: Stack, run_dir: Path, run_id: str, progress:
     suffix = re.sub(r"[^A-Za-z0-9]", "_", f"{case.name}_{run_id[-4:]}").lower()
     topic, table = f"{scenario.workload.topic}-{suffix}", f"sink_{suffix}"
     driver, warmup = _start_driver(scenario, case, stack, case_dir, topic, table, progress, registry)
+    spark_pids = {"driver": driver.pid, "executors": driver.executor_pids()}
     truth_path, last_window_end = _offer_load(scenario, case, stack, driver, topic, warmup, progress)
     _drain(driver, case_dir / "checkpoint", topic, last_window_end, scenario.drain_timeout_s, progress)
     driver.request_stop()
-    return _case_result(scenario, case, stack, case_dir, truth_path, topic, table)
+    return {**_case_result(scenario, case, stack, case_dir, truth_path, topic, table),
+            "spark_pids": spark_pids}
 
 
 def _start_driver(scenario, case, stack: Stack, case_dir: Path, topic: str, table: str,
@@ -121,7 +123,6 @@ def _start_driver(scenario, case, stack: Stack, case_dir: Path, topic: str, tabl
     progress.step(f"case {case.name}: starting Spark driver ({scenario.services.spark.master})")
     config = _driver_config(scenario, case, stack, topic, table, case_dir)
     driver = SparkDriver(case_dir, config, registry).start().wait_ready()
-    log.info("driver pid %s, executors %s", driver.pid, driver.executor_pids())
     return driver, _warm_up(driver, stack, topic, scenario.workload.partitions, progress)
 
 

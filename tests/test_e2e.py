@@ -68,6 +68,12 @@ class TestSmokeScenario:
         for name in ["truth.parquet", "sink.parquet", "progress.jsonl", "spark-driver.log", "checkpoint"]:
             assert (case / name).exists(), name
 
+    def test_the_driver_and_two_executors_were_processes_of_their_own(self, smoke_run):
+        """local-cluster[2,1,1024]: the summary names the driver's pid and two other executor pids."""
+        _, run_dir = smoke_run
+        pids = json.loads((run_dir / "summary.json").read_text())["cases"][0]["spark_pids"]
+        assert len(set(pids["executors"])) == 2 and pids["driver"] not in pids["executors"]
+
     def test_no_process_is_left_after_a_normal_run(self, smoke_run):
         """Kafka, Postgres, the driver and its executors are all gone."""
         _assert_nothing_left(smoke_run[1])

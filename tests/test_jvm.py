@@ -1,0 +1,39 @@
+"""JVM artifacts: clear errors when tools or jars are missing, and the connector's jar list."""
+
+import pytest
+
+from harness import jvm
+from harness.errors import EnvironmentProblem
+
+
+class TestMissingTools:
+    def test_a_missing_mvn_names_the_package_to_install(self, tmp_path, monkeypatch):
+        """Fetching into an empty cache without Maven on PATH says how to get Maven."""
+        monkeypatch.setenv("HARNESS_CACHE", str(tmp_path))
+        monkeypatch.setenv("PATH", str(tmp_path))
+        with pytest.raises(EnvironmentProblem, match="`mvn` was not found") as info:
+            jvm.fetch("kafka")
+        assert "apt-get install maven" in info.value.fix
+
+    def test_jars_that_were_never_fetched_name_the_fetch_command(self, tmp_path, monkeypatch):
+        """Starting a broker before the fetch fails with the command that fixes it."""
+        monkeypatch.setenv("HARNESS_CACHE", str(tmp_path))
+        with pytest.raises(EnvironmentProblem) as info:
+            jvm.jars("kafka")
+        assert "python -m harness fetch-jvm" in info.value.fix
+
+
+class TestConnectorJars:
+    @pytest.mark.parametrize("jar, name", [
+        ("kafka-clients-3.9.2.jar", "kafka-clients"),
+        ("spark-sql-kafka-0-10_2.13-4.2.0.jar", "spark-sql-kafka-0-10_2.13"),
+        ("zstd-jni-1.5.6-10.jar", "zstd-jni")])
+    def test_artifact_names_drop_the_version(self, jar, name):
+        """Jars are matched by artifact, whatever their version."""
+        assert jvm._artifact_name(jar) == name
+
+    def test_the_connector_brings_what_pyspark_lacks_and_nothing_it_has(self):
+        """kafka-clients and the connector are added; scala-library, which pyspark ships, is not."""
+        names = {jvm._artifact_name(p.name) for p in jvm.spark_connector_jars()}
+        assert {"spark-sql-kafka-0-10_2.13", "kafka-clients", "commons-pool2"} <= names
+        assert "scala-library" not in names
