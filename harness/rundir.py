@@ -6,7 +6,8 @@ results/<run-id>/
   harness.log           the harness's own log
   services/<name>/      each shared service's config, data and log
   cases/<case>/         driver.json, driver log, status.json, progress.jsonl,
-                        checkpoint/, truth.parquet, sink.parquet, latency.parquet
+                        checkpoint/, truth/ (one Parquet part per generator process,
+                        control.parquet), generator.json, sink.parquet, latency.parquet
 """
 
 from __future__ import annotations

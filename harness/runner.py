@@ -106,11 +106,11 @@ def run_case(scenario, case, stack: Stack, run_dir: Path, run_id: str, progress:
     topic, table = f"{scenario.workload.topic}-{suffix}", f"sink_{suffix}"
     driver, warmup = _start_driver(scenario, case, stack, case_dir, topic, table, progress, registry)
     spark_pids = {"driver": driver.pid, "executors": driver.executor_pids()}
-    truth_path, last_window_end = _offer_load(scenario, case, stack, driver, topic, warmup, progress)
+    truth_dir, last_window_end, report = _offer_load(scenario, case, stack, driver, topic, warmup, progress)
     _drain(driver, case_dir / "checkpoint", topic, last_window_end, scenario.drain_timeout_s, progress)
     driver.request_stop()
-    return {**_case_result(scenario, case, stack, case_dir, truth_path, topic, table),
-            "spark_pids": spark_pids}
+    return {**_case_result(scenario, case, stack, case_dir, truth_dir, topic, table),
+            "generator": _generator_summary(report), "spark_pids": spark_pids}
 
 
 def _start_driver(scenario, case, stack: Stack, case_dir: Path, topic: str, table: str,
@@ -127,26 +127,31 @@ def _start_driver(scenario, case, stack: Stack, case_dir: Path, topic: str, tabl
 
 
 def _offer_load(scenario, case, stack: Stack, driver: SparkDriver, topic: str, warmup: list[dict],
-                progress: Progress) -> tuple[Path, int]:
-    """Send the planned events open-loop, then the watermark-moving control events; write
-    ground truth. Returns its path and the end of the last window the events fall in."""
-    from workloads import events, generator
+                progress: Progress) -> tuple[Path, int, dict]:
+    """Send the workload open-loop, then the watermark-moving control events; ground truth
+    goes to the case's truth/ directory. Returns it, the end of the last window the
+    events fall in, and the generator's report."""
+    from workloads import generator, shapes, truth
 
     wl, pl = scenario.workload, scenario.pipeline
-    plan = events.plan(wl, start_ms=time.time_ns() // 1_000_000 + 200)
-    progress.step(f"case {case.name}: sending {len(plan):,} events at {wl.rate_eps:,.0f}/s")
+    truth_dir = driver.workdir / "truth"
+    progress.step(f"case {case.name}: sending {shapes.describe(wl.rate)} for {wl.duration_s:g}s")
 
-    def on_progress(i: int, n: int) -> None:
+    def on_progress(sent: int, planned: int) -> None:
         driver.check_alive()
-        progress.update(f"sent {i:,}/{n:,}")
+        progress.update(f"sent {sent:,}/{planned:,}")
 
-    delivery = generator.send(plan, stack.bootstrap_servers, topic, on_progress)
-    max_event_ms = int(plan.event_time_ms.max())
+    report = generator.generate(wl, stack.bootstrap_servers, truth_dir, topic=topic, progress=on_progress)
+    generator.write_report(driver.workdir / "generator.json", report)
+    if not report["events"]:
+        raise HarnessError("the workload sent no event (idle partitions or a custom shape ended at once)",
+                           "check [workload] in the scenario")
+    max_event_ms = report["event_time_ms"]["max"]
     flush_ms = max_event_ms + pl.window_ms + pl.watermark_ms + pl.trigger_ms + 1000
-    control = generator.send_control(stack.bootstrap_servers, topic, wl.partitions, len(plan), flush_ms)
-    truth = generator.write_truth(driver.workdir / "truth.parquet", plan, delivery,
-                                  warmup + control)
-    return truth, _last_window_end(max_event_ms, pl.window_ms, pl.slide_ms)
+    control = generator.send_control(stack.bootstrap_servers, topic, wl.partitions, report["events"],
+                                     flush_ms)
+    truth.write_control(truth_dir, warmup + control)
+    return truth_dir, _last_window_end(max_event_ms, pl.window_ms, pl.slide_ms), report
 
 
 def _driver_config(scenario, case, stack: Stack, topic: str, table: str, case_dir: Path) -> dict:
@@ -210,13 +215,23 @@ def _first_send_ms(truth) -> float:
     return float(truth.loc[~truth["control"], "sent_ms"].min())
 
 
-def _case_result(scenario, case, stack: Stack, case_dir: Path, truth_path: Path, topic: str,
-                 table: str) -> dict:
-    import pandas as pd
+def _generator_summary(report: dict) -> dict:
+    """The generator's own numbers: did it offer what the workload asked, on time?"""
+    slip = report["schedule_slip_us"] or {}
+    return {"target_eps": report["target_eps"], "achieved_eps": report["achieved_eps"],
+            "pacing_error": report["pacing_error"], "late_by_design": report["late_by_design"],
+            "per_partition": report["per_partition"],
+            "schedule_slip_ms": {k: slip[q] / 1000 for k, q in
+                                 (("p50", "p50"), ("p99", "p99"), ("p999", "p99.9"), ("max", "max"))
+                                 if q in slip}}
 
+
+def _case_result(scenario, case, stack: Stack, case_dir: Path, truth_dir: Path, topic: str,
+                 table: str) -> dict:
+    from workloads import truth as truth_mod
     from workloads.pipelines.sink_reader import read_postgres_sink
 
-    truth = pd.read_parquet(truth_path)
+    truth = truth_mod.read(truth_dir)
     sink = read_postgres_sink(stack.postgres_url, table)
     sink.to_parquet(case_dir / "sink.parquet", index=False)
     batches = checkpoint.read_batches(case_dir / "checkpoint", topic)

@@ -16,8 +16,10 @@ MINIMAL_SCENARIO = """
 name = "t"
 
 [workload]
-rate_eps = 10
-duration_s = 1
+duration = "1s"
+
+[workload.rate]
+eps = 10
 
 [pipeline]
 window = "5s"
@@ -27,8 +29,8 @@ watermark = "1s"
 name = "c"
 guarantee = "exactly-once"
 
-[quick]
-rate_eps = 5
+[quick.rate]
+eps = 5
 """
 
 

@@ -14,8 +14,8 @@ def _bad(tmp_path, old: str, new: str):
 
 
 BAD = {
-    "unknown key": ('rate_eps = 10', 'rate_eps = 10\nrat_eps = 3', "workload.rat_eps"),
-    "negative rate": ('rate_eps = 10', 'rate_eps = -5', "workload.rate_eps"),
+    "unknown key": ('eps = 10', 'eps = 10\nrat_eps = 3', "workload.rate.rat_eps"),
+    "negative rate": ('eps = 10', 'eps = -5', "workload.rate.eps"),
     "window shorter than slide": ('window = "5s"', 'window = "2s"\nslide = "5s"', "pipeline.window"),
     "unknown guarantee": ('"exactly-once"', '"exactly-twice"', "cases"),
 }

@@ -65,7 +65,8 @@ class TestSmokeScenario:
         for path in ["scenario.toml", "harness.log", "services/kafka/server.log",
                      "services/postgres/postgres.log"]:
             assert (run_dir / path).exists(), path
-        for name in ["truth.parquet", "sink.parquet", "progress.jsonl", "spark-driver.log", "checkpoint"]:
+        for name in ["truth/part-0000.parquet", "truth/control.parquet", "generator.json", "sink.parquet",
+                     "progress.jsonl", "spark-driver.log", "checkpoint"]:
             assert (case / name).exists(), name
 
     def test_the_driver_and_two_executors_were_processes_of_their_own(self, smoke_run):

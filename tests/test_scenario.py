@@ -43,30 +43,31 @@ class TestShippedScenarios:
         """Durations become milliseconds and the slide defaults to the window."""
         s = load(SCENARIOS / "smoke.toml")
         assert (s.pipeline.window_ms, s.pipeline.slide_ms, s.pipeline.watermark_ms) == (5000, 5000, 4000)
-        assert s.workload.max_delay_ms == 2000 and s.drain_timeout_s == 180.0
+        assert s.workload.delay.max_ms == 2000 and s.drain_timeout_s == 180.0
+        assert s.workload.delay.late_by_ms == 12_000 and s.workload.duration_s == 20
 
     def test_to_dict_is_json_serialisable(self):
         """The validated values can be copied into a results file as they are."""
         d = load(SCENARIOS / "bench.toml").to_dict()
-        assert json.loads(json.dumps(d))["workload"]["rate_eps"] == 3000
+        assert json.loads(json.dumps(d))["workload"]["rate"] == {"shape": "constant", "eps": 3000}
 
 
 class TestQuick:
     def test_overrides_apply_only_with_quick(self, tmp_path):
         """[quick] is validated always but replaces workload values only when asked."""
         path = _write(tmp_path, GOOD)
-        assert load(path).workload.rate_eps == 10
-        assert load(path, quick=True).workload.rate_eps == 5
+        assert load(path).workload.rate.eps == 10
+        assert load(path, quick=True).workload.rate.eps == 5
 
     def test_an_unknown_quick_key_is_an_error_without_quick(self, tmp_path):
         """A typo in [quick] is caught even on a normal run."""
-        err = _error(_edited(tmp_path, "rate_eps = 5", "rate = 5"))
-        assert "quick.rate" in err.problem and "rate_eps" in err.fix
+        err = _error(_edited(tmp_path, "eps = 5", "epz = 5"))
+        assert "workload.rate.epz" in err.problem and "[quick]" in err.problem and "`eps`" in err.fix
 
     def test_a_quick_value_is_validated_like_the_workload(self, tmp_path):
         """A negative quick rate fails with the quick field named."""
-        err = _error(_edited(tmp_path, "rate_eps = 5", "rate_eps = -5"))
-        assert "quick.rate_eps = -5" in err.problem
+        err = _error(_edited(tmp_path, "eps = 5", "eps = -5"))
+        assert "workload.rate.eps = -5" in err.problem and "[quick]" in err.problem
 
 
 class TestDurations:
@@ -99,8 +100,8 @@ class TestUnknownKeys:
 
     def test_an_unknown_nested_key_names_the_dotted_path(self, tmp_path):
         """A misspelt workload key names workload.<key> and suggests the close one."""
-        err = _error(_edited(tmp_path, "rate_eps = 10", "rate_eps = 10\nrat_eps = 3"))
-        assert "workload.rat_eps" in err.problem and "did you mean `rate_eps`" in err.fix
+        err = _error(_edited(tmp_path, 'duration = "1s"', 'duration = "1s"\nduraton = "2s"'))
+        assert "workload.duraton" in err.problem and "did you mean `duration`" in err.fix
 
     def test_an_unknown_service_key_names_the_full_path(self, tmp_path):
         """Sub-tables of [services] are checked too."""
@@ -111,13 +112,13 @@ class TestUnknownKeys:
 class TestValues:
     def test_a_negative_rate_names_field_value_and_file(self, tmp_path):
         """The message carries the file, the dotted field and the bad value."""
-        path = _edited(tmp_path, "rate_eps = 10", "rate_eps = -5")
+        path = _edited(tmp_path, "eps = 10", "eps = -5")
         err = _error(path)
-        assert str(path) in err.problem and "workload.rate_eps = -5" in err.problem
+        assert str(path) in err.problem and "workload.rate.eps = -5" in err.problem
 
     def test_an_impossible_rate_gives_the_limit(self, tmp_path):
         """Rates beyond what the generator can offer fail with the limit in the message."""
-        err = _error(_edited(tmp_path, "rate_eps = 10", "rate_eps = 5_000_000"))
+        err = _error(_edited(tmp_path, "eps = 10", "eps = 5_000_000"))
         assert "1,000,000" in err.problem
 
     def test_a_window_shorter_than_the_slide_fails(self, tmp_path):
@@ -132,17 +133,17 @@ class TestValues:
 
     def test_a_bool_is_not_an_int(self, tmp_path):
         """TOML true is refused where an integer is expected, although Python calls it one."""
-        err = _error(_edited(tmp_path, "rate_eps = 10", "rate_eps = 10\npartitions = true"))
+        err = _error(_edited(tmp_path, 'duration = "1s"', 'duration = "1s"\npartitions = true'))
         assert "workload.partitions = true" in err.problem and "boolean" in err.problem
 
     def test_a_string_is_not_a_number(self, tmp_path):
         """A quoted number names the expected type."""
-        err = _error(_edited(tmp_path, "rate_eps = 10", 'rate_eps = "10"'))
+        err = _error(_edited(tmp_path, "eps = 10", 'eps = "10"'))
         assert "expected a number, got a string" in err.problem
 
     def test_a_bad_topic_name_fails(self, tmp_path):
         """Topics must use Kafka's legal characters."""
-        err = _error(_edited(tmp_path, "rate_eps = 10", 'rate_eps = 10\ntopic = "my topic"'))
+        err = _error(_edited(tmp_path, 'duration = "1s"', 'duration = "1s"\ntopic = "my topic"'))
         assert "workload.topic" in err.problem
 
 

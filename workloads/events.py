@@ -1,53 +1,134 @@
-"""Deterministic event plans: ids, keys, event times and intended send times.
+"""The event plan: ids, keys, event times, intended send times and partitions, in blocks.
 
-A plan is computed from the workload and a seed before anything is sent, so the
-same seed and start time give the same events whatever the machine's speed.
+A plan is a pure function of the workload, its seed and the start time: the schedule
+comes from the rate shape, every random draw is made block by block in a fixed order
+from one seeded generator, and the partition is chosen here (rank mod partitions), not
+by Kafka. So the same seed and start give the same sequence of
+(event_id, key, event_time_ms, partition) whatever the machine's speed, and several
+generator processes can each send their share of one plan (`share=(j, n)`: the events
+with event_id mod n == j).
+
+Blocks hold at most BLOCK_EVENTS events, so a run of any length plans in bounded memory.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
+from workloads import delays, shapes
+from workloads.keys import KeyChooser
+from workloads.spec import WorkloadSpec
+
+BLOCK_EVENTS = 65_536
+EVENT_TYPES = ("view", "login", "login-failed", "order", "payment")
+EVENT_TYPE_WEIGHTS = (0.55, 0.15, 0.05, 0.15, 0.10)
+
 
 @dataclass(frozen=True)
-class EventPlan:
-    """Column arrays, one row per event, in send order."""
+class Block:
+    """Column arrays of one block of events, in send order."""
 
-    event_id: np.ndarray       # int64, dense from 0
-    key: np.ndarray            # object (str)
+    event_id: np.ndarray       # int64, dense over the whole plan
+    key: np.ndarray            # int64 key rank (KeyChooser.names gives the string)
     event_time_ms: np.ndarray  # int64: when the event "happened"
-    intended_ms: np.ndarray    # int64: when the open-loop schedule sends it
-    amount: np.ndarray         # int64
-    late_by_design: np.ndarray  # bool: delayed beyond the late bound on purpose
+    intended_us: np.ndarray    # int64 epoch microseconds: when the schedule sends it
+    partition: np.ndarray      # int32
+    late_by_design: np.ndarray  # bool
+    user: np.ndarray           # int64
+    item: np.ndarray           # int64
+    amount: np.ndarray         # int64, 1..100
+    event_type: np.ndarray     # int8 index into EVENT_TYPES
 
     def __len__(self) -> int:
         return len(self.event_id)
 
-
-def zipf_weights(n_keys: int, s: float) -> np.ndarray:
-    """P(rank k) proportional to 1 / k**s, k = 1..n_keys."""
-    weights = 1.0 / np.arange(1, n_keys + 1, dtype=float) ** s
-    return weights / weights.sum()
+    def take(self, mask: np.ndarray) -> Block:
+        return Block(*(getattr(self, f)[mask] for f in self.__dataclass_fields__))
 
 
-def plan(workload, start_ms: int) -> EventPlan:
-    """The events of `workload` (a scenario Workload) starting at `start_ms`, constant rate."""
-    rng = np.random.default_rng(workload.seed)
-    n = int(round(workload.rate_eps * workload.duration_s))
-    intended = start_ms + (np.arange(n) * 1000.0 / workload.rate_eps).astype(np.int64)
-    probs = (zipf_weights(workload.keys, workload.zipf_s)
-             if workload.key_distribution == "zipf" else np.full(workload.keys, 1.0 / workload.keys))
-    key_index = rng.choice(workload.keys, size=n, p=probs)
-    delay = rng.uniform(0, workload.max_delay_ms, size=n).astype(np.int64)
-    late = rng.random(n) < workload.late_share
-    delay[late] = workload.late_by_ms + delay[late]
-    return EventPlan(
-        event_id=np.arange(n, dtype=np.int64),
-        key=np.array([f"k{i:05d}" for i in key_index], dtype=object),
-        event_time_ms=intended - delay,
-        intended_ms=intended,
-        amount=rng.integers(1, 101, size=n, dtype=np.int64),
-        late_by_design=late,
-    )
+class Planner:
+    """Iterates the blocks of one workload from `start_ms`."""
+
+    def __init__(self, spec: WorkloadSpec, start_ms: int, share: tuple[int, int] = (0, 1)):
+        self.spec, self.start_ms, self.share = spec, start_ms, share
+        self.keys = KeyChooser(spec.keys)
+        group = spec.delay.group_size if spec.delay.distribution == "groups" else 1
+        self.block_events = BLOCK_EVENTS // group * group or group
+        skew = spec.time.clock_skew_ms or (0,) * spec.partitions
+        self.skew_ms = np.asarray(skew, dtype=np.int64)
+        self.type_cdf = np.cumsum(EVENT_TYPE_WEIGHTS)
+
+    def __iter__(self) -> Iterator[Block]:
+        rng = np.random.default_rng(self.spec.seed)
+        next_id = 0
+        for offsets_s in _rebatch(shapes.schedule(self.spec.shape), self.block_events):
+            block = self._block(rng, offsets_s, next_id)
+            next_id += len(block)
+            j, n = self.share
+            yield block if n == 1 else block.take(block.event_id % n == j)
+
+    def _block(self, rng: np.random.Generator, offsets_s: np.ndarray, first_id: int) -> Block:
+        spec, n = self.spec, len(offsets_s)
+        # every draw has size n and happens in this order, whatever is kept afterwards
+        rank = self.keys.draw(rng, n)
+        delay_ms = delays.draw(spec.delay, rng, n)
+        late = delays.late_mask(spec.delay, rng, n)
+        user = rng.integers(0, spec.payload.users, n)
+        item = rng.integers(0, spec.payload.items, n)
+        amount = rng.integers(1, 101, n)
+        event_type = np.searchsorted(self.type_cdf, rng.random(n) * self.type_cdf[-1], side="right")
+        happened_ms = self.start_ms + offsets_s * 1000.0 * spec.time.dilation
+        if spec.delay.distribution == "groups":
+            happened_ms = _shuffle_groups(happened_ms, spec.delay.group_size, rng)
+        partition = (rank % spec.partitions).astype(np.int32)
+        event_time = (np.floor(happened_ms - delay_ms).astype(np.int64)
+                      - np.where(late, spec.delay.late_by_ms, 0) + self.skew_ms[partition])
+        intended_us = self.start_ms * 1000 + np.round(offsets_s * 1e6).astype(np.int64)
+        keep = self._not_idle(partition, offsets_s)
+        kept = int(keep.sum())
+        return Block(event_id=np.arange(first_id, first_id + kept, dtype=np.int64),
+                     key=rank[keep], event_time_ms=event_time[keep], intended_us=intended_us[keep],
+                     partition=partition[keep], late_by_design=late[keep], user=user[keep],
+                     item=item[keep], amount=amount[keep], event_type=event_type[keep].astype(np.int8))
+
+    def _not_idle(self, partition: np.ndarray, offsets_s: np.ndarray) -> np.ndarray:
+        keep = np.ones(len(partition), dtype=bool)
+        for idle in self.spec.time.idle:
+            keep &= ~((partition == idle.partition) & (offsets_s >= idle.from_s)
+                      & (offsets_s < idle.from_s + idle.for_s))
+        return keep
+
+
+def _shuffle_groups(values: np.ndarray, group_size: int, rng: np.random.Generator) -> np.ndarray:
+    full = len(values) // group_size * group_size
+    head = delays.shuffle_groups(values[:full], group_size, rng)
+    tail = rng.permutation(values[full:])  # the run's last, partial group
+    return np.concatenate([head, tail])
+
+
+def _rebatch(slices, size: int) -> Iterator[np.ndarray]:
+    """Arrays of exactly `size` items (the last may be shorter) from arrays of any size."""
+    pending: list[np.ndarray] = []
+    count = 0
+    for a in slices:
+        if not len(a):
+            continue
+        pending.append(a)
+        count += len(a)
+        while count >= size:
+            joined = np.concatenate(pending)
+            yield joined[:size]
+            pending, count = [joined[size:]], count - size
+    if count:
+        yield np.concatenate(pending)
+
+
+def plan_all(spec: WorkloadSpec, start_ms: int) -> Block:
+    """The whole plan as one block (for tests and previews of small workloads)."""
+    blocks = list(Planner(spec, start_ms))
+    if not blocks:
+        return Block(*(np.empty(0, dtype=np.int64) for _ in Block.__dataclass_fields__))
+    return Block(*(np.concatenate([getattr(b, f) for b in blocks]) for f in Block.__dataclass_fields__))

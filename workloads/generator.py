@@ -1,97 +1,266 @@
-"""Open-loop producer: sends an EventPlan to Kafka on schedule, records ground truth.
+"""The generator: plan -> encode -> send open-loop -> ground truth and a report.
 
-Open loop: each event has an intended send time and the generator never waits for
-the system under test; when it falls behind it sends at once and the slip (actual
-minus intended send time) is recorded, so a slow system cannot hide its slowness.
+Planning and encoding run one block ahead in a background thread (their numpy and
+Arrow kernels release the GIL), so the sending thread does little but call produce().
+`generate()` runs one process's share of a workload; `generate_parallel()` runs several
+processes, each sending the events with event_id mod n == j of the same plan, and merges
+their reports; their truth parts sit side by side in one truth directory.
 """
 
 from __future__ import annotations
 
 import json
+import queue
+import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from harness.errors import HarnessError
-from workloads.events import EventPlan
+from workloads import shapes, truth
+from workloads.encode import Encoder
+from workloads.events import Planner
+from workloads.histogram import LogHistogram
+from workloads.producer import Prepared, Sender, make_producer
+from workloads.spec import WorkloadSpec
 
 CONTROL_KEY = "__control__"
+START_LEAD_MS = 500   # the schedule starts this long after the call, once the client is connected
 
 
-@dataclass
-class Delivery:
-    """Kafka's answer for each sent event, filled by producer callbacks."""
+def create_topic(bootstrap_servers: str, topic: str, partitions: int, exist_ok: bool = False) -> None:
+    """Create `topic` with broker append timestamps (so record time = append time).
 
-    partition: np.ndarray
-    offset: np.ndarray
-    append_ms: np.ndarray
-    sent_ms: np.ndarray
-    errors: list = field(default_factory=list)
-
-    @classmethod
-    def empty(cls, n: int) -> Delivery:
-        return cls(*(np.full(n, -1, dtype=np.int64) for _ in range(4)))
-
-    def callback(self, i: int):
-        def on_delivery(metadata):
-            self.partition[i] = metadata.partition
-            self.offset[i] = metadata.offset
-            self.append_ms[i] = metadata.timestamp
-        return on_delivery
-
-
-def create_topic(bootstrap_servers: str, topic: str, partitions: int) -> None:
-    """Create `topic` with broker append timestamps (so record time = append time)."""
+    Admin work goes through kafka-python; only the hot path uses confluent-kafka."""
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
-    from kafka.errors import TopicAlreadyExistsError
+    from kafka.errors import KafkaError, TopicAlreadyExistsError
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    except KafkaError as exc:
+        raise HarnessError(f"cannot reach Kafka at {bootstrap_servers}: {exc}",
+                           "check --bootstrap-servers and that the broker is up") from None
     try:
         admin.create_topics([NewTopic(topic, partitions, 1,
                                       topic_configs={"message.timestamp.type": "LogAppendTime"})])
     except TopicAlreadyExistsError:
-        raise HarnessError(f"topic {topic!r} already exists on {bootstrap_servers}",
-                           "give the case a fresh topic name or delete the topic") from None
+        if not exist_ok:
+            raise HarnessError(f"topic {topic!r} already exists on {bootstrap_servers}",
+                               "give the run a fresh topic name or delete the topic") from None
     finally:
         admin.close()
 
 
-def _producer(bootstrap_servers: str):
-    from kafka import KafkaProducer
-
-    return KafkaProducer(bootstrap_servers=bootstrap_servers, acks="all", linger_ms=5,
-                         retries=5, max_in_flight_requests_per_connection=1)
-
-
-def encode(event_id: int, key: str, event_time_ms: int, amount: int) -> bytes:
-    return json.dumps({"event_id": event_id, "key": key, "event_time_ms": event_time_ms,
-                       "amount": amount}, separators=(",", ":")).encode()
-
-
-def send(plan: EventPlan, bootstrap_servers: str, topic: str, progress=None) -> Delivery:
-    """Send every event at its intended time (open loop); return Kafka's delivery records."""
-    producer = _producer(bootstrap_servers)
-    delivery = Delivery.empty(len(plan))
+def _prepare(planner: Planner, encoder: Encoder, out: queue.Queue, stop: threading.Event) -> None:
     try:
-        for i in range(len(plan)):
-            _pace(int(plan.intended_ms[i]))
-            key = plan.key[i]
-            value = encode(int(plan.event_id[i]), key, int(plan.event_time_ms[i]), int(plan.amount[i]))
-            delivery.sent_ms[i] = time.time_ns() // 1_000_000
-            future = producer.send(topic, key=key.encode(), value=value)
-            future.add_callback(delivery.callback(i)).add_errback(delivery.errors.append)
-            if progress is not None and i % 1000 == 0:
-                progress(i, len(plan))
-        producer.flush()
+        for block in planner:
+            if stop.is_set():
+                return
+            item = Prepared(block, encoder.keys_of(block), encoder.values(block), block.partition.tolist())
+            while not stop.is_set():
+                try:
+                    out.put(item, timeout=0.2)
+                    break
+                except queue.Full:
+                    continue
+        out.put(None)
+    except BaseException as exc:  # handed to the sending thread, which raises it
+        out.put(exc)
+
+
+def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, topic: str | None = None,
+             start_ms: int | None = None, share: tuple[int, int] = (0, 1), pace: bool = True,
+             progress: Callable[[int, int], None] | None = None) -> dict:
+    """Send this process's share of `spec` to Kafka; write its truth part; return its report.
+
+    `progress(sent, planned)` is called about every 100 ms; an exception it raises
+    stops the run (the runner uses that to notice a dead driver)."""
+    topic = topic or spec.topic
+    sender = Sender(bootstrap_servers, topic, spec.partitions, pace=pace)
+    _wait_for_metadata(sender, topic)
+    start_ms = start_ms if start_ms is not None else time.time_ns() // 1_000_000 + START_LEAD_MS
+    planner = Planner(spec, start_ms, share)
+    encoder = Encoder(spec.payload, planner.keys.names)
+    writer = truth.TruthWriter(truth.part_path(truth_dir, share[0]), planner.keys.names)
+    stats = _Stats(spec, start_ms)
+    planned = _share_of(shapes.expected_count(spec.shape), share) if _countable(spec) else 0
+    prepared: queue.Queue = queue.Queue(maxsize=2)
+    stop = threading.Event()
+    worker = threading.Thread(target=_prepare, args=(planner, encoder, prepared, stop),
+                              name="plan-encode", daemon=True)
+    worker.start()
+    last_progress = 0.0
+    try:
+        while (item := prepared.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            sender.send(item)
+            for done in sender.finished():
+                stats.add(*done)
+                writer.write(*done)
+            if progress is not None and time.monotonic() - last_progress > 0.1:
+                last_progress = time.monotonic()
+                progress(stats.events, planned)
+        sender.producer.flush(60)
+        for done in sender.finished(wait=True):
+            stats.add(*done)
+            writer.write(*done)
     finally:
-        producer.close()
-    if delivery.errors or (delivery.offset < 0).any():
-        raise HarnessError(f"{int((delivery.offset < 0).sum())} events were not acknowledged by Kafka: "
-                           f"{delivery.errors[:3]}", "read the broker log in the run directory")
-    return delivery
+        stop.set()
+        writer.close()
+        sender.close()
+    report = stats.report(sender, share, pace, topic)
+    if sender.failed:
+        raise HarnessError(f"{sender.failed:,} events were not acknowledged by Kafka: {sender.errors}",
+                           f"read the broker log; ground truth marks them with offset -1 in {writer.path}")
+    return report
+
+
+def _share_of(total: int, share: tuple[int, int]) -> int:
+    """How many of ids 0..total-1 are j mod n (idle partitions make the real count lower)."""
+    j, n = share
+    return (total - j + n - 1) // n
+
+
+def _countable(spec: WorkloadSpec) -> bool:
+    return isinstance(spec.rate, tuple(shapes.BUILT_IN.values()))
+
+
+def _wait_for_metadata(sender: Sender, topic: str, timeout_s: float = 10.0) -> None:
+    """Connect and learn the topic's partitions before the clock starts, so the first events
+    do not pay for the connection."""
+    try:
+        md = sender.producer.list_topics(topic, timeout=timeout_s)
+    except Exception as exc:
+        raise HarnessError(f"cannot reach Kafka for topic {topic!r}: {exc}",
+                           "check --bootstrap-servers and that the broker is up") from None
+    t = md.topics.get(topic)
+    if t is None or t.error is not None or not t.partitions:
+        why = t.error if t else "absent"
+        raise HarnessError(f"topic {topic!r} does not exist or has no partitions ({why})",
+                           "create it first (the harness does), or pass --create-topic")
+    if len(t.partitions) < len(sender.offsets):
+        raise HarnessError(f"topic {topic!r} has {len(t.partitions)} partitions but the workload sends "
+                           f"to {len(sender.offsets)}", "create the topic with enough partitions")
+
+
+class _Stats:
+    """What the report says: counts, rates, slip, per-partition and per-second counts."""
+
+    def __init__(self, spec: WorkloadSpec, start_ms: int):
+        self.spec, self.start_us = spec, start_ms * 1000
+        self.events = 0
+        self.late = 0
+        self.per_partition = np.zeros(spec.partitions, dtype=np.int64)
+        self.sent_per_s = np.zeros(0, dtype=np.int64)
+        self.intended_per_s = np.zeros(0, dtype=np.int64)
+        self.last_sent_us = self.last_intended_us = self.start_us
+        self.event_time = [None, None]
+
+    @staticmethod
+    def _per_s(acc: np.ndarray, seconds: np.ndarray) -> np.ndarray:
+        counts = np.bincount(np.maximum(seconds, 0))
+        if len(counts) > len(acc):
+            acc = np.pad(acc, (0, len(counts) - len(acc)))
+        acc[:len(counts)] += counts
+        return acc
+
+    def add(self, block, sent_us, offset, append_ms) -> None:
+        if not len(block):
+            return
+        self.events += len(block)
+        self.late += int(block.late_by_design.sum())
+        self.per_partition += np.bincount(block.partition, minlength=len(self.per_partition))
+        self.sent_per_s = self._per_s(self.sent_per_s, (sent_us - self.start_us) // 1_000_000)
+        self.intended_per_s = self._per_s(self.intended_per_s,
+                                          (block.intended_us - self.start_us) // 1_000_000)
+        self.last_sent_us = max(self.last_sent_us, int(sent_us.max()))
+        self.last_intended_us = max(self.last_intended_us, int(block.intended_us.max()))
+        lo, hi = int(block.event_time_ms.min()), int(block.event_time_ms.max())
+        self.event_time = [lo if self.event_time[0] is None else min(lo, self.event_time[0]),
+                           hi if self.event_time[1] is None else max(hi, self.event_time[1])]
+
+    def report(self, sender: Sender, share, pace: bool, topic: str) -> dict:
+        import confluent_kafka
+
+        sent_s = (self.last_sent_us - self.start_us) / 1e6
+        target = self.events / self.spec.duration_s
+        achieved = self.events / sent_s if sent_s > 0 else float("nan")
+        return {
+            "client": {"name": "confluent-kafka", "version": confluent_kafka.version()[0],
+                       "librdkafka": confluent_kafka.libversion()[0]},
+            "topic": topic, "workload": self.spec.describe(), "start_ms": self.start_us // 1000,
+            "share": list(share), "paced": pace, "events": self.events, "failed": sender.failed,
+            "late_by_design": self.late,
+            "event_time_ms": {"min": self.event_time[0], "max": self.event_time[1]},
+            "duration_s": self.spec.duration_s, "sending_s": sent_s,
+            "target_eps": target, "achieved_eps": achieved,
+            "pacing_error": achieved / target - 1 if pace and self.events else None,
+            "schedule_slip_us": sender.slip.to_dict() if pace else None,
+            "per_partition": self.per_partition.tolist(),
+            "sent_per_s": self.sent_per_s.tolist(), "intended_per_s": self.intended_per_s.tolist(),
+        }
+
+
+def merge_reports(reports: list[dict]) -> dict:
+    """One report for several processes' shares of the same plan."""
+    if len(reports) == 1:
+        return reports[0]
+    first = reports[0]
+    events = sum(r["events"] for r in reports)
+    sending = max(r["sending_s"] for r in reports)
+    slip = LogHistogram()
+    for r in reports:
+        if r["schedule_slip_us"]:
+            slip.merge(LogHistogram.from_dict(r["schedule_slip_us"]))
+
+    def add(key: str) -> list[int]:
+        width = max(len(r[key]) for r in reports)
+        return np.sum([np.pad(r[key], (0, width - len(r[key]))) for r in reports], axis=0).tolist()
+
+    target = events / first["duration_s"]
+    achieved = events / sending if sending > 0 else float("nan")
+    return {**first, "share": [None, len(reports)], "events": events,
+            "failed": sum(r["failed"] for r in reports),
+            "late_by_design": sum(r["late_by_design"] for r in reports),
+            "event_time_ms": {"min": min(r["event_time_ms"]["min"] for r in reports),
+                              "max": max(r["event_time_ms"]["max"] for r in reports)},
+            "sending_s": sending, "target_eps": target, "achieved_eps": achieved,
+            "pacing_error": achieved / target - 1 if first["paced"] else None,
+            "schedule_slip_us": slip.to_dict() if first["paced"] else None,
+            "per_partition": add("per_partition"), "sent_per_s": add("sent_per_s"),
+            "intended_per_s": add("intended_per_s"), "processes": len(reports)}
+
+
+def _child(args) -> dict:
+    spec, bootstrap_servers, truth_dir, topic, start_ms, share, pace = args
+    return generate(spec, bootstrap_servers, truth_dir, topic=topic, start_ms=start_ms, share=share,
+                    pace=pace)
+
+
+def generate_parallel(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, processes: int, *,
+                      topic: str | None = None, start_ms: int | None = None, pace: bool = True) -> dict:
+    """`processes` generator processes sending one plan; their reports merged."""
+    if processes == 1:
+        return generate(spec, bootstrap_servers, truth_dir, topic=topic, start_ms=start_ms, pace=pace)
+    import multiprocessing
+
+    # every process must share one clock origin; leave them time to start and connect
+    start_ms = start_ms if start_ms is not None else time.time_ns() // 1_000_000 + 3000
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(processes) as pool:
+        jobs = [(spec, bootstrap_servers, truth_dir, topic, start_ms, (j, processes), pace)
+                for j in range(processes)]
+        reports = pool.map(_child, jobs)
+    return merge_reports(reports)
+
+
+def write_report(path: Path, report: dict) -> Path:
+    Path(path).write_text(json.dumps(report, indent=2) + "\n")
+    return Path(path)
 
 
 def send_control(bootstrap_servers: str, topic: str, partitions: int, first_id: int,
@@ -103,39 +272,24 @@ def send_control(bootstrap_servers: str, topic: str, partitions: int, first_id: 
     ahead in event time, they move the watermark past every window of the real events
     so that their results are emitted. The checker ignores their output.
     """
-    producer = _producer(bootstrap_servers)
-    rows = []
-    try:
-        for p in range(partitions):
-            event_id = first_id + p
-            value = encode(event_id, CONTROL_KEY, event_time_ms, 0)
-            md = producer.send(topic, key=CONTROL_KEY.encode(), value=value, partition=p).get(timeout=30)
-            rows.append({"event_id": event_id, "key": CONTROL_KEY, "event_time_ms": event_time_ms,
-                         "partition": md.partition, "offset": md.offset, "append_ms": md.timestamp})
-    finally:
-        producer.close()
-    return rows
+    rows: list[dict] = []
+    errors: list[str] = []
 
+    def on_delivery(err, msg):
+        if err is not None:
+            errors.append(str(err))
+            return
+        rows.append({"partition": msg.partition(), "offset": msg.offset(), "append_ms": msg.timestamp()[1]})
 
-def _pace(intended_ms: int) -> None:
-    delay = intended_ms / 1000.0 - time.time()
-    if delay > 0:
-        time.sleep(delay)
-
-
-def write_truth(path: Path, plan: EventPlan, delivery: Delivery, control: list[dict]) -> Path:
-    """Ground truth: every event sent, with where Kafka put it (Parquet)."""
-    import pandas as pd
-
-    events = pd.DataFrame({
-        "event_id": plan.event_id, "key": plan.key, "event_time_ms": plan.event_time_ms,
-        "amount": plan.amount, "intended_ms": plan.intended_ms, "sent_ms": delivery.sent_ms,
-        "partition": delivery.partition, "offset": delivery.offset, "append_ms": delivery.append_ms,
-        "late_by_design": plan.late_by_design, "control": False,
-    })
-    if control:
-        extra = pd.DataFrame(control).assign(amount=0, intended_ms=-1, sent_ms=-1,
-                                             late_by_design=False, control=True)
-        events = pd.concat([events, extra[events.columns]], ignore_index=True)
-    events.to_parquet(path, index=False)
-    return path
+    producer = make_producer(bootstrap_servers, on_delivery)
+    sent_ms = time.time_ns() // 1_000_000
+    for p in range(partitions):
+        value = json.dumps({"event_id": first_id + p, "key": CONTROL_KEY, "event_time_ms": event_time_ms,
+                            "amount": 0}, separators=(",", ":"))
+        producer.produce(topic, value, CONTROL_KEY, p)
+    if producer.flush(30) or len(rows) != partitions:
+        raise HarnessError(f"Kafka acknowledged {len(rows)} of {partitions} control events {errors}",
+                           "check that the broker is up")
+    rows.sort(key=lambda r: r["partition"])
+    return [{"event_id": first_id + r["partition"], "key": CONTROL_KEY, "event_time_ms": event_time_ms,
+             "sent_ms": sent_ms, **r} for r in rows]

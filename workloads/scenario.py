@@ -11,43 +11,31 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from harness.errors import ScenarioError
 from workloads._validate import Section, bad, parse_duration_ms, wrong_type
+from workloads.spec import MAX_RATE_EPS, WorkloadSpec
+from workloads.spec import parse as parse_workload
 
 # parse_duration_ms lives with the other readers in _validate; it is public from here
-__all__ = ["Case", "KafkaConfig", "Pipeline", "PostgresConfig", "Scenario", "Services",
-           "SparkConfig", "Workload", "load", "parse_duration_ms"]
+__all__ = ["MAX_RATE_EPS", "Case", "KafkaConfig", "Pipeline", "PostgresConfig", "Scenario", "Services",
+           "SparkConfig", "WorkloadSpec", "load", "parse_duration_ms"]
 
 GUARANTEES = ("at-most-once", "at-least-once", "exactly-once")
 SINKS = ("postgres",)
 # what each sink can be configured for (at-most-once needs a recovery mode not built yet)
 SINK_GUARANTEES = {"postgres": ("at-least-once", "exactly-once")}
 PIPELINE_KINDS = ("windowed_count",)
-KEY_DISTRIBUTIONS = ("zipf", "uniform")
-MAX_RATE_EPS = 1_000_000  # beyond what one generator process can offer open-loop
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")     # names become directory and table names
-_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")  # Kafka's own rule for topic names
 
 _TOP_KEYS = ("name", "description", "drain_timeout", "services", "workload", "pipeline", "cases",
              "quick")
-_WORKLOAD_KEYS = ("topic", "partitions", "rate_eps", "duration_s", "keys", "key_distribution",
-                  "zipf_s", "max_delay", "late_share", "late_by", "seed")
 _PIPELINE_KEYS = ("kind", "window", "slide", "watermark", "trigger")
 _CASE_KEYS = ("name", "guarantee", "sink", "faults")
-# the workload fields [quick] may override, each read the same way in both tables
-_SIZES = {
-    "rate_eps": lambda s: s.number("rate_eps", gt=0, le=MAX_RATE_EPS),
-    "duration_s": lambda s: s.number("duration_s", gt=0),
-    "keys": lambda s: s.integer("keys", 100, ge=1),
-    "partitions": lambda s: s.integer("partitions", 2, ge=1),
-}
-
-
 @dataclass(frozen=True)
 class KafkaConfig:
     """An external cluster, or None: the harness starts its own broker."""
@@ -81,23 +69,6 @@ class Services:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Workload:
-    """What the generator offers: a constant rate of keyed events with delays."""
-
-    topic: str = "events"
-    partitions: int = 2
-    rate_eps: float
-    duration_s: float
-    keys: int = 100
-    key_distribution: str = "zipf"
-    zipf_s: float = 1.1
-    max_delay_ms: int = 0
-    late_share: float = 0.0
-    late_by_ms: int = 60_000
-    seed: int = 1
-
-
-@dataclass(frozen=True, kw_only=True)
 class Pipeline:
     """The streaming query under test."""
 
@@ -126,7 +97,7 @@ class Scenario:
     description: str = ""
     path: Path
     services: Services
-    workload: Workload
+    workload: WorkloadSpec
     pipeline: Pipeline
     cases: tuple[Case, ...]
     drain_timeout_s: float = 120.0
@@ -138,6 +109,8 @@ class Scenario:
 
 
 def _plain(value: Any) -> Any:
+    if callable(getattr(value, "describe", None)):
+        return _plain(value.describe())
     if is_dataclass(value):
         return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, Mapping):
@@ -173,11 +146,7 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     head = dict(name=top.string("name", pattern=_NAME), description=_description(top),
                 drain_timeout_s=top.duration_ms("drain_timeout", "120s", gt=0) / 1000)
     services = _services(top.table("services", ("kafka", "spark", "postgres")))
-    workload = _workload(top.table("workload", _WORKLOAD_KEYS))
-    overrides = _quick(top.table("quick", tuple(_SIZES)))
-    if quick:
-        workload = replace(workload, **overrides)
-    _check_sends_events(workload, "workload with [quick]" if quick and overrides else "workload")
+    workload = _workload(top.raw("workload", {}), top.raw("quick", {}), quick)
     return Scenario(**head, path=path, services=services, workload=workload,
                     pipeline=_pipeline(top.table("pipeline", _PIPELINE_KEYS)),
                     cases=_cases(top.raw("cases")), raw=raw)
@@ -213,29 +182,25 @@ def _spark_conf(spark: Section) -> Mapping[str, str]:
     return MappingProxyType(dict(conf))
 
 
-def _workload(s: Section) -> Workload:
-    return Workload(
-        topic=s.string("topic", "events", pattern=_TOPIC),
-        **{name: read(s) for name, read in _SIZES.items()},
-        key_distribution=s.choice("key_distribution", KEY_DISTRIBUTIONS, "zipf"),
-        zipf_s=s.number("zipf_s", 1.1, gt=0),
-        max_delay_ms=s.duration_ms("max_delay", "0s"),
-        late_share=s.number("late_share", 0.0, ge=0, lt=1),
-        late_by_ms=s.duration_ms("late_by", "60s"),
-        seed=s.integer("seed", 1, ge=0),  # numpy's default_rng refuses negative seeds
-    )
+def _workload(raw: Any, quick_raw: Any, quick: bool) -> WorkloadSpec:
+    """[workload], validated with and without [quick] (so a bad [quick] is found at once);
+    [quick] holds any [workload] keys and replaces them for --quick runs."""
+    plain = parse_workload(raw, "workload")
+    if not isinstance(quick_raw, dict):
+        raise wrong_type("quick", quick_raw, "a table", "write [quick] with [workload] keys to override")
+    try:
+        quickened = parse_workload(_overlay(raw, quick_raw), "workload")
+    except ScenarioError as exc:
+        raise ScenarioError(f"{exc.problem} (with [quick] applied)", exc.fix) from None
+    return quickened if quick else plain
 
 
-def _quick(s: Section) -> dict[str, Any]:
-    """The validated [quick] overrides that are present."""
-    return {name: read(s) for name, read in _SIZES.items() if name in s}
-
-
-def _check_sends_events(w: Workload, where: str) -> None:
-    # rate x duration below one event would make a run with nothing to measure
-    if w.rate_eps * w.duration_s < 1:
-        raise ScenarioError(f"{where}: rate_eps = {w.rate_eps:g} for duration_s = {w.duration_s:g} "
-                            "sends no event", "raise rate_eps or duration_s so that their product is >= 1")
+def _overlay(base: Any, top: dict) -> dict:
+    """`base` with `top`'s keys replacing its own, table by table."""
+    out = dict(base) if isinstance(base, dict) else {}
+    for key, value in top.items():
+        out[key] = _overlay(out.get(key), value) if isinstance(value, dict) else value
+    return out
 
 
 def _pipeline(s: Section) -> Pipeline:

@@ -1,0 +1,103 @@
+"""Ground truth: every event sent and where Kafka put it, streamed to Parquet.
+
+A run's truth is a directory: `part-<j>.parquet` from generator process (or Locust
+worker) j, and `control.parquet` for the harness's control events. Each part is
+written a row group per block as delivery reports arrive, so memory stays bounded
+however long the run; `read()` merges the parts into one table ordered by event_id.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from workloads.events import EVENT_TYPES, Block
+
+SCHEMA = pa.schema([
+    ("event_id", pa.int64()), ("key", pa.string()), ("event_time_ms", pa.int64()),
+    ("intended_ms", pa.int64()), ("sent_ms", pa.int64()), ("partition", pa.int32()),
+    ("offset", pa.int64()), ("append_ms", pa.int64()), ("late_by_design", pa.bool_()),
+    ("user", pa.int32()), ("item", pa.int32()), ("amount", pa.int64()),
+    ("event_type", pa.dictionary(pa.int8(), pa.string())), ("control", pa.bool_()),
+])
+_TYPES = pa.array(EVENT_TYPES, pa.string())
+
+
+def part_path(truth_dir: Path, index: int) -> Path:
+    return Path(truth_dir) / f"part-{index:04d}.parquet"
+
+
+class TruthWriter:
+    """Appends blocks of delivered events to one Parquet part."""
+
+    def __init__(self, path: Path, key_names: np.ndarray, extra: pa.Schema | None = None):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.schema = SCHEMA if extra is None else pa.unify_schemas([SCHEMA, extra])
+        self.key_names = pa.array(list(key_names), pa.string())
+        self.writer = pq.ParquetWriter(self.path, self.schema)
+        self.rows = 0
+
+    def write(self, block: Block, sent_us: np.ndarray, offset: np.ndarray, append_ms: np.ndarray,
+              extra: dict | None = None) -> None:
+        n = len(block)
+        columns = {
+            "event_id": block.event_id, "key": self.key_names.take(pa.array(block.key)),
+            "event_time_ms": block.event_time_ms, "intended_ms": block.intended_us // 1000,
+            "sent_ms": sent_us // 1000, "partition": block.partition, "offset": offset,
+            "append_ms": append_ms, "late_by_design": block.late_by_design,
+            "user": block.user.astype(np.int32), "item": block.item.astype(np.int32),
+            "amount": block.amount,
+            "event_type": pa.DictionaryArray.from_arrays(pa.array(block.event_type, pa.int8()), _TYPES),
+            "control": np.zeros(n, dtype=bool), **(extra or {}),
+        }
+        self.writer.write_table(pa.table(columns, schema=self.schema))
+        self.rows += n
+
+    def close(self) -> Path:
+        self.writer.close()
+        return self.path
+
+
+def write_control(truth_dir: Path, rows: list[dict]) -> Path:
+    """The harness's control events (warm-up and watermark flush), in the same schema."""
+    df = pd.DataFrame(rows)
+    n = len(df)
+    table = pa.table({
+        "event_id": df["event_id"].to_numpy(np.int64), "key": df["key"].astype(str),
+        "event_time_ms": df["event_time_ms"].to_numpy(np.int64),
+        "intended_ms": np.full(n, -1, np.int64), "sent_ms": df["sent_ms"].to_numpy(np.int64),
+        "partition": df["partition"].to_numpy(np.int32), "offset": df["offset"].to_numpy(np.int64),
+        "append_ms": df["append_ms"].to_numpy(np.int64), "late_by_design": np.zeros(n, bool),
+        "user": np.zeros(n, np.int32), "item": np.zeros(n, np.int32), "amount": np.zeros(n, np.int64),
+        "event_type": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int8)), _TYPES),
+        "control": np.ones(n, bool),
+    }, schema=SCHEMA)
+    path = Path(truth_dir) / "control.parquet"
+    pq.write_table(table, path)
+    return path
+
+
+def read(truth_dir: Path, columns: list[str] | None = None) -> pd.DataFrame:
+    """Every part of a run's truth as one DataFrame ordered by event_id."""
+    files = sorted(Path(truth_dir).glob("*.parquet"))
+    if not files:
+        raise FileNotFoundError(f"no ground truth in {truth_dir}")
+    # event_id is read even when not asked for: the order is by it
+    wanted = None if columns is None else list(dict.fromkeys(["event_id", *columns]))
+    tables = [pq.read_table(f, columns=wanted, schema=SCHEMA if wanted is None else None) for f in files]
+    df = pa.concat_tables(tables, promote_options="default").to_pandas()
+    if "event_type" in df:   # only when read: assigning None would add a column nobody asked for
+        df["event_type"] = df["event_type"].astype(str)
+    df = df.sort_values("event_id", kind="stable", ignore_index=True)
+    return df if columns is None else df[list(columns)]
+
+
+def merge(truth_dir: Path, out: Path) -> Path:
+    """One Parquet file of a run's whole truth (parts from every process merged)."""
+    read(truth_dir).to_parquet(out, index=False)
+    return Path(out)
