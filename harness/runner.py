@@ -135,7 +135,10 @@ def _offer_load(scenario, case, stack: Stack, driver: SparkDriver, topic: str, w
 
     wl, pl = scenario.workload, scenario.pipeline
     truth_dir = driver.workdir / "truth"
-    progress.step(f"case {case.name}: sending {shapes.describe(wl.rate)} for {wl.duration_s:g}s")
+    rate = shapes.describe(wl.rate)
+    params = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in rate.items()
+                       if k != "shape")
+    progress.step(f"case {case.name}: sending for {wl.duration_s:g}s at a {rate['shape']} rate ({params})")
 
     def on_progress(sent: int, planned: int) -> None:
         driver.check_alive()

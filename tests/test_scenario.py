@@ -147,6 +147,60 @@ class TestValues:
         assert "workload.topic" in err.problem
 
 
+class TestWorkloadTables:
+    """The nested [workload.*] tables, read by the same validator as the generator's options."""
+
+    def test_every_knob_reaches_the_spec(self, tmp_path):
+        """A sine rate, hot keys, pareto delays, skew, an idle partition and a payload all load."""
+        extra = """
+[workload.keys]
+count = 20
+hot_share = 0.3
+hot_keys = 2
+[workload.delay]
+distribution = "pareto"
+scale = "50ms"
+alpha = 2.5
+late_share = 0.01
+late_by = "30s"
+[workload.time]
+dilation = 60
+clock_skew = ["0s", "-1s"]
+idle = [{ partition = 1, from = "200ms", for = "300ms" }]
+[workload.payload]
+fields = ["user", "amount"]
+size = 128
+"""
+        text = GOOD.replace("[quick.rate]\neps = 5", "[quick]\nduration = \"2s\"").replace(
+            "eps = 10", 'shape = "sine"\nmean_eps = 10\namplitude_eps = 5\nperiod = "1s"\n' + extra)
+        w = load(_write(tmp_path, text)).workload
+        assert (w.rate.mean_eps, w.keys.hot_share, w.delay.alpha) == (10, 0.3, 2.5)
+        assert w.time.clock_skew_ms == (0, -1000)
+        assert w.time.idle[0].from_s == 0.2 and w.payload.size_bytes == 128 and w.time.dilation == 60
+
+    def test_a_key_the_shape_does_not_use_is_refused(self, tmp_path):
+        """period with a constant rate would be silently ignored, so it is an error."""
+        err = _error(_edited(tmp_path, "eps = 10", 'eps = 10\nperiod = "5s"'))
+        assert "workload.rate.period is not used by rate shape 'constant'" in err.problem
+
+    def test_skew_needs_one_entry_per_partition(self, tmp_path):
+        """Three skews for two partitions is a mistake, not a guess."""
+        err = _error(_write(tmp_path, GOOD + '\n[workload.time]\nclock_skew = ["0s", "1s", "2s"]\n'))
+        assert "3 entries for 2 partitions" in err.problem
+
+    def test_an_idle_partition_must_exist(self, tmp_path):
+        """Partition 5 of a 2-partition topic is named with its path."""
+        idle = '\n[[workload.time.idle]]\npartition = 5\nfrom = "0s"\nfor = "1s"\n'
+        err = _error(_write(tmp_path, GOOD + idle))
+        assert "workload.time.idle[0].partition = 5" in err.problem
+
+    def test_steps_must_start_at_zero_and_increase(self, tmp_path):
+        """Out-of-order steps would make a shape that jumps back in time."""
+        steps = 'shape = "steps"\nsteps = [["0s", 5], ["2s", 9], ["1s", 3]]'
+        err = _error(_edited(tmp_path, "eps = 10", steps))
+        assert "increasing order" in err.problem
+
+
 class TestCases:
     def test_an_unknown_guarantee_lists_the_three(self, tmp_path):
         """The message gives every known guarantee so the fix is obvious."""
