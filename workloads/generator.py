@@ -76,23 +76,23 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
              progress: Callable[[int, int], None] | None = None) -> dict:
     """Send this process's share of `spec` to Kafka; write its truth part; return its report.
 
-    `progress(sent, planned)` is called about every 100 ms; an exception it raises
-    stops the run (the runner uses that to notice a dead driver)."""
+    `progress(sent, planned)` is called about every 100 ms while sending; an exception it
+    raises stops the run (the runner uses that to notice a dead driver)."""
     topic = topic or spec.topic
-    sender = Sender(bootstrap_servers, topic, spec.partitions, pace=pace)
+    planned = _share_of(shapes.expected_count(spec.shape), share) if _countable(spec) else 0
+    sender = Sender(bootstrap_servers, topic, spec.partitions, pace=pace,
+                    on_tick=None if progress is None else (lambda sent: progress(sent, planned)))
     _wait_for_metadata(sender, topic)
     start_ms = start_ms if start_ms is not None else time.time_ns() // 1_000_000 + START_LEAD_MS
     planner = Planner(spec, start_ms, share)
     encoder = Encoder(spec.payload, planner.keys.names)
     writer = truth.TruthWriter(truth.part_path(truth_dir, share[0]), planner.keys.names)
     stats = _Stats(spec, start_ms)
-    planned = _share_of(shapes.expected_count(spec.shape), share) if _countable(spec) else 0
     prepared: queue.Queue = queue.Queue(maxsize=2)
     stop = threading.Event()
     worker = threading.Thread(target=_prepare, args=(planner, encoder, prepared, stop),
                               name="plan-encode", daemon=True)
     worker.start()
-    last_progress = 0.0
     try:
         while (item := prepared.get()) is not None:
             if isinstance(item, BaseException):
@@ -101,9 +101,6 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
             for done in sender.finished():
                 stats.add(*done)
                 writer.write(*done)
-            if progress is not None and time.monotonic() - last_progress > 0.1:
-                last_progress = time.monotonic()
-                progress(stats.events, planned)
         sender.producer.flush(60)
         for done in sender.finished(wait=True):
             stats.add(*done)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +23,7 @@ from harness.errors import HarnessError
 from workloads.events import Block
 from workloads.histogram import LogHistogram
 
+TICK_US = 100_000      # how often the progress callback runs while sending
 MAX_BURST = 2048       # events sent between two clock reads and delivery-report polls
 PRODUCER_CONFIG = {
     "enable.idempotence": True,         # acks=all, no duplicates, per-partition order
@@ -54,8 +56,12 @@ def make_producer(bootstrap_servers: str, on_delivery=None, **overrides):
 class Sender:
     """Sends Prepared blocks on schedule; `finished()` yields blocks whose reports are all in."""
 
-    def __init__(self, bootstrap_servers: str, topic: str, partitions: int, pace: bool = True):
-        self.topic, self.pace = topic, pace
+    def __init__(self, bootstrap_servers: str, topic: str, partitions: int, pace: bool = True,
+                 on_tick: Callable[[int], None] | None = None):
+        """`on_tick(events produced so far)` is called about every TICK_US while sending;
+        an exception it raises stops the sending."""
+        self.topic, self.pace, self.on_tick = topic, pace, on_tick
+        self.produced = 0
         # delivery reports per partition, in produce order; cursor = the first not yet used
         self.offsets: list[list[int]] = [[] for _ in range(partitions)]
         self.append_ms: list[list[int]] = [[] for _ in range(partitions)]
@@ -85,8 +91,12 @@ class Sender:
         sent_us = np.empty(n, dtype=np.int64)
         produce, poll, topic = self.producer.produce, self.producer.poll, self.topic
         i = 0
+        last_tick = time.time_ns() // 1000
         while i < n:
             now = time.time_ns() // 1000
+            if self.on_tick is not None and now - last_tick >= TICK_US:
+                last_tick = now
+                self.on_tick(self.produced + i)
             if self.pace:
                 due = int(np.searchsorted(intended, now, side="right"))
                 if due <= i:
@@ -109,6 +119,7 @@ class Sender:
                 sent_us[i:j] = np.linspace(now, after, j - i, endpoint=False).astype(np.int64)
             poll(0)
             i = j
+        self.produced += n
         if self.pace:
             self.slip.record(sent_us - intended)
         self.pending.append((prepared, sent_us))

@@ -84,7 +84,9 @@ class KafkaBroker(Service):
         (self.workdir / "log4j2.properties").write_text(
             _LOG4J2.format(log=self.workdir / "server.log"))
         self.props_path.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cluster_id = "-"
+        while cluster_id.startswith("-"):  # the storage tool would read a leading '-' as an option
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         cmd = self._java("kafka.tools.StorageTool", "format", "--standalone", "--ignore-formatted",
                          "-t", cluster_id, "-c", str(self.props_path), heap="-Xmx256m")
         proc = subprocess.run(cmd, capture_output=True, text=True)
