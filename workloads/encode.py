@@ -27,12 +27,14 @@ class Encoder:
     def __init__(self, payload: PayloadSpec, key_names: np.ndarray):
         self.payload = payload
         self.keys = pa.array(list(key_names), pa.string())
+        self.key_strings = np.asarray(key_names, dtype=object)
         self.users = _names("u", payload.users) if "user" in payload.fields else None
         self.items = _names("i", payload.items) if "item" in payload.fields else None
         self.types = pa.array(list(EVENT_TYPES), pa.string())
 
     def keys_of(self, block: Block) -> list[str]:
-        return self.keys.take(pa.array(block.key)).to_pylist()
+        # indexing an object array shares the key strings: no new string per event
+        return self.key_strings[block.key].tolist()
 
     def values(self, block: Block) -> list[str]:
         """The JSON value of every event of the block, in order."""

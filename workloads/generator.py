@@ -82,7 +82,11 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
     planned = _share_of(shapes.expected_count(spec.shape), share) if _countable(spec) else 0
     sender = Sender(bootstrap_servers, topic, spec.partitions, pace=pace,
                     on_tick=None if progress is None else (lambda sent: progress(sent, planned)))
-    _wait_for_metadata(sender, topic)
+    try:
+        _wait_for_metadata(sender, topic)
+    except BaseException:
+        sender.close()
+        raise
     start_ms = start_ms if start_ms is not None else time.time_ns() // 1_000_000 + START_LEAD_MS
     planner = Planner(spec, start_ms, share)
     encoder = Encoder(spec.payload, planner.keys.names)
@@ -155,6 +159,7 @@ class _Stats:
         self.sent_per_s = np.zeros(0, dtype=np.int64)
         self.intended_per_s = np.zeros(0, dtype=np.int64)
         self.last_sent_us = self.last_intended_us = self.start_us
+        self.first_sent_us: int | None = None
         self.event_time = [None, None]
 
     @staticmethod
@@ -175,6 +180,8 @@ class _Stats:
         self.intended_per_s = self._per_s(self.intended_per_s,
                                           (block.intended_us - self.start_us) // 1_000_000)
         self.last_sent_us = max(self.last_sent_us, int(sent_us.max()))
+        first = int(sent_us.min())
+        self.first_sent_us = first if self.first_sent_us is None else min(first, self.first_sent_us)
         self.last_intended_us = max(self.last_intended_us, int(block.intended_us.max()))
         lo, hi = int(block.event_time_ms.min()), int(block.event_time_ms.max())
         self.event_time = [lo if self.event_time[0] is None else min(lo, self.event_time[0]),
@@ -183,7 +190,10 @@ class _Stats:
     def report(self, sender: Sender, share, pace: bool, topic: str) -> dict:
         import confluent_kafka
 
-        sent_s = (self.last_sent_us - self.start_us) / 1e6
+        # paced: over the schedule, from its origin; unpaced: from the first send, since
+        # sending starts at once rather than at the origin
+        origin = self.start_us if pace or self.first_sent_us is None else self.first_sent_us
+        sent_s = (self.last_sent_us - origin) / 1e6
         target = self.events / self.spec.duration_s
         achieved = self.events / sent_s if sent_s > 0 else float("nan")
         return {

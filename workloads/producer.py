@@ -100,29 +100,42 @@ class Sender:
             if self.pace:
                 due = int(np.searchsorted(intended, now, side="right"))
                 if due <= i:
-                    wait_s = (int(intended[i]) - now) / 1e6
-                    if wait_s > 0.0005:
-                        poll(min(wait_s - 0.0003, 0.05))   # serve delivery reports while waiting
+                    self._wait((int(intended[i]) - now) / 1e6)
                     continue
                 end = min(due, i + MAX_BURST)
             else:
                 end = min(n, i + MAX_BURST)
-            j = i
-            try:
-                for j in range(i, end):
-                    produce(topic, values[j], keys[j], parts[j])
-                j = end
-            except BufferError:   # librdkafka's queue is full: let it drain, then go on
-                poll(0.01)
+            for v, k, p in zip(values[i:end], keys[i:end], parts[i:end], strict=True):
+                try:
+                    produce(topic, v, k, p)
+                except BufferError:
+                    self._produce_when_room(v, k, p)
             after = time.time_ns() // 1000
-            if j > i:
-                sent_us[i:j] = np.linspace(now, after, j - i, endpoint=False).astype(np.int64)
+            sent_us[i:end] = np.linspace(now, after, end - i, endpoint=False).astype(np.int64)
             poll(0)
-            i = j
+            i = end
         self.produced += n
         if self.pace:
             self.slip.record(sent_us - intended)
         self.pending.append((prepared, sent_us))
+
+    def _wait(self, wait_s: float) -> None:
+        """Until the next event is due: serve delivery reports, then sleep (never spin: the
+        system under test shares the machine)."""
+        if wait_s > 0.002:
+            self.producer.poll(min(wait_s - 0.001, 0.05))
+        elif wait_s > 0:
+            time.sleep(wait_s)
+
+    def _produce_when_room(self, value, key, partition) -> None:
+        """librdkafka's queue is full: let it drain, then send (the slip records the wait)."""
+        while True:
+            self.producer.poll(0.005)
+            try:
+                self.producer.produce(self.topic, value, key, partition)
+                return
+            except BufferError:
+                continue
 
     def finished(self, wait: bool = False):
         """Blocks whose every delivery report has arrived: (block, sent_us, offset, append_ms)."""
@@ -158,4 +171,8 @@ class Sender:
         return all(len(q) - c >= k for q, c, k in zip(self.offsets, self.cursor, need, strict=True))
 
     def close(self) -> None:
-        self.producer.flush(60)
+        """Flush and drop the producer now: it refers back to this Sender through its delivery
+        callback, and would otherwise keep polling Kafka until the cycle collector ran."""
+        if self.producer is not None:
+            self.producer.flush(60)
+            self.producer = None

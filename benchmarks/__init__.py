@@ -1,0 +1,1 @@
+"""pytest-benchmark benchmarks of the generator; run by `tox -e bench`, not by the default `pytest`."""

@@ -1,0 +1,92 @@
+"""Fixtures of the generator benchmarks.
+
+The root conftest.py applies here too: `kafka` is the session's real KRaft broker.
+Benchmarks record numbers (`benchmark.extra_info`, written to the --benchmark-json file and
+printed at the end of the run); speed goals are read from those numbers, never asserted.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import uuid
+
+import pytest
+
+from benchmarks._measure import PARTITIONS
+from harness.wait import wait_until
+from workloads.generator import create_topic
+
+_EXTRA = pytest.StashKey[list]()
+
+
+@pytest.fixture
+def new_topic(kafka):
+    """A factory of fresh topics with PARTITIONS partitions, each led by the broker before it returns.
+
+    Each call and the teardown also free unreachable Kafka clients now: the generator's Sender
+    and its producer form a reference cycle, and a librdkafka handle left for the cyclic GC
+    keeps its threads polling the broker during the next measurement (and after the broker stops).
+    """
+    def make(label: str, partitions: int = PARTITIONS) -> str:
+        gc.collect()
+        topic = f"bench-{label}-{uuid.uuid4().hex[:8]}"
+        create_topic(kafka.bootstrap_servers, topic, partitions)
+        _wait_for_leaders(kafka.bootstrap_servers, topic, partitions)
+        return topic
+
+    yield make
+    gc.collect()
+
+
+def _wait_for_leaders(bootstrap_servers: str, topic: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+
+    def led() -> bool:
+        t = admin.list_topics(topic, timeout=10).topics.get(topic)
+        return (t is not None and t.error is None and len(t.partitions) == partitions
+                and all(p.leader >= 0 for p in t.partitions.values()))
+
+    wait_until(led, 30, 0.1, f"topic {topic}: some of its {partitions} partitions have no leader after 30 s")
+
+
+@pytest.fixture
+def pacing_seconds() -> float:
+    """How long each pacing benchmark runs: BENCH_PACING_S (default 20; the full run sets 60)."""
+    raw = os.environ.get("BENCH_PACING_S", "20")
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise pytest.UsageError(f"BENCH_PACING_S={raw!r} is not a number of seconds; set e.g. 60") from None
+    if seconds < 3:
+        raise pytest.UsageError(f"BENCH_PACING_S={raw!r} is too short: the first and last second are "
+                                "partial, so at least 3 s are needed; set e.g. 60")
+    return seconds
+
+
+@pytest.fixture(autouse=True)
+def _keep_extra_info(request, benchmark):
+    yield
+    if benchmark.extra_info:
+        request.config.stash.setdefault(_EXTRA, []).append((request.node.name, dict(benchmark.extra_info)))
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    rows = config.stash.get(_EXTRA, [])
+    if not rows:
+        return
+    terminalreporter.section("generator benchmarks: recorded numbers (extra_info)")
+    for name, info in rows:
+        terminalreporter.write_line(name)
+        for key, value in info.items():
+            terminalreporter.write_line(f"    {key:<24} {_fmt(value)}")

@@ -1,0 +1,102 @@
+"""Benchmarks of the generator (workloads/generator.py): its unpaced rate against the raw
+client's on the same messages, and how closely it keeps a constant rate.
+
+Goals (issue): >= 250,000 events/s unpaced and >= 90% of the raw client's rate; pacing
+within +-1% over 60 s (BENCH_PACING_S=60) from 1,000 to 200,000 events/s. They are read
+from the recorded numbers, never asserted; losing an event is asserted (correctness).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import pytest
+
+from benchmarks._measure import (
+    KAFKA_PYTHON_CONFIG,
+    PARTITIONS,
+    confluent_tight_loop,
+    generator_messages,
+    kafka_python_tight_loop,
+    pacing_numbers,
+    planned,
+    workload,
+)
+from workloads.generator import generate
+
+THROUGHPUT_EPS, THROUGHPUT_S = 100_000, 10   # 1,000,000 events; unpaced, only the count matters
+KAFKA_PYTHON_EVENTS = 200_000
+ROUNDS = 3
+PACING_RATES = (1_000, 10_000, 100_000, 200_000)   # 200,000: the issue's upper target
+
+
+def _generate_all(spec, bootstrap_servers: str, topic: str, truth_dir, pace: bool) -> dict:
+    """One generator run that must deliver every planned event."""
+    report = generate(spec, bootstrap_servers, truth_dir, topic=topic, pace=pace)
+    want = planned(spec)
+    assert report["events"] == want, (f"the generator lost events: {report['events']:,} of {want:,} planned "
+                                      f"were acknowledged ({report['failed']:,} failed) on {topic}")
+    return report
+
+
+@pytest.mark.benchmark(group="throughput")
+def test_generator_vs_raw_client(benchmark, kafka, new_topic, tmp_path):
+    """The unpaced generator against the same client's tight loop on the same messages.
+
+    Setup: the generator's own 1,000,000 keys, values and partitions, built up front; one
+    untimed warm-up of the raw loop (200,000 messages).
+    Steps: three rounds, each on fresh topics: confluent-kafka's tight loop (the round's
+    setup, so pytest-benchmark times only the generator), then one unpaced generator run
+    timed from the call to its return (connecting, planning, flush and truth included);
+    then kafka-python's tight loop on 200,000 of the messages, three times.
+    Records the medians (raw_eps, generator_eps, ratio, kafka_python_eps) and every run.
+    """
+    bootstrap = kafka.bootstrap_servers
+    spec = workload(THROUGHPUT_EPS, THROUGHPUT_S, PARTITIONS)
+    messages = generator_messages(spec)
+    assert len(messages) == planned(spec), f"built {len(messages):,} messages for {planned(spec):,} events"
+    confluent_tight_loop(bootstrap, new_topic("warm-up"), messages.head(KAFKA_PYTHON_EVENTS))
+    raw_eps: list[float] = []
+    generator_eps: list[float] = []
+    reports: list[dict] = []
+
+    def raw_then_prepare():
+        raw_eps.append(confluent_tight_loop(bootstrap, new_topic("raw"), messages))
+        return (new_topic("generator"), tmp_path / f"truth-{len(raw_eps)}"), {}
+
+    def generator_run(topic, truth_dir):
+        start = time.perf_counter()
+        reports.append(_generate_all(spec, bootstrap, topic, truth_dir, pace=False))
+        generator_eps.append(reports[-1]["events"] / (time.perf_counter() - start))
+
+    benchmark.pedantic(generator_run, setup=raw_then_prepare, rounds=ROUNDS, iterations=1)
+    kafka_python_eps = [kafka_python_tight_loop(bootstrap, new_topic("kafka-python"),
+                                                messages.head(KAFKA_PYTHON_EVENTS)) for _ in range(ROUNDS)]
+    raw, gen, kp = (statistics.median(x) for x in (raw_eps, generator_eps, kafka_python_eps))
+    benchmark.extra_info.update({
+        "events": len(messages), "partitions": PARTITIONS, "value_bytes_mean": messages.mean_value_bytes,
+        "raw_eps": raw, "generator_eps": gen, "ratio": gen / raw, "kafka_python_eps": kp,
+        "confluent_over_kafka_python": raw / kp,
+        "generator_report_eps": statistics.median(r["achieved_eps"] for r in reports),
+        "raw_eps_runs": raw_eps, "generator_eps_runs": generator_eps,
+        "kafka_python_eps_runs": kafka_python_eps,
+        "kafka_python_events": KAFKA_PYTHON_EVENTS, "kafka_python_config": KAFKA_PYTHON_CONFIG,
+        "goal_generator_eps": 250_000, "goal_ratio": 0.9,
+    })
+
+
+@pytest.mark.benchmark(group="pacing")
+@pytest.mark.parametrize("eps", PACING_RATES, ids=str)
+def test_pacing_error(benchmark, kafka, new_topic, tmp_path, pacing_seconds, eps):
+    """How closely the generator keeps a constant rate.
+
+    Setup: a fresh topic.
+    Steps: one generator run paced at `eps` for BENCH_PACING_S seconds (the timed call).
+    Records target and achieved rate, the pacing error, the worst full second's error
+    (sent_per_s against intended_per_s) and the schedule slip p50/p99/p99.9/max in ms.
+    """
+    spec = workload(eps, pacing_seconds, PARTITIONS)
+    report = benchmark.pedantic(_generate_all, args=(spec, kafka.bootstrap_servers, new_topic(f"pace-{eps}"),
+                                                     tmp_path / "truth", True), rounds=1, iterations=1)
+    benchmark.extra_info.update({"duration_s": pacing_seconds, **pacing_numbers(report), "goal_error": 0.01})
