@@ -134,3 +134,23 @@ class TestReapLeftovers:
         assert procs.alive(orphan), "the crashed run's server should still be running"
         assert "postgres" in reap_leftovers()
         wait_until(lambda: not procs.group_members(orphan), 10, err_msg="orphan survived reaping")
+
+
+class TestSparkDriverFailure:
+    def test_a_driver_that_fails_before_the_first_poll_names_its_error(self, tmp_path):
+        """The driver wrote status 'failed' and exited at once: wait_ready reports its error,
+        not only an exit code (the race the e2e failing-run test can land on either side of)."""
+        import sys
+
+        from harness.errors import ServiceError
+
+        class FailingDriver(SparkDriver):
+            def command(self):
+                script = ("import json, sys; json.dump({'state': 'failed', 'error': 'sink unreachable'}, "
+                          f"open({str(self.status_path)!r}, 'w')); sys.exit(1)")
+                return [sys.executable, "-c", script]
+
+        driver = FailingDriver(tmp_path, {}).start()
+        driver.process.wait(30)
+        with pytest.raises(ServiceError, match="Spark driver failed: sink unreachable"):
+            driver.wait_ready(10)

@@ -75,12 +75,17 @@ class Service:
         log.info("%s started (pid %d), log %s", self.name, self.process.pid, self.log_path)
         return self
 
+    def raise_if_failed(self) -> None:
+        """Raise ServiceError with the service's own account of a failure, if it left one
+        (called when the process has exited before it was ready)."""
+
     def wait_ready(self, timeout_s: float | None = None) -> Service:
         """Block until the service answers; raise ServiceError with its log tail if it dies or times out."""
         timeout_s = timeout_s or self.ready_timeout_s
 
         def ready() -> bool:
             if not self.running:
+                self.raise_if_failed()
                 raise ServiceError(
                     f"{self.name} exited with code {self.returncode} before it was ready; "
                     f"last log lines:\n{self.log_tail()}",

@@ -56,11 +56,15 @@ class SparkDriver(Service):
         except (OSError, ValueError):
             return {}
 
-    def is_ready(self) -> bool:
+    def raise_if_failed(self) -> None:
         state = self.status()
         if state.get("state") == "failed":
             raise ServiceError(f"the Spark driver failed: {state.get('error')}", f"read {self.log_path}")
-        return state.get("state") == "running"
+
+    def is_ready(self) -> bool:
+        # a driver that fails fast may exit before the harness polls: both paths name its error
+        self.raise_if_failed()
+        return self.status().get("state") == "running"
 
     def executor_pids(self) -> list[int]:
         """Pids of the executor JVMs (empty for a `local[*]` master)."""
