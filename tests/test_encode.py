@@ -60,7 +60,7 @@ class TestEncoder:
         """With size set, each value is at least `size` bytes of valid JSON, and exactly size when padded."""
         _, block, enc = _encoded(size=size)
         values = enc.values(block)
-        lengths = np.array([len(v.encode()) for v in values])
+        lengths = np.array([len(v) for v in values])
         assert lengths.min() >= size, f"shortest value {lengths.min()} bytes < size {size}"
         records = [json.loads(v) for v in values]
         assert all(set(r["pad"]) <= {"x"} for r in records)
@@ -71,6 +71,13 @@ class TestEncoder:
         """size = 0 (the default) sends the fields only."""
         _, block, enc = _encoded()
         assert not any("pad" in json.loads(v) for v in enc.values(block))
+
+    def test_values_are_the_bytes_of_the_array(self):
+        """values() gives the producer bytes, the same JSON text array() gives the preview."""
+        _, block, enc = _encoded(size=100)
+        values = enc.values(block)
+        assert all(isinstance(v, bytes) for v in values)
+        assert [v.decode() for v in values] == enc.array(block).to_pylist()
 
     def test_an_empty_block_encodes_to_no_values(self):
         """A block with no events (a share or an idle stretch) gives an empty list."""
