@@ -28,7 +28,7 @@ class Messages:
     """Keys, values and partitions ready to produce, built before any clock starts."""
 
     keys: list[str]
-    values: list[str]
+    values: list[bytes]
     partitions: list[int]
 
     def __len__(self) -> int:
@@ -91,7 +91,7 @@ def confluent_tight_loop(bootstrap_servers: str, topic: str, messages: Messages)
     return n / elapsed
 
 
-def _produce_when_room(producer, topic: str, value: str, key: str, partition: int) -> None:
+def _produce_when_room(producer, topic: str, value: bytes, key: str, partition: int) -> None:
     while True:
         producer.poll(0.01)
         try:
@@ -113,7 +113,7 @@ def kafka_python_tight_loop(bootstrap_servers: str, topic: str, messages: Messag
     from kafka import KafkaProducer
 
     keys = [k.encode() for k in messages.keys]
-    values = [v.encode() for v in messages.values]
+    values = messages.values
     parts, n = messages.partitions, len(messages)
     offsets: list[int] = []
     errors: list[str] = []

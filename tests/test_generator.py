@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -62,10 +64,12 @@ class TestGroundTruth:
                 (row.event_id, row.key, row.event_time_ms, row.append_ms), row
 
     def test_ids_are_dense_and_every_event_was_acknowledged(self, sent):
-        """event_id runs 0..n-1 and every offset is a real one."""
+        """event_id runs 0..n-1, every offset is a real one, and at 2,000 events/s every event
+        had a delivery report of its own."""
         _, _, report, t = sent
         assert t["event_id"].tolist() == list(range(report["events"]))
         assert (t["offset"] >= 0).all() and report["failed"] == 0
+        assert t["reported"].all(), f"{(~t['reported']).sum()} events without their own report"
 
     def test_truth_is_the_plan(self, sent):
         """What was sent is exactly the deterministic plan for the same seed and start."""
@@ -85,6 +89,68 @@ class TestGroundTruth:
         _, _, report, t = sent
         assert (t["sent_ms"] >= t["intended_ms"]).all()
         assert report["schedule_slip_us"]["count"] == len(t)
+
+
+# produces into every partition of a topic about every millisecond, for at most 60 s
+INTRUDER = """
+import sys, time
+from confluent_kafka import Producer
+bootstrap, topic, partitions = sys.argv[1], sys.argv[2], int(sys.argv[3])
+producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+for p in range(partitions):
+    producer.produce(topic, b"{}", b"intruder", p)
+producer.flush(30)
+print("ready", flush=True)
+end = time.monotonic() + 60
+while time.monotonic() < end:
+    for p in range(partitions):
+        producer.produce(topic, b"{}", b"intruder", p)
+    producer.poll(0.001)
+"""
+FAST = {"duration": "500ms", "partitions": 3, "seed": 9, "rate": {"eps": 200_000}, "keys": {"count": 300}}
+
+
+class TestAnchored:
+    """Above EXACT_UP_TO_EPS only anchors carry delivery reports; the rest are counted back."""
+
+    def test_every_offset_is_right_and_append_times_never_early(self, kafka, tmp_path):
+        """100,000 events planned at 200,000/s, sent unpaced, read back with kafka-python: every
+        event sits at its truth's partition and offset; events with their own report have their
+        exact append time, the others their anchor's, which is never before their own."""
+        w = spec.parse(FAST)
+        topic = _topic(kafka, w.partitions)
+        report = generator.generate(w, kafka.bootstrap_servers, tmp_path, topic=topic, pace=False)
+        t = truth.read(tmp_path)
+        records = _read_back(kafka.bootstrap_servers, topic, len(t))
+        assert len(records) == len(t) == report["events"] == 100_000, (len(records), len(t))
+        back = {(r.partition, r.offset): r for r in records}
+        at = [back[(p, o)] for p, o in zip(t["partition"], t["offset"], strict=True)]
+        ids = np.array([json.loads(r.value)["event_id"] for r in at])
+        assert np.array_equal(ids, t["event_id"].to_numpy()), "an event is not where its truth says"
+        stamp = np.array([r.timestamp for r in at])
+        rep = t["reported"].to_numpy()
+        assert 0 < rep.mean() < 0.2, f"{rep.mean():.1%} of events had their own report"
+        assert np.array_equal(stamp[rep], t["append_ms"].to_numpy()[rep])
+        assert (stamp <= t["append_ms"].to_numpy()).all(), "an append time before Kafka's own"
+
+    def test_another_producer_in_the_partitions_fails_the_run(self, kafka, tmp_path):
+        """Records of a second producer interleaved with the generator's: the count check fails,
+        the run raises naming another producer, and truth marks those events with offset -1."""
+        w = spec.parse(FAST)
+        topic = _topic(kafka, w.partitions)
+        # another process, so that it really runs while the generator holds its own GIL
+        intruder = subprocess.Popen([sys.executable, "-c", INTRUDER, kafka.bootstrap_servers, topic,
+                                     str(w.partitions)], stdout=subprocess.PIPE, text=True)
+        try:
+            assert intruder.stdout.readline().strip() == "ready", "the intruding producer did not start"
+            with pytest.raises(HarnessError, match="another producer") as info:
+                generator.generate(w, kafka.bootstrap_servers, tmp_path, topic=topic, pace=False)
+        finally:
+            intruder.kill()
+            intruder.wait(10)
+        t = truth.read(tmp_path)
+        lost = int((t["offset"] < 0).sum())
+        assert 0 < lost < len(t) and f"{lost:,} events are not confirmed" in str(info.value)
 
 
 class TestParallel:

@@ -336,7 +336,8 @@ def _preview(spec, args) -> int:
                     time.sleep(wait_s)
                 sent_us = np.maximum(block.intended_us, time.time_ns() // 1000)
             none = np.full(len(block), -1, dtype=np.int64)
-            writer.write(block, sent_us, none, none, extra={"value": encoder.values(block)})
+            writer.write(block, sent_us, none, none, np.zeros(len(block), dtype=bool),
+                         extra={"value": encoder.array(block)})
             n += len(block)
             print(f"\rwritten {n:,}", end="", file=sys.stderr, flush=True)
     finally:

@@ -1,7 +1,9 @@
 """The generator: plan -> encode -> send open-loop -> ground truth and a report.
 
-Planning and encoding run one block ahead in a background thread (their numpy and
-Arrow kernels release the GIL), so the sending thread does little but call produce().
+Three threads, so the sending thread does little but call produce(): planning and
+encoding run a block ahead of it (a Feeder), and ground truth and the report's counts a
+block behind it (a Drain); their numpy, Arrow and Parquet kernels mostly run without the
+GIL.
 `generate()` runs one process's share of a workload; `generate_parallel()` runs several
 processes, each sending the events with event_id mod n == j of the same plan, and merges
 their reports; their truth parts sit side by side in one truth directory.
@@ -10,8 +12,6 @@ their reports; their truth parts sit side by side in one truth directory.
 from __future__ import annotations
 
 import json
-import queue
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,8 +23,9 @@ from workloads import shapes, truth
 from workloads.encode import Encoder
 from workloads.events import Planner
 from workloads.histogram import LogHistogram
-from workloads.producer import Prepared, Sender, make_producer
+from workloads.producer import Prepared, Sender, anchor_mask, make_producer
 from workloads.spec import WorkloadSpec
+from workloads.stages import Drain, Feeder
 
 CONTROL_KEY = "__control__"
 START_LEAD_MS = 500   # the schedule starts this long after the call, once the client is connected
@@ -54,21 +55,11 @@ def create_topic(bootstrap_servers: str, topic: str, partitions: int, exist_ok: 
         admin.close()
 
 
-def _prepare(planner: Planner, encoder: Encoder, out: queue.Queue, stop: threading.Event) -> None:
-    try:
-        for block in planner:
-            if stop.is_set():
-                return
-            item = Prepared(block, encoder.keys_of(block), encoder.values(block), block.partition.tolist())
-            while not stop.is_set():
-                try:
-                    out.put(item, timeout=0.2)
-                    break
-                except queue.Full:
-                    continue
-        out.put(None)
-    except BaseException as exc:  # handed to the sending thread, which raises it
-        out.put(exc)
+def _prepared(planner: Planner, encoder: Encoder):
+    """The blocks of the plan, encoded and with their anchors, ready for the sender."""
+    for block in planner:
+        yield Prepared(block, encoder.keys_of(block), encoder.values(block), block.partition.tolist(),
+                       anchor_mask(block.partition, block.intended_us))
 
 
 def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, topic: str | None = None,
@@ -80,7 +71,8 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
     raises stops the run (the runner uses that to notice a dead driver)."""
     topic = topic or spec.topic
     planned = _share_of(shapes.expected_count(spec.shape), share) if _countable(spec) else 0
-    sender = Sender(bootstrap_servers, topic, spec.partitions, pace=pace,
+    # several processes share the partitions: their messages interleave, so every one is reported
+    sender = Sender(bootstrap_servers, topic, spec.partitions, pace=pace, every_report=share[1] > 1,
                     on_tick=None if progress is None else (lambda sent: progress(sent, planned)))
     try:
         _wait_for_metadata(sender, topic)
@@ -89,34 +81,33 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
         raise
     start_ms = start_ms if start_ms is not None else time.time_ns() // 1_000_000 + START_LEAD_MS
     planner = Planner(spec, start_ms, share)
-    encoder = Encoder(spec.payload, planner.keys.names)
     writer = truth.TruthWriter(truth.part_path(truth_dir, share[0]), planner.keys.names)
     stats = _Stats(spec, start_ms)
-    prepared: queue.Queue = queue.Queue(maxsize=2)
-    stop = threading.Event()
-    worker = threading.Thread(target=_prepare, args=(planner, encoder, prepared, stop),
-                              name="plan-encode", daemon=True)
-    worker.start()
+
+    def record(*done) -> None:
+        stats.add(*done)
+        writer.write(*done)
+
+    feeder = Feeder(_prepared(planner, Encoder(spec.payload, planner.keys.names)), "plan-encode")
+    recorder = Drain(record, "truth")
     try:
-        while (item := prepared.get()) is not None:
-            if isinstance(item, BaseException):
-                raise item
+        for item in feeder:
             sender.send(item)
             for done in sender.finished():
-                stats.add(*done)
-                writer.write(*done)
+                recorder.put(*done)
         sender.producer.flush(60)
         for done in sender.finished(wait=True):
-            stats.add(*done)
-            writer.write(*done)
+            recorder.put(*done)
+        recorder.close()
     finally:
-        stop.set()
+        feeder.stop()
         writer.close()
         sender.close()
     report = stats.report(sender, share, pace, topic)
     if sender.failed:
-        raise HarnessError(f"{sender.failed:,} events were not acknowledged by Kafka: {sender.errors}",
-                           f"read the broker log; ground truth marks them with offset -1 in {writer.path}")
+        raise HarnessError(f"{sender.failed:,} events are not confirmed in Kafka: {sender.errors}",
+                           "give the generator a topic no other producer writes to while it runs, and read "
+                           f"the broker log; ground truth marks them with offset -1 in {writer.path}")
     return report
 
 
@@ -143,9 +134,9 @@ def _wait_for_metadata(sender: Sender, topic: str, timeout_s: float = 10.0) -> N
         why = t.error if t else "absent"
         raise HarnessError(f"topic {topic!r} does not exist or has no partitions ({why})",
                            "create it first (the harness does), or pass --create-topic")
-    if len(t.partitions) < len(sender.offsets):
+    if len(t.partitions) < len(sender.sent_to):
         raise HarnessError(f"topic {topic!r} has {len(t.partitions)} partitions but the workload sends "
-                           f"to {len(sender.offsets)}", "create the topic with enough partitions")
+                           f"to {len(sender.sent_to)}", "create the topic with enough partitions")
 
 
 class _Stats:
@@ -170,7 +161,7 @@ class _Stats:
         acc[:len(counts)] += counts
         return acc
 
-    def add(self, block, sent_us, offset, append_ms) -> None:
+    def add(self, block, sent_us, offset, append_ms, reported) -> None:
         if not len(block):
             return
         self.events += len(block)
@@ -196,6 +187,8 @@ class _Stats:
         sent_s = (self.last_sent_us - origin) / 1e6
         target = self.events / self.spec.duration_s
         achieved = self.events / sent_s if sent_s > 0 else float("nan")
+        # from the first produce() to the last delivery report: the raw client benchmark's window
+        acked_s = (sender.acked_us - sender.first_sent_us) / 1e6 if sender.first_sent_us else float("nan")
         return {
             "client": {"name": "confluent-kafka", "version": confluent_kafka.version()[0],
                        "librdkafka": confluent_kafka.libversion()[0]},
@@ -205,6 +198,7 @@ class _Stats:
             "event_time_ms": {"min": self.event_time[0], "max": self.event_time[1]},
             "duration_s": self.spec.duration_s, "sending_s": sent_s,
             "target_eps": target, "achieved_eps": achieved,
+            "acked_s": acked_s, "acked_eps": self.events / acked_s if acked_s > 0 else float("nan"),
             "pacing_error": achieved / target - 1 if pace and self.events else None,
             "schedule_slip_us": sender.slip.to_dict() if pace else None,
             "per_partition": self.per_partition.tolist(),
@@ -236,6 +230,8 @@ def merge_reports(reports: list[dict]) -> dict:
             "event_time_ms": {"min": min(r["event_time_ms"]["min"] for r in reports),
                               "max": max(r["event_time_ms"]["max"] for r in reports)},
             "sending_s": sending, "target_eps": target, "achieved_eps": achieved,
+            "acked_s": max(r["acked_s"] for r in reports),
+            "acked_eps": events / max(r["acked_s"] for r in reports),
             "pacing_error": achieved / target - 1 if first["paced"] else None,
             "schedule_slip_us": slip.to_dict() if first["paced"] else None,
             "per_partition": add("per_partition"), "sent_per_s": add("sent_per_s"),

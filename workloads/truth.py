@@ -23,7 +23,12 @@ SCHEMA = pa.schema([
     ("offset", pa.int64()), ("append_ms", pa.int64()), ("late_by_design", pa.bool_()),
     ("user", pa.int32()), ("item", pa.int32()), ("amount", pa.int64()),
     ("event_type", pa.dictionary(pa.int8(), pa.string())), ("control", pa.bool_()),
+    # True: offset and append_ms are from the event's own delivery report; False: counted back
+    # from the next reported event of its partition, whose append time it takes (workloads.producer)
+    ("reported", pa.bool_()),
 ])
+# dictionary encoding pays only for the repetitive strings; for numbers it costs more than it saves
+_DICTIONARY = ["key", "event_type"]
 _TYPES = pa.array(EVENT_TYPES, pa.string())
 
 
@@ -39,11 +44,11 @@ class TruthWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.schema = SCHEMA if extra is None else pa.unify_schemas([SCHEMA, extra])
         self.key_names = pa.array(list(key_names), pa.string())
-        self.writer = pq.ParquetWriter(self.path, self.schema)
+        self.writer = pq.ParquetWriter(self.path, self.schema, use_dictionary=_DICTIONARY)
         self.rows = 0
 
     def write(self, block: Block, sent_us: np.ndarray, offset: np.ndarray, append_ms: np.ndarray,
-              extra: dict | None = None) -> None:
+              reported: np.ndarray, extra: dict | None = None) -> None:
         n = len(block)
         columns = {
             "event_id": block.event_id, "key": self.key_names.take(pa.array(block.key)),
@@ -53,7 +58,7 @@ class TruthWriter:
             "user": block.user.astype(np.int32), "item": block.item.astype(np.int32),
             "amount": block.amount,
             "event_type": pa.DictionaryArray.from_arrays(pa.array(block.event_type, pa.int8()), _TYPES),
-            "control": np.zeros(n, dtype=bool), **(extra or {}),
+            "control": np.zeros(n, dtype=bool), "reported": reported, **(extra or {}),
         }
         self.writer.write_table(pa.table(columns, schema=self.schema))
         self.rows += n
@@ -75,10 +80,10 @@ def write_control(truth_dir: Path, rows: list[dict]) -> Path:
         "append_ms": df["append_ms"].to_numpy(np.int64), "late_by_design": np.zeros(n, bool),
         "user": np.zeros(n, np.int32), "item": np.zeros(n, np.int32), "amount": np.zeros(n, np.int64),
         "event_type": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int8)), _TYPES),
-        "control": np.ones(n, bool),
+        "control": np.ones(n, bool), "reported": np.ones(n, bool),
     }, schema=SCHEMA)
     path = Path(truth_dir) / "control.parquet"
-    pq.write_table(table, path)
+    pq.write_table(table, path, use_dictionary=_DICTIONARY)
     return path
 
 
