@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from workloads.producer import ANCHOR_EVERY, ANCHOR_SLOT_US, EXACT_UP_TO_EPS, anchor_mask, locate
+from workloads.producer import (
+    ANCHOR_EVERY,
+    ANCHOR_SLOT_US,
+    EXACT_UP_TO_EPS,
+    anchor_mask,
+    locate,
+    partition_rank,
+)
 
 
 def _block(eps: float, n: int, partitions: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -95,3 +102,10 @@ class TestLocate:
         anchors = _reports([(0, 10, 1), (1, 13, 2), (2, 14, 3), (3, 20, 4)])
         offset, append, gaps = locate(seq, anchors, (-1, -1))
         assert offset.tolist() == [10, 13, 14, 20] and append.tolist() == [1, 2, 3, 4] and gaps == []
+
+
+class TestPartitionRank:
+    def test_each_event_gets_its_place_in_its_partition(self):
+        """Ranks count 0, 1, 2... separately per partition, in send order."""
+        parts = np.array([2, 0, 2, 2, 1, 0, 2], dtype=np.int32)
+        assert partition_rank(parts).tolist() == [0, 0, 1, 2, 0, 1, 3]

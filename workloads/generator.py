@@ -23,7 +23,7 @@ from workloads import shapes, truth
 from workloads.encode import Encoder
 from workloads.events import Planner
 from workloads.histogram import LogHistogram
-from workloads.producer import Prepared, Sender, anchor_mask, make_producer
+from workloads.producer import Sender, make_producer, prepare
 from workloads.spec import WorkloadSpec
 from workloads.stages import Drain, Feeder
 
@@ -58,8 +58,7 @@ def create_topic(bootstrap_servers: str, topic: str, partitions: int, exist_ok: 
 def _prepared(planner: Planner, encoder: Encoder):
     """The blocks of the plan, encoded and with their anchors, ready for the sender."""
     for block in planner:
-        yield Prepared(block, encoder.keys_of(block), encoder.values(block), block.partition.tolist(),
-                       anchor_mask(block.partition, block.intended_us))
+        yield prepare(block, encoder.keys_of(block), encoder.values(block))
 
 
 def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, topic: str | None = None,

@@ -30,6 +30,7 @@ interleave) every message is an anchor and nothing is inferred.
 from __future__ import annotations
 
 import time
+from array import array
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ MAX_BURST = 2048       # events sent between two clock reads and delivery-report
 ANCHOR_SLOT_US = 1000  # an anchor closes each partition's events of each millisecond of the schedule
 ANCHOR_EVERY = 256     # and at least every this many events of a partition
 EXACT_UP_TO_EPS = 50_000  # blocks scheduled at up to this rate report every message
+_RAMP = np.arange(MAX_BURST, dtype=np.int64)
 PRODUCER_CONFIG = {
     "enable.idempotence": True,         # acks=all, no duplicates, per-partition order
     "linger.ms": 5,
@@ -56,14 +58,31 @@ PRODUCER_CONFIG = {
 
 @dataclass
 class Prepared:
-    """A block with its Kafka keys, values and partitions as Python lists, ready to send, and
-    which of its events are anchors (carry a delivery callback)."""
+    """A block with its Kafka keys, values and partitions as Python lists, ready to send; each
+    event's position among the block's events of its partition, and which events are anchors
+    (carry a delivery callback). Made by `prepare()`, off the sending thread."""
 
     block: Block
     keys: list
     values: list
     partitions: list
+    rank: np.ndarray
     anchors: np.ndarray
+
+
+def prepare(block: Block, keys: list, values: list) -> Prepared:
+    part = block.partition
+    return Prepared(block, keys, values, part.tolist(), partition_rank(part),
+                    anchor_mask(part, block.intended_us))
+
+
+def partition_rank(partition: np.ndarray) -> np.ndarray:
+    """Each event's position among the events of its partition, in send order."""
+    order = np.argsort(partition, kind="stable")
+    p = partition[order]
+    rank = np.empty(len(p), dtype=np.int64)
+    rank[order] = np.arange(len(p)) - np.searchsorted(p, p)
+    return rank
 
 
 def anchor_mask(partition: np.ndarray, intended_us: np.ndarray) -> np.ndarray:
@@ -106,8 +125,10 @@ class Sender:
         self.produced = 0
         self.sent_to = np.zeros(partitions, dtype=np.int64)   # messages produced to each partition
         self.expect: list[deque] = [deque() for _ in range(partitions)]  # anchor seqs awaiting reports
-        self.reports: list[list] = [[] for _ in range(partitions)]  # (seq, offset, append_ms) in order
-        self.cursor = [0] * partitions                         # the first report not yet used
+        # seq, offset, append_ms of each reported anchor, flat, in order: plain int64 arrays, not
+        # tuples, which the cyclic GC would walk again and again while they wait to be used
+        self.reports = [array("q") for _ in range(partitions)]
+        self.cursor = [0] * partitions                         # the first report (row of 3) not yet used
         self.last = [(-1, -1)] * partitions                    # the last used report's (seq, offset)
         self.errors: list[str] = []
         self.failed = 0          # events whose place in Kafka is not confirmed
@@ -121,11 +142,11 @@ class Sender:
         p = msg.partition()
         seq = self.expect[p].popleft()
         if err is None:
-            self.reports[p].append((seq, msg.offset(), msg.timestamp()[1]))
+            self.reports[p].extend((seq, msg.offset(), msg.timestamp()[1]))
         else:
             if len(self.errors) < 5:
                 self.errors.append(str(err))
-            self.reports[p].append((seq, -1, -1))
+            self.reports[p].extend((seq, -1, -1))
 
     def _callbacks(self, prepared: Prepared, seq: np.ndarray) -> list:
         """The per-message callback argument: ours for anchors (and a partition's first message
@@ -145,19 +166,12 @@ class Sender:
             callbacks[i] = cb
         return callbacks
 
-    def _seqs(self, parts: np.ndarray) -> np.ndarray:
-        """Each event's index among all messages this sender produced to its partition."""
-        order = np.argsort(parts, kind="stable")
-        p = parts[order]
-        seq = np.empty(len(parts), dtype=np.int64)
-        seq[order] = self.sent_to[p] + np.arange(len(p)) - np.searchsorted(p, p)
-        self.sent_to += np.bincount(parts, minlength=len(self.sent_to))
-        return seq
-
     def send(self, prepared: Prepared) -> None:
         values, keys, parts = prepared.values, prepared.keys, prepared.partitions
         intended = prepared.block.intended_us
-        seq = self._seqs(prepared.block.partition)
+        parts_np = prepared.block.partition
+        seq = self.sent_to[parts_np] + prepared.rank   # index among all messages sent to the partition
+        self.sent_to += np.bincount(parts_np, minlength=len(self.sent_to))
         callbacks = self._callbacks(prepared, seq)
         n = len(values)
         sent_us = np.empty(n, dtype=np.int64)
@@ -183,7 +197,7 @@ class Sender:
                 except BufferError:
                     self._produce_when_room(v, k, p, c)
             after = time.time_ns() // 1000
-            sent_us[i:end] = np.linspace(now, after, end - i, endpoint=False).astype(np.int64)
+            sent_us[i:end] = now + _RAMP[:end - i] * (after - now) // (end - i)   # spread over the burst
             poll(0)
             i = end
         self.produced += n
@@ -234,7 +248,7 @@ class Sender:
             self.acked_us = time.time_ns() // 1000
 
     def _reported(self, need: np.ndarray) -> bool:
-        return all(len(r) - c >= k for r, c, k in zip(self.reports, self.cursor, need, strict=True))
+        return all(len(r) // 3 - c >= k for r, c, k in zip(self.reports, self.cursor, need, strict=True))
 
     def _locate(self, parts: np.ndarray, seq: np.ndarray, need: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Offset and append time of every event of a block from its anchors' reports; -1 for
@@ -243,10 +257,10 @@ class Sender:
         append = np.full(len(parts), -1, dtype=np.int64)
         for p in np.flatnonzero(need).tolist():
             c, k = self.cursor[p], int(need[p])
-            anchor = np.array(self.reports[p][c:c + k], dtype=np.int64)
+            anchor = np.array(self.reports[p][3 * c:3 * (c + k)], dtype=np.int64).reshape(k, 3)
             self.cursor[p] = c + k
             if c + k > 100_000:   # drop what is used, so memory stays bounded
-                del self.reports[p][:c + k]
+                del self.reports[p][:3 * (c + k)]
                 self.cursor[p] = 0
             where = np.flatnonzero(parts == p)
             offset[where], append[where], gaps = locate(seq[where], anchor, self.last[p])
