@@ -23,7 +23,7 @@ from workloads import shapes, truth
 from workloads.encode import Encoder
 from workloads.events import Planner
 from workloads.histogram import LogHistogram
-from workloads.producer import Sender, make_producer, prepare
+from workloads.producer import Locator, Sender, make_producer, prepare
 from workloads.spec import WorkloadSpec
 from workloads.stages import Drain, Feeder
 
@@ -82,8 +82,11 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
     planner = Planner(spec, start_ms, share)
     writer = truth.TruthWriter(truth.part_path(truth_dir, share[0]), planner.keys.names)
     stats = _Stats(spec, start_ms)
+    locator = Locator(spec.partitions)
 
-    def record(*done) -> None:
+    def record(block, sent_us, seq, anchors, reports) -> None:
+        offset, append = locator.place(block.partition, seq, reports)
+        done = (block, sent_us, offset, append, anchors & (offset >= 0))
         stats.add(*done)
         writer.write(*done)
 
@@ -102,9 +105,10 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
         feeder.stop()
         writer.close()
         sender.close()
-    report = stats.report(sender, share, pace, topic)
-    if sender.failed:
-        raise HarnessError(f"{sender.failed:,} events are not confirmed in Kafka: {sender.errors}",
+    report = stats.report(sender, locator, share, pace, topic)
+    if locator.failed:
+        raise HarnessError(f"{locator.failed:,} events are not confirmed in Kafka: "
+                           f"{(sender.errors + locator.errors)[:5]}",
                            "give the generator a topic no other producer writes to while it runs, and read "
                            f"the broker log; ground truth marks them with offset -1 in {writer.path}")
     return report
@@ -177,7 +181,7 @@ class _Stats:
         self.event_time = [lo if self.event_time[0] is None else min(lo, self.event_time[0]),
                            hi if self.event_time[1] is None else max(hi, self.event_time[1])]
 
-    def report(self, sender: Sender, share, pace: bool, topic: str) -> dict:
+    def report(self, sender: Sender, locator: Locator, share, pace: bool, topic: str) -> dict:
         import confluent_kafka
 
         # paced: over the schedule, from its origin; unpaced: from the first send, since
@@ -192,7 +196,7 @@ class _Stats:
             "client": {"name": "confluent-kafka", "version": confluent_kafka.version()[0],
                        "librdkafka": confluent_kafka.libversion()[0]},
             "topic": topic, "workload": self.spec.describe(), "start_ms": self.start_us // 1000,
-            "share": list(share), "paced": pace, "events": self.events, "failed": sender.failed,
+            "share": list(share), "paced": pace, "events": self.events, "failed": locator.failed,
             "late_by_design": self.late,
             "event_time_ms": {"min": self.event_time[0], "max": self.event_time[1]},
             "duration_s": self.spec.duration_s, "sending_s": sent_s,

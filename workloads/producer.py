@@ -115,7 +115,7 @@ def make_producer(bootstrap_servers: str, on_delivery=None, **overrides):
 
 class Sender:
     """Sends Prepared blocks on schedule; `finished()` yields blocks once all their anchors are
-    reported, with every event's offset, append time and whether its own report was read."""
+    reported, with those reports, for a Locator to place every event (off this thread)."""
 
     def __init__(self, bootstrap_servers: str, topic: str, partitions: int, pace: bool = True,
                  on_tick: Callable[[int], None] | None = None, every_report: bool = False):
@@ -129,9 +129,7 @@ class Sender:
         # tuples, which the cyclic GC would walk again and again while they wait to be used
         self.reports = [array("q") for _ in range(partitions)]
         self.cursor = [0] * partitions                         # the first report (row of 3) not yet used
-        self.last = [(-1, -1)] * partitions                    # the last used report's (seq, offset)
         self.errors: list[str] = []
-        self.failed = 0          # events whose place in Kafka is not confirmed
         self.slip = LogHistogram()
         self.first_sent_us: int | None = None
         self.acked_us: int | None = None   # when the last report arrived (set by finished(wait=True))
@@ -226,7 +224,9 @@ class Sender:
                 continue
 
     def finished(self, wait: bool = False):
-        """Blocks whose every anchor has been reported: (block, sent_us, offset, append_ms, reported)."""
+        """Blocks whose every anchor has been reported: (block, sent_us, seq, anchors, reports),
+        `seq` each event's index among the messages sent to its partition, `reports` a dict from
+        partition to the rows (seq, offset, append_ms) of its anchors in the block."""
         while self.pending:
             prepared, sent_us, seq = self.pending[0]
             parts = prepared.block.partition
@@ -242,32 +242,23 @@ class Sender:
                         raise HarnessError(f"Kafka has not acknowledged {left:,} messages within 60 s",
                                            "check that the broker is up and the topic exists")
             self.pending.popleft()
-            offset, append = self._locate(parts, seq, need)
-            yield prepared.block, sent_us, offset, append, prepared.anchors & (offset >= 0)
+            yield prepared.block, sent_us, seq, prepared.anchors, self._take(need)
         if wait:
             self.acked_us = time.time_ns() // 1000
 
     def _reported(self, need: np.ndarray) -> bool:
         return all(len(r) // 3 - c >= k for r, c, k in zip(self.reports, self.cursor, need, strict=True))
 
-    def _locate(self, parts: np.ndarray, seq: np.ndarray, need: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Offset and append time of every event of a block from its anchors' reports; -1 for
-        the events of segments that fail the count check."""
-        offset = np.full(len(parts), -1, dtype=np.int64)
-        append = np.full(len(parts), -1, dtype=np.int64)
+    def _take(self, need: np.ndarray) -> dict[int, np.ndarray]:
+        reports = {}
         for p in np.flatnonzero(need).tolist():
             c, k = self.cursor[p], int(need[p])
-            anchor = np.array(self.reports[p][3 * c:3 * (c + k)], dtype=np.int64).reshape(k, 3)
+            reports[p] = np.array(self.reports[p][3 * c:3 * (c + k)], dtype=np.int64).reshape(k, 3)
             self.cursor[p] = c + k
             if c + k > 100_000:   # drop what is used, so memory stays bounded
                 del self.reports[p][:3 * (c + k)]
                 self.cursor[p] = 0
-            where = np.flatnonzero(parts == p)
-            offset[where], append[where], gaps = locate(seq[where], anchor, self.last[p])
-            self.last[p] = (int(anchor[-1, 0]), int(anchor[-1, 1]))
-            self.failed += int((offset[where] < 0).sum())
-            self.errors += [_gap_message(p, *gap) for gap in gaps][:max(0, 5 - len(self.errors))]
-        return offset, append
+        return reports
 
     def close(self) -> None:
         """Flush and drop the producer now: its delivery callbacks refer back to this Sender, and
@@ -276,6 +267,28 @@ class Sender:
             self.producer.flush(60)
             self.producer = None
 
+
+
+class Locator:
+    """Places the events of delivered blocks, in send order: offsets, append times and whether
+    they are confirmed (see `locate`). Keeps each partition's last anchor between blocks."""
+
+    def __init__(self, partitions: int):
+        self.last = [(-1, -1)] * partitions    # (seq, offset) of each partition's last anchor
+        self.failed = 0                        # events whose place in Kafka is not confirmed
+        self.errors: list[str] = []
+
+    def place(self, parts: np.ndarray, seq: np.ndarray, reports: dict[int, np.ndarray]):
+        """offset and append_ms of every event of a block; -1 for unconfirmed events."""
+        offset = np.full(len(parts), -1, dtype=np.int64)
+        append = np.full(len(parts), -1, dtype=np.int64)
+        for p, anchor in reports.items():
+            where = np.flatnonzero(parts == p)
+            offset[where], append[where], gaps = locate(seq[where], anchor, self.last[p])
+            self.last[p] = (int(anchor[-1, 0]), int(anchor[-1, 1]))
+            self.failed += int((offset[where] < 0).sum())
+            self.errors += [_gap_message(p, *gap) for gap in gaps][:max(0, 5 - len(self.errors))]
+        return offset, append
 
 
 def _gap_message(partition: int, first: int, last: int, lo: int, hi: int) -> str:
