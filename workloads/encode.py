@@ -18,19 +18,34 @@ from workloads.events import EVENT_TYPES, Block
 from workloads.spec import PayloadSpec
 
 
-def _names(prefix: str, count: int) -> pa.Array:
+def _names(prefix: str, count: int) -> list[str]:
     width = len(str(count - 1))
-    return pa.array([f"{prefix}{i:0{width}d}" for i in range(count)], pa.string())
+    return [f"{prefix}{i:0{width}d}" for i in range(count)]
+
+
+def _text(numbers: np.ndarray) -> pa.Array:
+    return pc.cast(pa.array(numbers), pa.string())
+
+
+def _fragments(template: str, names) -> pa.Array:
+    """`template` filled with each name: the JSON text around a field travels with its value, so
+    one take() replaces three arguments of the join (the join's cost grows with its arguments)."""
+    return pa.array([template.format(name) for name in names], pa.string())
+
+
+AMOUNT_MAX = 100   # Block.amount is 1..100; the fragment of amount a is at index a
 
 
 class Encoder:
     def __init__(self, payload: PayloadSpec, key_names: np.ndarray):
         self.payload = payload
-        self.keys = pa.array(list(key_names), pa.string())
         self.key_strings = np.asarray(key_names, dtype=object)
-        self.users = _names("u", payload.users) if "user" in payload.fields else None
-        self.items = _names("i", payload.items) if "item" in payload.fields else None
-        self.types = pa.array(list(EVENT_TYPES), pa.string())
+        fields = payload.fields
+        self.key = _fragments(',"key":"{}","event_time_ms":', key_names)
+        self.user = _fragments(',"user":"{}"', _names("u", payload.users)) if "user" in fields else None
+        self.item = _fragments(',"item":"{}"', _names("i", payload.items)) if "item" in fields else None
+        self.amount = _fragments(',"amount":{}', range(AMOUNT_MAX + 1)) if "amount" in fields else None
+        self.type = _fragments(',"type":"{}"', EVENT_TYPES) if "type" in fields else None
 
     def keys_of(self, block: Block) -> list[str]:
         # indexing an object array shares the key strings: no new string per event
@@ -43,20 +58,12 @@ class Encoder:
 
     def array(self, block: Block) -> pa.StringArray:
         """The JSON value of every event of the block, in order, as one Arrow array."""
-        def text(a: np.ndarray) -> pa.Array:
-            return pc.cast(pa.array(a), pa.string())
-
-        parts: list = ['{"event_id":', text(block.event_id), ',"key":"', self.keys.take(pa.array(block.key)),
-                       '","event_time_ms":', text(block.event_time_ms)]
-        fields = self.payload.fields
-        if "user" in fields:
-            parts += [',"user":"', self.users.take(pa.array(block.user)), '"']
-        if "item" in fields:
-            parts += [',"item":"', self.items.take(pa.array(block.item)), '"']
-        if "amount" in fields:
-            parts += [',"amount":', text(block.amount)]
-        if "type" in fields:
-            parts += [',"type":"', self.types.take(pa.array(block.event_type)), '"']
+        parts: list = ['{"event_id":', _text(block.event_id), self.key.take(pa.array(block.key)),
+                       _text(block.event_time_ms)]
+        for fragments, column in ((self.user, block.user), (self.item, block.item),
+                                  (self.amount, block.amount), (self.type, block.event_type)):
+            if fragments is not None:
+                parts.append(fragments.take(pa.array(column)))
         if not self.payload.size_bytes:
             return pc.binary_join_element_wise(*parts, "}", "")
         body = pc.binary_join_element_wise(*parts, "")
