@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -170,6 +171,26 @@ class TestParallel:
 
 
 class TestFailures:
+    def test_a_progress_error_stops_sending_and_leaves_a_readable_truth(self, kafka, tmp_path):
+        """progress() raising (the runner's dead-driver check) stops the run: the exception comes
+        out, the truth part is closed and readable, and no generator thread is left running."""
+        w = spec.parse({**WORKLOAD, "duration": "3s"})
+        topic = _topic(kafka, w.partitions)
+
+        class DriverDied(Exception):
+            pass
+
+        def progress(sent: int, planned: int) -> None:
+            if sent > 500:
+                raise DriverDied(f"{sent} of {planned}")
+
+        with pytest.raises(DriverDied):
+            generator.generate(w, kafka.bootstrap_servers, tmp_path, topic=topic, progress=progress)
+        t = truth.read(tmp_path)
+        assert list(t.columns) == list(truth.SCHEMA.names) and len(t) < 6000
+        left = [th.name for th in threading.enumerate() if th.name in ("plan-encode", "truth")]
+        assert not left, f"generator threads still running: {left}"
+
     def test_an_unreachable_broker_is_a_clear_error(self, tmp_path):
         """No broker on the port: HarnessError naming the topic and the fix, within the timeout."""
         from harness.net import free_port

@@ -40,6 +40,7 @@ class TestFeeder:
         time.sleep(0.3)
         assert len(made) <= 3, f"made {len(made)} items ahead"
         feeder.stop()
+        assert not feeder._thread.is_alive(), "the thread runs on after stop()"
 
 
 class TestDrain:
@@ -65,6 +66,12 @@ class TestDrain:
                     drain.put(i)
             finally:
                 drain.close()
+
+    def test_close_twice_is_harmless(self):
+        """A second close() (a finally after a normal close) returns at once."""
+        drain = Drain(lambda: None, "t")
+        drain.close()
+        drain.close()
 
     def test_it_works_beside_the_putting_thread(self):
         """fn runs in another thread than put()'s."""

@@ -1,9 +1,9 @@
 """The generator: plan -> encode -> send open-loop -> ground truth and a report.
 
-Three threads, so the sending thread does little but call produce(): planning and
-encoding run a block ahead of it (a Feeder), and ground truth and the report's counts a
-block behind it (a Drain); their numpy, Arrow and Parquet kernels mostly run without the
-GIL.
+Three threads, so the sending thread does little but call produce(): planning, encoding
+and choosing anchors run a block ahead of it (a Feeder); placing each event from its
+anchors' reports (a Locator), ground truth and the report's counts a block behind it (a
+Drain). Their numpy, Arrow and Parquet kernels mostly run without the GIL.
 `generate()` runs one process's share of a workload; `generate_parallel()` runs several
 processes, each sending the events with event_id mod n == j of the same plan, and merges
 their reports; their truth parts sit side by side in one truth directory.
@@ -100,11 +100,13 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
         sender.producer.flush(60)
         for done in sender.finished(wait=True):
             recorder.put(*done)
-        recorder.close()
     finally:
         feeder.stop()
-        writer.close()
-        sender.close()
+        try:
+            recorder.close()   # blocks already handed over reach the truth, even when sending failed
+        finally:
+            writer.close()
+            sender.close()
     report = stats.report(sender, locator, share, pace, topic)
     if locator.failed:
         raise HarnessError(f"{locator.failed:,} events are not confirmed in Kafka: "

@@ -72,20 +72,28 @@ class Prepared:
 
 def prepare(block: Block, keys: list, values: list) -> Prepared:
     part = block.partition
-    return Prepared(block, keys, values, part.tolist(), partition_rank(part),
-                    anchor_mask(part, block.intended_us))
+    by = _by_partition(part)
+    return Prepared(block, keys, values, part.tolist(), partition_rank(part, by),
+                    anchor_mask(part, block.intended_us, by))
 
 
-def partition_rank(partition: np.ndarray) -> np.ndarray:
-    """Each event's position among the events of its partition, in send order."""
+def _by_partition(partition: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The stable order that sorts events by partition, the sorted partitions, and each sorted
+    event's position within its partition."""
     order = np.argsort(partition, kind="stable")
     p = partition[order]
-    rank = np.empty(len(p), dtype=np.int64)
-    rank[order] = np.arange(len(p)) - np.searchsorted(p, p)
+    return order, p, np.arange(len(p)) - np.searchsorted(p, p)
+
+
+def partition_rank(partition: np.ndarray, by: tuple | None = None) -> np.ndarray:
+    """Each event's position among the events of its partition, in send order."""
+    order, _, rank_sorted = by or _by_partition(partition)
+    rank = np.empty(len(partition), dtype=np.int64)
+    rank[order] = rank_sorted
     return rank
 
 
-def anchor_mask(partition: np.ndarray, intended_us: np.ndarray) -> np.ndarray:
+def anchor_mask(partition: np.ndarray, intended_us: np.ndarray, by: tuple | None = None) -> np.ndarray:
     """The anchors of a block in send order: every event when the block's schedule runs at up
     to EXACT_UP_TO_EPS; else the last event of each partition in each ANCHOR_SLOT_US of the
     schedule, every ANCHOR_EVERY-th event of a partition, and so the last event of each
@@ -94,9 +102,8 @@ def anchor_mask(partition: np.ndarray, intended_us: np.ndarray) -> np.ndarray:
     span_s = (int(intended_us[-1]) - int(intended_us[0])) / 1e6 if n else 0.0
     if n - 1 <= EXACT_UP_TO_EPS * span_s:   # n events, n - 1 intervals
         return np.ones(n, dtype=bool)
-    order = np.argsort(partition, kind="stable")          # by partition, then send order
-    p, slot = partition[order], intended_us[order] // ANCHOR_SLOT_US
-    rank = np.arange(n) - np.searchsorted(p, p)           # position within its partition
+    order, p, rank = by or _by_partition(partition)
+    slot = intended_us[order] // ANCHOR_SLOT_US
     closes = np.ones(n, dtype=bool)
     closes[:-1] = (p[1:] != p[:-1]) | (slot[1:] != slot[:-1])
     mask = np.empty(n, dtype=bool)

@@ -48,9 +48,11 @@ class Feeder:
                 raise item
             yield item
 
-    def stop(self) -> None:
-        """Let the thread end without producing more (it may finish the item in hand)."""
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """End the thread without producing more: it finishes the item in hand, at most POLL_S
+        later it sees the stop, and this waits for that."""
         self._stop.set()
+        self._thread.join(timeout_s)
 
 
 class Drain:
@@ -60,6 +62,7 @@ class Drain:
         self._fn = fn
         self._queue: queue.Queue = queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
+        self._closed = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -76,9 +79,11 @@ class Drain:
         self._queue.put(item)
 
     def close(self) -> None:
-        """Wait until every item is done; raise the first exception `fn` raised."""
-        self._queue.put(_END)
-        self._thread.join()
+        """Wait until every item is done; raise the first exception `fn` raised. Idempotent."""
+        if not self._closed:
+            self._closed = True
+            self._queue.put(_END)
+            self._thread.join()
         self._raise()
 
     def _raise(self) -> None:
