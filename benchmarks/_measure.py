@@ -139,6 +139,29 @@ def kafka_python_tight_loop(bootstrap_servers: str, topic: str, messages: Messag
     return n / elapsed
 
 
+class CpuMeter:
+    """CPU time (user + system, every thread) that this process and the broker spend on events.
+
+    On two cores the generator, the client's threads and the broker share the machine, so
+    the rate follows how much CPU each event costs all of them; this says where it goes."""
+
+    def __init__(self, broker_pids: list[int]):
+        import psutil
+
+        self.processes = {"client": [psutil.Process()], "broker": [psutil.Process(p) for p in broker_pids]}
+
+    def _now(self) -> dict[str, float]:
+        return {who: sum(p.cpu_times().user + p.cpu_times().system for p in ps)
+                for who, ps in self.processes.items()}
+
+    def measure(self, events: int, fn, *args, **kwargs):
+        """fn(*args, **kwargs) and the CPU microseconds per event it took {"client": .., "broker": ..}."""
+        before = self._now()
+        result = fn(*args, **kwargs)
+        after = self._now()
+        return result, {who: (after[who] - before[who]) / events * 1e6 for who in before}
+
+
 def worst_second_error(sent_per_s: list[int], intended_per_s: list[int]) -> float | None:
     """The signed relative error sent/intended - 1 of the run's worst full second; the first and
     the last second are partial and skipped. None when the run has no full second."""

@@ -16,6 +16,7 @@ import pytest
 from benchmarks._measure import (
     KAFKA_PYTHON_CONFIG,
     PARTITIONS,
+    CpuMeter,
     confluent_tight_loop,
     generator_messages,
     kafka_python_tight_loop,
@@ -52,28 +53,36 @@ def test_generator_vs_raw_client(benchmark, kafka, new_topic, tmp_path):
     its report's `acked_eps`, first produce() to last acknowledgement: the raw loops' window;
     the call's own rate (connecting, planning the first block, closing truth) is kept too.
     Then kafka-python's tight loop on 200,000 of the messages, three times.
-    Records the medians, each round's ratio and every run.
+    Records the medians, each round's ratio and every run, and the CPU microseconds per event
+    that the client process (all its threads) and the broker spent in the raw loop with
+    reports and in the generator run.
     """
     bootstrap = kafka.bootstrap_servers
     spec = workload(THROUGHPUT_EPS, THROUGHPUT_S, PARTITIONS)
     messages = generator_messages(spec)
     assert len(messages) == planned(spec), f"built {len(messages):,} messages for {planned(spec):,} events"
     confluent_tight_loop(bootstrap, new_topic("warm-up"), messages.head(KAFKA_PYTHON_EVENTS))
+    meter = CpuMeter(kafka.pids())
     raw_eps: list[float] = []
     bare_eps: list[float] = []
     generator_eps: list[float] = []
     call_eps: list[float] = []
+    cpu: dict[str, list[dict]] = {"raw": [], "generator": []}
 
     def raw_then_prepare():
-        raw_eps.append(confluent_tight_loop(bootstrap, new_topic("raw"), messages))
+        eps, used = meter.measure(len(messages), confluent_tight_loop, bootstrap, new_topic("raw"), messages)
+        raw_eps.append(eps)
+        cpu["raw"].append(used)
         bare_eps.append(confluent_tight_loop(bootstrap, new_topic("bare"), messages, reports=False))
         return (new_topic("generator"), tmp_path / f"truth-{len(raw_eps)}"), {}
 
     def generator_run(topic, truth_dir):
         start = time.perf_counter()
-        report = _generate_all(spec, bootstrap, topic, truth_dir, pace=False)
+        report, used = meter.measure(len(messages), _generate_all, spec, bootstrap, topic, truth_dir,
+                                     pace=False)
         call_eps.append(report["events"] / (time.perf_counter() - start))
         generator_eps.append(report["acked_eps"])
+        cpu["generator"].append(used)
 
     benchmark.pedantic(generator_run, setup=raw_then_prepare, rounds=ROUNDS, iterations=1)
     kafka_python_eps = [kafka_python_tight_loop(bootstrap, new_topic("kafka-python"),
@@ -88,6 +97,8 @@ def test_generator_vs_raw_client(benchmark, kafka, new_topic, tmp_path):
         "ratio_no_reports": gen / bare, "kafka_python_eps": kp, "confluent_over_kafka_python": raw / kp,
         "raw_eps_runs": raw_eps, "raw_no_reports_eps_runs": bare_eps, "generator_eps_runs": generator_eps,
         "generator_call_eps_runs": call_eps, "kafka_python_eps_runs": kafka_python_eps,
+        **{f"{run}_cpu_us_per_event_{who}": statistics.median(c[who] for c in cpu[run])
+           for run in cpu for who in ("client", "broker")},
         "kafka_python_events": KAFKA_PYTHON_EVENTS, "kafka_python_config": KAFKA_PYTHON_CONFIG,
         "goal_generator_eps": 250_000, "goal_ratio": 0.9,
     })

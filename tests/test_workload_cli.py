@@ -96,7 +96,8 @@ class TestSend:
                          "--topic", "cli-send", "--duration", "2s", "--rate-eps", "1000",
                          "--truth-dir", str(tmp_path))
         assert proc.returncode == 0, proc.stderr
-        assert "achieved" in proc.stdout and "slip" in proc.stdout
+        assert "achieved" in proc.stdout and "slip" in proc.stdout and "to the last ack" in proc.stdout
         report = json.loads((tmp_path / "report.json").read_text())
         assert report["events"] == 2000 and report["failed"] == 0
+        assert 0 < report["acked_s"] and report["acked_eps"] == report["events"] / report["acked_s"]
         assert len(pd.read_parquet(tmp_path / "truth")) == 2000

@@ -302,7 +302,8 @@ def render(report: dict) -> str:
     lines = [f"events      {report['events']:,} to {report['topic']} ({report['failed']:,} failed, "
              f"{report['late_by_design']:,} late by design)",
              f"rate        target {report['target_eps']:,.0f}/s  achieved {report['achieved_eps']:,.0f}/s"
-             + (f"  error {error:+.2%}" if error is not None else "  (unpaced)")]
+             + (f"  error {error:+.2%}" if error is not None else "  (unpaced)")
+             + f"  to the last ack {report['acked_eps']:,.0f}/s"]
     slip = report.get("schedule_slip_us")
     if slip:
         lines.append("slip        "
