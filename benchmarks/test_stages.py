@@ -15,9 +15,9 @@ import pytest
 
 from benchmarks._measure import PARTITIONS, workload
 from workloads import truth
+from workloads.anchors import prepare
 from workloads.encode import Encoder
 from workloads.events import Planner
-from workloads.producer import prepare
 
 EVENTS_EPS, EVENTS_S = 100_000, 10   # 1,000,000 events, the throughput benchmark's workload
 ROUNDS = 5

@@ -20,10 +20,11 @@ import numpy as np
 
 from harness.errors import HarnessError
 from workloads import shapes, truth
+from workloads.anchors import Locator, prepare
 from workloads.encode import Encoder
 from workloads.events import Planner
 from workloads.histogram import LogHistogram
-from workloads.producer import Locator, Sender, make_producer, prepare
+from workloads.producer import Sender, make_producer
 from workloads.spec import WorkloadSpec
 from workloads.stages import Drain, Feeder
 

@@ -1,11 +1,11 @@
-"""Where events land in Kafka, from a few delivery reports (workloads/producer.py): which events
+"""Where events land in Kafka, from a few delivery reports (workloads/anchors.py): which events
 carry a report, and how every other event's offset is counted back and checked."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from workloads.producer import (
+from workloads.anchors import (
     ANCHOR_EVERY,
     ANCHOR_SLOT_US,
     EXACT_UP_TO_EPS,
