@@ -24,7 +24,7 @@ SCHEMA = pa.schema([
     ("user", pa.int32()), ("item", pa.int32()), ("amount", pa.int64()),
     ("event_type", pa.dictionary(pa.int8(), pa.string())), ("control", pa.bool_()),
     # True: offset and append_ms are from the event's own delivery report; False: counted back
-    # from the next reported event of its partition, whose append time it takes (workloads.producer)
+    # from the next reported event of its partition, whose append time it takes (workloads.anchors)
     ("reported", pa.bool_()),
 ])
 # dictionary encoding pays only for the repetitive strings; for numbers it costs more than it saves
