@@ -98,7 +98,6 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
             sender.send(item)
             for done in sender.finished():
                 recorder.put(*done)
-        sender.producer.flush(60)
         for done in sender.finished(wait=True):
             recorder.put(*done)
     finally:

@@ -62,7 +62,7 @@ class Sender:
         self.errors: list[str] = []
         self.slip = LogHistogram()
         self.first_sent_us: int | None = None
-        self.acked_us: int | None = None   # when the last report arrived (set by finished(wait=True))
+        self.acked_us: int | None = None   # when the last report arrived (finished(wait=True))
         self.pending: deque = deque()      # (Prepared, sent_us, seq) awaiting anchor reports
         self.producer = make_producer(bootstrap_servers)  # no default callback: only anchors get one
 
@@ -156,25 +156,24 @@ class Sender:
     def finished(self, wait: bool = False):
         """Blocks whose every anchor has been reported: (block, sent_us, seq, anchors, reports),
         `seq` each event's index among the messages sent to its partition, `reports` a dict from
-        partition to the rows (seq, offset, append_ms) of its anchors in the block."""
+        partition to the rows (seq, offset, append_ms) of its anchors in the block. With `wait`,
+        first flush: every block comes out, and `acked_us` is when the last report arrived."""
+        if wait:
+            left = self.producer.flush(60)
+            self.acked_us = time.time_ns() // 1000
         while self.pending:
             prepared, sent_us, seq = self.pending[0]
             parts = prepared.block.partition
             need = np.bincount(parts[prepared.anchors], minlength=len(self.reports))
-            while not self._reported(need):
-                if not wait:
-                    self.producer.poll(0)
-                    if not self._reported(need):
-                        return
-                else:
-                    left = self.producer.flush(60)
-                    if not self._reported(need):
-                        raise HarnessError(f"Kafka has not acknowledged {left:,} messages within 60 s",
-                                           "check that the broker is up and the topic exists")
+            if not self._reported(need):
+                if wait:
+                    raise HarnessError(f"Kafka has not acknowledged {left:,} messages within 60 s",
+                                       "check that the broker is up and the topic exists")
+                self.producer.poll(0)
+                if not self._reported(need):
+                    return
             self.pending.popleft()
             yield prepared.block, sent_us, seq, prepared.anchors, self._take(need)
-        if wait:
-            self.acked_us = time.time_ns() // 1000
 
     def _reported(self, need: np.ndarray) -> bool:
         return all(len(r) // 3 - c >= k for r, c, k in zip(self.reports, self.cursor, need, strict=True))
