@@ -1,5 +1,10 @@
 """Session-scoped real services for the integration tests: one Kafka broker and one
-PostgreSQL server per test session, stopped (and proven gone) at the end."""
+PostgreSQL server per test session, stopped (and proven gone) at the end.
+
+Test lanes: a test that uses a real service (directly or through another fixture) is
+marked `integration`, every other test `unit`, so `pytest -m unit` runs in seconds
+without Java. A module that starts services on its own says `pytestmark = pytest.mark.integration`.
+"""
 
 from __future__ import annotations
 
@@ -38,5 +43,17 @@ def postgres(registry, tmp_path_factory):
     return PostgresServer(tmp_path_factory.mktemp("postgres"), registry).start().wait_ready()
 
 
+# fixtures that start (or need) a real Kafka, PostgreSQL or Spark
+SERVICE_FIXTURES = {"registry", "kafka", "postgres", "driver"}
+
+
 def pytest_configure(config):
     logging.getLogger("kafka").setLevel(logging.WARNING)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("integration") or item.get_closest_marker("unit"):
+            continue
+        uses_services = SERVICE_FIXTURES & set(item.fixturenames)
+        item.add_marker(pytest.mark.integration if uses_services else pytest.mark.unit)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from workloads import shapes
-from workloads.producer import PRODUCER_CONFIG, make_producer
-from workloads.spec import WorkloadSpec, parse
+from workloads.generator import shapes
+from workloads.generator.producer import PRODUCER_CONFIG, make_producer
+from workloads.generator.spec import WorkloadSpec, parse
 
 BURST = 2048   # messages between two poll(0) calls, as the generator's sender does
 PARTITIONS = 4
@@ -45,8 +45,8 @@ class Messages:
 def generator_messages(spec: WorkloadSpec) -> Messages:
     """The messages the generator sends for `spec`, made by its own planner and encoder, so the
     raw clients send values of exactly the generator's sizes, keys and partitions."""
-    from workloads.encode import Encoder
-    from workloads.events import Planner
+    from workloads.generator.encode import Encoder
+    from workloads.generator.plan import Planner
 
     planner = Planner(spec, time.time_ns() // 1_000_000)
     encoder = Encoder(spec.payload, planner.keys.names)

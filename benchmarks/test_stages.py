@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from benchmarks._measure import PARTITIONS, workload
-from workloads import truth
-from workloads.anchors import prepare
-from workloads.encode import Encoder
-from workloads.events import Planner
+from workloads.generator import truth
+from workloads.generator.anchors import prepare
+from workloads.generator.encode import Encoder
+from workloads.generator.plan import Planner
 
 EVENTS_EPS, EVENTS_S = 100_000, 10   # 1,000,000 events, the throughput benchmark's workload
 ROUNDS = 5

@@ -1,5 +1,19 @@
-"""Fault injectors and their schedules (kill executor, kill driver, pause, ...).
+"""Fault injectors: what goes wrong, on purpose, while a case runs.
 
-Empty for now: a scenario's `faults` must be empty until the fault issue lands; the
-services already expose kill/pause/resume on real processes for it to use.
+An injector is a small object with two methods:
+  inject()   make the fault happen (SIGKILL an executor, SIGSTOP the broker, hold a lock)
+  heal()     undo it if it lasts (SIGCONT, release the lock); called once, always, even
+             when the run is interrupted
+It acts only on what the harness hands it, the service objects and their pids, and
+imports nothing from `harness`: faults sit between the harness (above) and the
+workloads (below).
 """
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class Injector(Protocol):
+    def inject(self) -> None: ...
+    def heal(self) -> None: ...

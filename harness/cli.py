@@ -8,7 +8,6 @@ environment (the message names the problem and the fix); 3 a bug in the harness;
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import signal
@@ -16,14 +15,16 @@ import sys
 import traceback
 from pathlib import Path
 
-from harness.errors import HarnessError, RunAborted
+from harness.errors import RunAborted
+from workloads.errors import Problem
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a scenario and check its output against ground truth")
-    run.add_argument("scenario", type=Path, help="scenario TOML file, e.g. workloads/scenarios/smoke.toml")
+    run.add_argument("scenario", type=Path,
+                     help="scenario TOML file, e.g. harness/scenario/scenarios/smoke.toml")
     run.add_argument("--out", type=Path, help="run directory (default: results/<run-id>/)")
     run.add_argument("--quick", action="store_true", help="apply the scenario's [quick] overrides")
     run.add_argument("-v", "--verbose", action="store_true", help="log the harness's steps to stderr")
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "fetch-jvm":
             return _fetch_jvm()
         return _run(args)
-    except HarnessError as exc:
+    except Problem as exc:   # the harness's errors and the generator's
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except RunAborted as exc:
@@ -59,14 +60,17 @@ def _fetch_jvm() -> int:
 
 
 def _run(args) -> int:
-    from workloads import scenario as scenario_mod
+    from harness import scenario as scenario_mod
 
     scenario = scenario_mod.load(args.scenario, quick=args.quick)  # validate before anything starts
-    from harness import report, rundir, runner
     from harness.paths import results_dir
-    from harness.progress import Progress
-    from harness.services.base import Registry
+    from harness.report import table
+    from harness.run import rundir, runner
+    from harness.services.base import Registry, describe_reaped
+    from workloads.progress import Progress
 
+    if args.out is not None:
+        rundir.check_out(args.out)
     runner.preflight(scenario)
     run_id = rundir.new_run_id(scenario.name)  # unique even when --out names the directory
     run_dir = rundir.create(args.out or results_dir() / run_id, scenario.path)
@@ -74,22 +78,17 @@ def _run(args) -> int:
     _log_to(run_dir / "harness.log", args.verbose)
     progress = Progress()
     progress.step(f"run {run_id}: scenario {scenario.name}{' (quick)' if args.quick else ''} -> {run_dir}")
-    registry = Registry()
+    registry = Registry(pids_path=run_dir / "pids.json")
     _raise_on_signals()
     try:
         with registry:
+            for line in describe_reaped(registry.reaped):
+                progress.step(line)
             summary = runner.run(scenario, run_dir, run_id, progress, registry)
     finally:
-        _write_pids(run_dir / "pids.json", registry)
         progress.step(f"results: {run_dir}")
-    print(report.render(summary))
+    print(table.render(summary))
     return 0 if all(c["verdict"]["holds"] for c in summary["cases"]) else 1
-
-
-def _write_pids(path: Path, registry) -> None:
-    """Every pid each service had, so anyone can check that none is left running."""
-    pids = {s.name + f"#{i}": sorted(s.seen_pids) for i, s in enumerate(registry.services)}
-    path.write_text(json.dumps(pids, indent=1))
 
 
 def _raise_on_signals() -> None:

@@ -1,25 +1,18 @@
-"""Exceptions shared by every part of the harness. Imports nothing of ours."""
+"""Exceptions of the harness. Every error with a fix derives from workloads' `Problem`, so
+one `except Problem` maps all of them, the generator's included, to exit code 2."""
+
+from workloads.errors import Interrupted, Problem, SpecError
+
+__all__ = ["EnvironmentProblem", "HarnessError", "RunAborted", "ScenarioError", "ServiceError"]
+
+# one validator reads the workload's keys and the scenario's, so they share one error type
+ScenarioError = SpecError
+# SIGINT or SIGTERM while a run is under way: services are being stopped
+RunAborted = Interrupted
 
 
-class HarnessError(Exception):
-    """Bad input or a broken environment: the CLI exits 2 and prints this.
-
-    The message names the problem; `fix` says what the user should do about it.
-    """
-
-    exit_code = 2
-
-    def __init__(self, problem: str, fix: str = ""):
-        super().__init__(problem)
-        self.problem = problem
-        self.fix = fix
-
-    def __str__(self) -> str:
-        return f"{self.problem}\n  fix: {self.fix}" if self.fix else self.problem
-
-
-class ScenarioError(HarnessError):
-    """A scenario file that does not validate."""
+class HarnessError(Problem):
+    """Bad input or a broken environment found by the harness: the CLI exits 2 and prints it."""
 
 
 class EnvironmentProblem(HarnessError):
@@ -28,11 +21,3 @@ class EnvironmentProblem(HarnessError):
 
 class ServiceError(HarnessError):
     """A service that did not start, did not become ready, or died."""
-
-
-class RunAborted(Exception):
-    """The run was interrupted (SIGINT or SIGTERM); services are being stopped."""
-
-    def __init__(self, signum: int):
-        super().__init__(f"interrupted by signal {signum}")
-        self.signum = signum

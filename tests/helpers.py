@@ -62,3 +62,20 @@ def processes_of_run(run_id: str) -> list[str]:
 
 def _environ(pid: int) -> str:
     return Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace").replace("\0", "\n")
+
+
+def driver_config(kafka, postgres, topic: str, checkpoint: Path, table: str = "svc_sink"):
+    """A DriverConfig for the tumbling count into Postgres, exactly-once."""
+    from harness import jvm
+    from workloads.pipelines import tumbling_count
+    from workloads.pipelines.config import DriverConfig
+    from workloads.sinks import SinkContext
+
+    return DriverConfig(
+        app_name="test-services", master="local-cluster[2,1,1024]",
+        jars=[str(p) for p in jvm.spark_connector_jars()], bootstrap_servers=kafka.bootstrap_servers,
+        topic=topic, checkpoint=str(checkpoint), pipeline="tumbling_count",
+        params={"window_ms": 5000, "slide_ms": 5000, "watermark_ms": 1000}, trigger_ms=1000,
+        sink="postgres", sink_context=SinkContext(
+            name=table, guarantee="exactly-once", columns=dict(tumbling_count.COLUMNS),
+            workdir=str(checkpoint.parent), postgres_url=postgres.url if postgres else None))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workloads.anchors import (
+from workloads.generator.anchors import (
     ANCHOR_EVERY,
     ANCHOR_SLOT_US,
     EXACT_UP_TO_EPS,

@@ -4,8 +4,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.checker import assign_windows, check, late_watermarks
-from harness.checkpoint import Batch
+from harness.check.checkpoint import Batch
+from harness.check.windows import assign_windows, check, late_watermarks
+from workloads.wire import CONTROL_KEY
+
+pytestmark = pytest.mark.unit
 
 W = 5000  # tumbling window size in ms
 
@@ -17,6 +20,13 @@ def _truth(times, keys=None, partition=0):
         "amount": np.full(n, 2), "partition": partition, "offset": np.arange(n),
         "append_ms": np.full(n, 100_000), "control": False,
     })
+
+
+def _with_control(truth, times):
+    control = pd.DataFrame({"event_id": -1 - np.arange(len(times)), "key": CONTROL_KEY,
+                            "event_time_ms": times, "amount": 0, "partition": 0, "offset": -1,
+                            "append_ms": 100_000, "control": True})
+    return pd.concat([truth, control], ignore_index=True)
 
 
 def _sink(rows):
@@ -51,11 +61,26 @@ class TestCheck:
         c = check(truth, _sink([row, row]), _one_batch(2), W, W).counts
         assert (c["lost"], c["duplicated"], c["delivered"]) == (0, 2, 4)
 
-    def test_output_for_a_key_never_sent_is_not_counted(self):
-        """Sink rows for keys not in ground truth (control events) are ignored."""
+    def test_a_row_for_a_key_never_sent_is_unexpected(self):
+        """A sink row that nobody sent (key `ghost`) is output ground truth cannot explain."""
         truth = _truth([100])
-        sink = _sink([("a", 0, 5000, 1, 2, 106_000), ("__control__", 0, 5000, 1, 0, 106_000)])
-        assert check(truth, sink, _one_batch(1), W, W).counts["unexpected"] == 0
+        sink = _sink([("a", 0, 5000, 1, 2, 106_000), ("ghost", 0, 5000, 1, 2, 106_000)])
+        c = check(truth, sink, _one_batch(1), W, W).counts
+        assert (c["unexpected"], c["lost"], c["delivered"]) == (1, 0, 2)
+
+    def test_the_control_events_own_windows_are_set_aside(self):
+        """The warm-up control event (event time 0) emits a __control__ row for window [0, 5s):
+        that row, and only that, is not counted."""
+        truth = _with_control(_truth([100]), [0])
+        sink = _sink([("a", 0, 5000, 1, 2, 106_000), (CONTROL_KEY, 0, 5000, 1, 0, 106_000)])
+        c = check(truth, sink, _one_batch(1), W, W).counts
+        assert (c["unexpected"], c["delivered"]) == (0, 1)
+
+    def test_a_control_key_row_in_a_window_no_control_event_fell_in_is_unexpected(self):
+        """The rule is exact: a __control__ row for another window is not the harness's own."""
+        truth = _with_control(_truth([100]), [0])
+        sink = _sink([("a", 0, 5000, 1, 2, 106_000), (CONTROL_KEY, 5000, 10000, 1, 0, 111_000)])
+        assert check(truth, sink, _one_batch(1), W, W).counts["unexpected"] == 1
 
     def test_a_count_above_ground_truth_is_unexpected(self):
         """A window that counts more events than were sent into it is unexplained output."""

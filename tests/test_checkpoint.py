@@ -2,7 +2,7 @@
 
 import json
 
-from harness.checkpoint import committed_watermark, read_batches
+from harness.check.checkpoint import committed_watermark, read_batches
 
 
 def _write_batch(cp, batch_id, watermark, ends, committed=True, topic="t"):

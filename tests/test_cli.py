@@ -59,3 +59,21 @@ class TestBrokenEnvironment:
         assert proc.returncode == 2, proc.stderr
         assert "`java` was not found" in proc.stderr and "JDK" in proc.stderr
         assert not out.exists()
+
+
+class TestBadOut:
+    def test_an_out_that_is_a_file_exits_2_with_a_message(self, tmp_path):
+        """--out naming an existing file: exit 2 and a sentence, not a traceback."""
+        taken = tmp_path / "taken"
+        taken.write_text("x")
+        proc = run_cli("run", "harness/scenario/scenarios/smoke.toml", "--out", str(taken), timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert "is a file" in proc.stderr and "Traceback" not in proc.stderr
+
+    def test_an_out_below_a_file_exits_2_with_a_message(self, tmp_path):
+        """--out that cannot be created (a file in its path): exit 2 naming the directory."""
+        (tmp_path / "file").write_text("x")
+        out = tmp_path / "file" / "run"
+        proc = run_cli("run", "harness/scenario/scenarios/smoke.toml", "--out", str(out), timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert "cannot create the run directory" in proc.stderr and "Traceback" not in proc.stderr

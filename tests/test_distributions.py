@@ -12,10 +12,10 @@ import math
 import numpy as np
 import pytest
 
-from harness.errors import ScenarioError
-from workloads import delays, keys, spec
-from workloads.delays import DelaySpec
-from workloads.keys import KeyChooser, KeySpec
+from workloads.errors import SpecError
+from workloads.generator import delays, keys, spec
+from workloads.generator.delays import DelaySpec
+from workloads.generator.keys import KeyChooser, KeySpec
 
 N = 20_000
 KS_CRITICAL = 1.95 / math.sqrt(N)   # Kolmogorov's asymptotic critical value at alpha = 0.001
@@ -253,8 +253,8 @@ class TestParseErrors:
         ({"keys": {"zipf_s": 0}}, "workload.keys.zipf_s"),
     ])
     def test_a_bad_value_names_its_dotted_path(self, tables, path):
-        """A bad distribution parameter raises ScenarioError naming the key's full path."""
-        with pytest.raises(ScenarioError, match=path.replace(".", r"\.")):
+        """A bad distribution parameter raises SpecError naming the key's full path."""
+        with pytest.raises(SpecError, match=path.replace(".", r"\.")):
             spec.parse(_workload(**tables))
 
     def test_good_values_become_the_spec(self):

@@ -13,9 +13,12 @@ import time
 
 import pytest
 
-from harness import procs, summary
+from harness import procs
+from harness.report import summary
 from harness.wait import wait_until
 from tests.helpers import REPO, harness_cmd, processes_of_run, run_cli
+
+pytestmark = pytest.mark.integration
 
 SMOKE = REPO / "workloads" / "scenarios" / "smoke.toml"
 
@@ -75,6 +78,14 @@ class TestSmokeScenario:
         pids = json.loads((run_dir / "summary.json").read_text())["cases"][0]["spark_pids"]
         assert len(set(pids["executors"])) == 2 and pids["driver"] not in pids["executors"]
 
+    def test_the_console_and_the_log_carry_no_client_noise(self, smoke_run):
+        """librdkafka's warm-up warnings stay off the console, and the broker's readiness
+        probing is not logged as errors."""
+        proc, run_dir = smoke_run
+        assert "%4|" not in proc.stderr and "GETPID" not in proc.stderr, proc.stderr[-2000:]
+        errors = [line for line in (run_dir / "harness.log").read_text().splitlines() if " ERROR " in line]
+        assert not errors, "\n".join(errors[:5])
+
     def test_no_process_is_left_after_a_normal_run(self, smoke_run):
         """Kafka, Postgres, the driver and its executors are all gone."""
         _assert_nothing_left(smoke_run[1])
@@ -91,7 +102,21 @@ def _start_and_wait_for_driver(run_dir, scenario=SMOKE):
         return status and json.loads(status[0].read_text()).get("state") == "running"
 
     wait_until(driver_running, 240, 0.5, err_msg="the Spark driver never started")
+    pids = json.loads((run_dir / "pids.json").read_text())   # written while the run goes on
+    assert any(name.startswith("spark-driver") for name in pids), pids
     return proc
+
+
+def _rows_read(run_dir) -> int:
+    """Input rows of every micro-batch so far, from the driver's progress log."""
+    lines = next(run_dir.glob("cases/*/progress.jsonl"), None)
+    if lines is None:
+        return 0
+    return sum(json.loads(line).get("numInputRows", 0) for line in lines.read_text().splitlines() if line)
+
+
+def _driver_status(run_dir) -> dict:
+    return json.loads(next(run_dir.glob("cases/*/status.json")).read_text())
 
 
 class TestInterruptedRun:
@@ -105,6 +130,31 @@ class TestInterruptedRun:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 128 + sig, err[-3000:]
         assert json.loads((run_dir / "summary.json").read_text())["status"] == "aborted"
+        assert _driver_status(run_dir)["state"] != "running", "status.json still says running"
+        _assert_nothing_left(run_dir)
+
+
+class TestDriverKilledByHand:
+    def test_the_case_fails_naming_the_signal_and_how_far_it_got(self, tmp_path):
+        """Setup: the smoke scenario, its run directory 160 characters deep (a CI workspace;
+        PostgreSQL's socket path must still fit). Steps: wait until events are being sent,
+        SIGKILL the driver. The case fails (exit 1) with the signal and the events sent, the
+        checker still runs, status.json says killed, and nothing is left."""
+        run_dir = tmp_path / ("deep-workspace-" * 8) / "run"
+        assert len(str(run_dir)) > 160
+        proc = _start_and_wait_for_driver(run_dir)
+        wait_until(lambda: _rows_read(run_dir) > 2, 120, 0.2,   # beyond the 2 warm-up events
+                   err_msg="no micro-batch read a workload event")
+        os.kill(_driver_status(run_dir)["pid"], signal.SIGKILL)
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 1, err[-3000:]
+        assert "driver of case exactly-once-postgres was killed by SIGKILL at " in err, err[-3000:]
+        assert " events sent" in err
+        case = json.loads((run_dir / "summary.json").read_text())["cases"][0]
+        assert not case["verdict"]["holds"] and case["verdict"]["detail"].startswith("FAILED: driver")
+        assert "SIGKILL" in case["error"] and case["events"]["produced"] > 0
+        assert _driver_status(run_dir)["state"] == "killed"
+        assert "FAIL" in out
         _assert_nothing_left(run_dir)
 
 

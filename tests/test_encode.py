@@ -7,8 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from workloads import events, spec
-from workloads.encode import Encoder
+from workloads.generator import plan as events
+from workloads.generator import spec
+from workloads.generator.encode import Encoder
 
 START_MS = 1_700_000_000_000
 ALWAYS = ("event_id", "key", "event_time_ms")

@@ -11,8 +11,10 @@ import time
 import numpy as np
 import pytest
 
-from harness.errors import HarnessError
-from workloads import events, generator, spec, truth
+from workloads import generator
+from workloads.errors import Problem
+from workloads.generator import plan as events
+from workloads.generator import spec, truth
 
 WORKLOAD = {"duration": "2s", "partitions": 3, "seed": 5, "rate": {"eps": 2000},
             "keys": {"count": 30}, "delay": {"distribution": "exponential", "mean": "300ms",
@@ -144,7 +146,7 @@ class TestAnchored:
                                      str(w.partitions)], stdout=subprocess.PIPE, text=True)
         try:
             assert intruder.stdout.readline().strip() == "ready", "the intruding producer did not start"
-            with pytest.raises(HarnessError, match="another producer") as info:
+            with pytest.raises(Problem, match="another producer") as info:
                 generator.generate(w, kafka.bootstrap_servers, tmp_path, topic=topic, pace=False)
         finally:
             intruder.kill()
@@ -192,16 +194,16 @@ class TestFailures:
         assert not left, f"generator threads still running: {left}"
 
     def test_an_unreachable_broker_is_a_clear_error(self, tmp_path):
-        """No broker on the port: HarnessError naming the topic and the fix, within the timeout."""
+        """No broker on the port: Problem naming the topic and the fix, within the timeout."""
         from harness.net import free_port
 
         w = spec.parse({"duration": "1s", "rate": {"eps": 10}})
-        with pytest.raises(HarnessError) as info:
+        with pytest.raises(Problem) as info:
             generator.generate(w, f"127.0.0.1:{free_port()}", tmp_path, topic="nowhere")
         assert "bootstrap-servers" in info.value.fix
 
     def test_a_missing_topic_is_a_clear_error(self, kafka, tmp_path):
         """Sending to a topic that does not exist says so before the clock starts."""
         w = spec.parse({"duration": "1s", "rate": {"eps": 10}})
-        with pytest.raises(HarnessError, match="does not exist"):
+        with pytest.raises(Problem, match="does not exist"):
             generator.generate(w, kafka.bootstrap_servers, tmp_path, topic=f"absent-{time.time_ns()}")

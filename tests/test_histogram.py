@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from workloads.histogram import SUB, LogHistogram
+from workloads.generator.histogram import SUB, LogHistogram
 
 BUCKET_WIDTH = 2 ** (1 / SUB)   # one bucket spans a factor of 2**(1/8), about 9%
 

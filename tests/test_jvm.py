@@ -32,6 +32,7 @@ class TestConnectorJars:
         """Jars are matched by artifact, whatever their version."""
         assert jvm._artifact_name(jar) == name
 
+    @pytest.mark.integration   # reads the fetched jars
     def test_the_connector_brings_what_pyspark_lacks_and_nothing_it_has(self):
         """kafka-clients and the connector are added; scala-library, which pyspark ships, is not."""
         names = {jvm._artifact_name(p.name) for p in jvm.spark_connector_jars()}

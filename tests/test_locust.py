@@ -1,4 +1,4 @@
-"""workloads/locustfile.py: the generator as a Locust load test, headless and distributed,
+"""workloads/generator/locustfile.py: the generator as a Locust load test, headless and distributed,
 against a real Kafka broker (the session fixture `kafka`)."""
 
 from __future__ import annotations
@@ -16,23 +16,25 @@ import psutil
 import pytest
 
 from harness import procs
-from harness.errors import HarnessError
 from harness.net import free_port
-from workloads import events, generator, shapes
-from workloads.keys import KeyChooser
+from workloads import generator
+from workloads.errors import Problem
+from workloads.generator import plan as events
+from workloads.generator import shapes
+from workloads.generator.keys import KeyChooser
 
 REPO = Path(__file__).resolve().parent.parent
-LOCUSTFILE = "workloads/locustfile.py"
+LOCUSTFILE = "workloads/generator/locustfile.py"
 EPS, DURATION_S, PARTITIONS = 2000, 3, 2
 RUN_TIMEOUT_S = 45   # start (~1 s) + lead (3 s) + schedule + flush, with room for a slow machine
 
 
 @pytest.fixture(scope="module")
 def locustfile():
-    """workloads.locustfile imported without Locust's gevent monkey-patching of the test process."""
+    """workloads.generator.locustfile imported without Locust's gevent monkey-patching of the test process."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LOCUST_SKIP_MONKEY_PATCH", "1")
-        return importlib.import_module("workloads.locustfile")
+        return importlib.import_module("workloads.generator.locustfile")
 
 
 def _scenario(tmp_path: Path, topic: str) -> Path:
@@ -120,7 +122,7 @@ class TestMerge:
     def test_refuses_a_run_with_a_missing_share(self, locustfile, tmp_path):
         """A run whose worker 1 of 2 wrote no report is not one run's truth."""
         (tmp_path / "report-0000.json").write_text(json.dumps({"share": [0, 2]}))
-        with pytest.raises(HarnessError, match=r"shares \[1\] of 2"):
+        with pytest.raises(Problem, match=r"shares \[1\] of 2"):
             locustfile.merge(tmp_path)
 
 

@@ -6,14 +6,22 @@ batch after a restart), read the table back as the checker does.
 
 import pytest
 
-from workloads.pipelines.postgres_sink import PostgresSink
-from workloads.pipelines.sink_reader import read_postgres_sink
+from workloads.pipelines import tumbling_count
+from workloads.sinks import SinkContext
+from workloads.sinks.postgres import PostgresSink
+
+pytestmark = pytest.mark.integration
 
 ROWS = [("k1", 0, 5000, 3, 30), ("k2", 0, 5000, 1, 7)]
 
 
+def _ctx(postgres, mode, name):
+    return SinkContext(name=f"sink_test_{name}", guarantee=mode, columns=tumbling_count.COLUMNS,
+                       workdir="/nonexistent", postgres_url=postgres.url)
+
+
 def _sink(postgres, mode, name):
-    sink = PostgresSink(postgres.url, f"sink_test_{name}", mode)
+    sink = PostgresSink(_ctx(postgres, mode, name))
     sink.setup()
     return sink
 
@@ -24,7 +32,7 @@ class TestPostgresSink:
         sink = _sink(postgres, "exactly-once", "eo")
         sink.write_rows(ROWS, 0)
         sink.write_rows(ROWS, 0)
-        rows = read_postgres_sink(postgres.url, "sink_test_eo")
+        rows = sink.read()
         assert sorted(rows["key"]) == ["k1", "k2"] and (rows["batch_id"] == 0).all()
 
     def test_at_least_once_writes_a_replayed_batch_again(self, postgres):
@@ -32,7 +40,7 @@ class TestPostgresSink:
         sink = _sink(postgres, "at-least-once", "alo")
         sink.write_rows(ROWS, 0)
         sink.write_rows(ROWS, 0)
-        rows = read_postgres_sink(postgres.url, "sink_test_alo")
+        rows = sink.read()
         assert sorted(rows["key"]) == ["k1", "k1", "k2", "k2"]
 
     def test_each_row_carries_the_commit_time_of_its_batch(self, postgres):
@@ -40,10 +48,16 @@ class TestPostgresSink:
         sink = _sink(postgres, "exactly-once", "times")
         sink.write_rows([], 0)
         sink.write_rows(ROWS[:1], 1)
-        rows = read_postgres_sink(postgres.url, "sink_test_times")
+        rows = sink.read()
         assert len(rows) == 1 and rows["committed_ms"].iloc[0] > 1_700_000_000_000
 
     def test_an_unknown_mode_is_refused(self, postgres):
         """at-most-once is not a mode this sink has; saying so beats silently writing."""
         with pytest.raises(ValueError, match="at-most-once"):
-            PostgresSink(postgres.url, "t", "at-most-once")
+            PostgresSink(_ctx(postgres, "at-most-once", "t"))
+
+    def test_read_gives_the_output_columns_then_batch_and_commit_time(self, postgres):
+        """read() is what the checker sees: the pipeline's columns, batch_id, committed_ms."""
+        sink = _sink(postgres, "at-least-once", "cols")
+        sink.write_rows(ROWS, 3)
+        assert list(sink.read().columns) == [*tumbling_count.COLUMNS, "batch_id", "committed_ms"]

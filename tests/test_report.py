@@ -1,7 +1,7 @@
 """The terminal table."""
 
-from harness import summary
-from harness.report import render
+from harness.report import summary
+from harness.report.table import render
 from tests.test_summary import sample_summary
 
 

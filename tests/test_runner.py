@@ -5,11 +5,11 @@ from dataclasses import replace
 import pytest
 
 from harness.errors import ServiceError
-from harness.progress import Progress
-from harness.runner import start_stack
+from harness.run.runner import start_stack
+from harness.scenario import KafkaConfig, PostgresConfig, load
 from harness.services.base import Registry
 from tests.helpers import REPO
-from workloads.scenario import KafkaConfig, PostgresConfig, load
+from workloads.progress import Progress
 
 
 def _smoke_with(kafka=None, postgres=None):

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ScenarioError
+from harness.scenario import GUARANTEES, load, parse_duration_ms
 from tests.helpers import MINIMAL_SCENARIO as GOOD
-from workloads.scenario import GUARANTEES, load, parse_duration_ms
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "workloads" / "scenarios"
 

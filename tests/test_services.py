@@ -10,12 +10,15 @@ import signal
 import psutil
 import pytest
 
-from harness import jvm, procs
+from harness import procs
 from harness.services.base import Registry, reap_leftovers
 from harness.services.kafka import KafkaBroker, cluster_answers
 from harness.services.postgres import PostgresServer, server_answers
 from harness.services.spark import SparkDriver
 from harness.wait import wait_until
+from tests.helpers import driver_config
+
+pytestmark = pytest.mark.integration
 
 
 def _all_dead(pids):
@@ -71,17 +74,21 @@ def driver(kafka, postgres, tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("driver")
     topic = f"svc-{os.getpid()}"
     create_topic(kafka.bootstrap_servers, topic, 2)
-    config = {
-        "app_name": "test-services", "master": "local-cluster[2,1,1024]", "spark_conf": {},
-        "jars": [str(p) for p in jvm.spark_connector_jars()],
-        "bootstrap_servers": kafka.bootstrap_servers, "topic": topic,
-        "checkpoint": str(tmp_path / "checkpoint"),
-        "pipeline": {"kind": "windowed_count", "window_ms": 5000, "slide_ms": 5000,
-                     "watermark_ms": 1000, "trigger_ms": 1000},
-        "sink": {"kind": "postgres", "url": postgres.url, "table": "svc_sink", "mode": "exactly-once"},
-    }
+    config = driver_config(kafka, postgres, topic, tmp_path / "checkpoint")
     with Registry() as reg:
         yield SparkDriver(tmp_path, config, reg).start().wait_ready()
+
+
+class TestPostgresFromADeepDirectory:
+    def test_a_server_whose_workdir_is_deep_starts(self, tmp_path):
+        """A workdir 200 characters deep (a CI workspace): the Unix socket would not fit
+        there (107 bytes), so it lives in a short private directory, removed at stop."""
+        workdir = tmp_path / ("ci-workspace-" * 12) / "postgres"
+        with Registry() as reg:
+            server = PostgresServer(workdir, reg).start().wait_ready()
+            assert server_answers(server.url) and len(str(server.socketdir)) < 40
+            socketdir = server.socketdir
+        assert not socketdir.exists()
 
 
 class TestSparkDriver:
@@ -132,7 +139,7 @@ class TestReapLeftovers:
                              timeout=60, check=True)
         orphan = int(out.stdout.split()[-1])
         assert procs.alive(orphan), "the crashed run's server should still be running"
-        assert "postgres" in reap_leftovers()
+        assert "postgres" in [r["name"] for r in reap_leftovers()]
         wait_until(lambda: not procs.group_members(orphan), 10, err_msg="orphan survived reaping")
 
 
@@ -150,7 +157,8 @@ class TestSparkDriverFailure:
                           f"open({str(self.status_path)!r}, 'w')); sys.exit(1)")
                 return [sys.executable, "-c", script]
 
-        driver = FailingDriver(tmp_path, {}).start()
+        fake = type("Kafka", (), {"bootstrap_servers": "127.0.0.1:1"})()
+        driver = FailingDriver(tmp_path, driver_config(fake, None, "t", tmp_path / "cp")).start()
         driver.process.wait(30)
         with pytest.raises(ServiceError, match="Spark driver failed: sink unreachable"):
             driver.wait_ready(10)

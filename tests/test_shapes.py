@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from workloads import shapes
-from workloads.shapes import Bounded, Burst, Constant, Ramp, Sine, Square, Steps
+from workloads.generator import shapes
+from workloads.generator.shapes import Bounded, Burst, Constant, Ramp, Sine, Square, Steps
 
 
 def _offsets(shape) -> np.ndarray:

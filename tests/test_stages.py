@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from workloads.stages import Drain, Feeder
+from workloads.generator.stages import Drain, Feeder
 
 
 class TestFeeder:

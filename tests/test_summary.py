@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from harness import summary
+from harness.report import summary
 
 
 def sample_summary(**overrides):
@@ -79,6 +79,24 @@ class TestVerdict:
         """Output that ground truth cannot explain fails even an at-least-once promise."""
         v = summary.verdict("at-least-once", 0, 0, 3, expected_count=10)
         assert not v["holds"] and "3 unexpected" in v["detail"]
+
+    def test_a_failed_verdict_says_what_failed_first(self):
+        """Right counts but a wrong sum: the detail starts with FAILED and the reason, never
+        with 'held'."""
+        v = summary.verdict("exactly-once", 0, 0, 0, expected_count=10,
+                            problems=["16 windows have the right count but a wrong sum"])
+        assert not v["holds"]
+        assert v["detail"].startswith("FAILED: 16 windows have the right count but a wrong sum")
+        assert "held" not in v["detail"]
+
+    def test_a_broken_guarantee_is_named_before_the_counts(self):
+        """exactly-once with duplicates: the failure sentence comes first."""
+        v = summary.verdict("exactly-once", 0, 4, 0, expected_count=10)
+        assert v["detail"].startswith("FAILED: exactly-once did not hold (observed at-least-once)")
+
+    def test_a_held_verdict_reads_as_held(self):
+        v = summary.verdict("at-least-once", 0, 4, 0, expected_count=10)
+        assert v["holds"] and v["detail"].startswith("at-least-once held (observed at-least-once)")
 
 
 class TestWriteAndLoad:

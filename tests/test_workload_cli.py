@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from tests.helpers import REPO
-from workloads import cli, spec
+from workloads.generator import cli, spec
 
 
 def _generate(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -83,10 +83,19 @@ class TestPreview:
     def test_a_scenario_workload_can_be_previewed_with_overrides(self, tmp_path):
         """--scenario takes [workload] from a scenario file; options override its keys."""
         out = tmp_path / "s.parquet"
-        proc = _generate("--scenario", str(REPO / "workloads/scenarios/smoke.toml"), "--duration", "1s",
+        smoke = REPO / "harness/scenario/scenarios/smoke.toml"
+        proc = _generate("--scenario", str(smoke), "--duration", "1s",
                          "--no-pace", "--output", str(out))
         assert proc.returncode == 0, proc.stderr
         assert len(pd.read_parquet(out)) == 500
+
+
+    def test_progress_into_a_pipe_is_whole_lines(self, tmp_path):
+        """stderr is not a terminal: progress comes as whole lines, never carriage returns."""
+        proc = _generate("--duration", "20s", "--rate-eps", "20000", "--no-pace",
+                         "--output", str(tmp_path / "p.parquet"))
+        assert proc.returncode == 0, proc.stderr
+        assert "\r" not in proc.stderr and "written" in proc.stderr, proc.stderr[-500:]
 
 
 class TestSend:

@@ -1,5 +1,5 @@
 import sys
 
-from workloads.cli import main
+from workloads.generator.cli import main
 
 sys.exit(main())

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import time
 from pathlib import Path
+from typing import Self
 
 import psutil
 
@@ -39,6 +41,7 @@ class Service:
         self.log_path = self.workdir / f"{name}.log"
         self.process: psutil.Popen | None = None
         self.seen_pids: set[int] = set()
+        self.registry = registry
         if registry is not None:
             registry.register(self)
 
@@ -62,7 +65,7 @@ class Service:
         return None
 
     # -- lifecycle ------------------------------------------------------------------
-    def start(self) -> Service:
+    def start(self) -> Self:
         """Start the process; returns at once (call `wait_ready`)."""
         if self.running:
             raise ServiceError(f"{self.name} is already running (pid {self.pid})")
@@ -73,13 +76,15 @@ class Service:
         self.seen_pids.add(self.process.pid)
         _write_pidfile(self)
         log.info("%s started (pid %d), log %s", self.name, self.process.pid, self.log_path)
+        if self.registry is not None:
+            self.registry.changed()
         return self
 
     def raise_if_failed(self) -> None:
         """Raise ServiceError with the service's own account of a failure, if it left one
         (called when the process has exited before it was ready)."""
 
-    def wait_ready(self, timeout_s: float | None = None) -> Service:
+    def wait_ready(self, timeout_s: float | None = None) -> Self:
         """Block until the service answers; raise ServiceError with its log tail if it dies or times out."""
         timeout_s = timeout_s or self.ready_timeout_s
 
@@ -101,6 +106,8 @@ class Service:
                 f"read {self.log_path}",
             ) from None
         self.snapshot_pids()
+        if self.registry is not None:
+            self.registry.changed()
         return self
 
     def stop(self, timeout_s: float | None = None) -> None:
@@ -176,6 +183,7 @@ class Service:
                 pass
 
     def _reap(self) -> None:
+        assert self.process is not None
         try:
             self.process.wait(timeout=5)
         except psutil.TimeoutExpired:
@@ -191,8 +199,20 @@ class Registry:
     on the RunAborted raised by the CLI's SIGINT/SIGTERM handler.
     """
 
-    def __init__(self):
+    def __init__(self, pids_path: Path | None = None):
         self.services: list[Service] = []
+        self.pids_path = pids_path
+        self.reaped: list[dict] = []
+
+    def changed(self) -> None:
+        """Write every pid each service has had to `pids_path` (during the run, not only at
+        its end), so anyone can find the processes, and check that none is left running."""
+        if self.pids_path is None:
+            return
+        pids = {f"{s.name}#{i}": sorted(s.snapshot_pids()) for i, s in enumerate(self.services)}
+        tmp = self.pids_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(pids, indent=1))
+        os.replace(tmp, self.pids_path)
 
     def register(self, service: Service) -> Service:
         self.services.append(service)
@@ -225,11 +245,12 @@ class Registry:
         return set().union(*(s.snapshot_pids() for s in self.services)) if self.services else set()
 
     def __enter__(self) -> Registry:
-        reap_leftovers()
+        self.reaped = reap_leftovers()
         return self
 
     def __exit__(self, *exc_info) -> None:
         self.stop_all()
+        self.changed()
 
 
 def _kill_quietly(service: Service) -> None:
@@ -241,23 +262,27 @@ def _kill_quietly(service: Service) -> None:
 
 # -- crash recovery -----------------------------------------------------------------
 def _pidfile(service: Service) -> Path:
+    assert service.process is not None
     return state_dir() / f"{service.process.pid}.json"
 
 
 def _write_pidfile(service: Service) -> None:
     proc = service.process
+    assert proc is not None
     me = psutil.Process()
     record = {"name": service.name, "pgid": proc.pid, "create_time": proc.create_time(),
               "owner_pid": me.pid, "owner_create_time": me.create_time(),
-              "workdir": str(service.workdir), "written_at": time.time()}
+              "workdir": str(service.workdir), "written_at": time.time(),
+              "run_id": os.environ.get("HARNESS_RUN_ID")}
     _pidfile(service).write_text(json.dumps(record))
 
 
-def reap_leftovers() -> list[str]:
+def reap_leftovers() -> list[dict]:
     """Kill the process groups that an earlier, crashed run recorded and never stopped.
 
     Only records whose owner (the harness process that started them) is dead are
-    touched: a run going on beside this one keeps its services.
+    touched: a run going on beside this one keeps its services. Returns one record per
+    service reaped: its name, the run that left it, and how many processes were killed.
     """
     reaped = []
     for path in sorted(state_dir().glob("*.json")):
@@ -268,9 +293,21 @@ def reap_leftovers() -> list[str]:
             continue
         if procs.alive(record["owner_pid"], record["owner_create_time"]):
             continue
-        if procs.alive(record["pgid"], record["create_time"]) or procs.group_members(record["pgid"]):
-            log.warning("reaping %s (pgid %d) left by an earlier run", record["name"], record["pgid"])
+        members = procs.group_members(record["pgid"])
+        if procs.alive(record["pgid"], record["create_time"]) or members:
+            log.warning("reaping %s (pgid %d) left by run %s", record["name"], record["pgid"],
+                        record.get("run_id"))
+            procs.signal_group(record["pgid"], signal.SIGCONT)   # a paused process must die too
             procs.kill_group(record["pgid"])
-            reaped.append(record["name"])
+            reaped.append({"name": record["name"], "run_id": record.get("run_id") or "unknown",
+                           "processes": max(len(members), 1)})
         path.unlink(missing_ok=True)
     return reaped
+
+
+def describe_reaped(reaped: list[dict]) -> list[str]:
+    """'reaped 5 processes left by run X' lines, one per earlier run."""
+    runs: dict[str, int] = {}
+    for record in reaped:
+        runs[record["run_id"]] = runs.get(record["run_id"], 0) + record["processes"]
+    return [f"reaped {n} process{'es' * (n != 1)} left by run {run}" for run, n in runs.items()]

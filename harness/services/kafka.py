@@ -7,6 +7,8 @@ bound to 127.0.0.1 on free ports, data and logs under the service's workdir.
 from __future__ import annotations
 
 import base64
+import contextlib
+import logging
 import subprocess
 import uuid
 from pathlib import Path
@@ -102,7 +104,24 @@ class KafkaBroker(Service):
 
 
 def cluster_answers(bootstrap_servers: str) -> bool:
-    """Whether a metadata request to the cluster succeeds."""
+    """Whether a metadata request to the cluster succeeds. The client's own ERROR lines
+    while the broker is still starting are normal probing, kept out of the log."""
+    with _quiet("kafka"):
+        return _metadata_answers(bootstrap_servers)
+
+
+@contextlib.contextmanager
+def _quiet(logger_name: str):
+    logger = logging.getLogger(logger_name)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _metadata_answers(bootstrap_servers: str) -> bool:
     from kafka import KafkaAdminClient
     from kafka.errors import KafkaError
 

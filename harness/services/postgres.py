@@ -54,7 +54,9 @@ class PostgresServer(Service):
             # e.g. pytest's 0700 tmp dirs: the postgres user could not reach its data
             self._scratch = base = Path(tempfile.mkdtemp(prefix="harness-pg-"))
         self.datadir = base / "data"
-        self.socketdir = base / "socket"
+        # a Unix socket's path must fit in 107 bytes: inside a deep run directory (a CI
+        # workspace, a home checkout) it would not, so it lives in a short private directory
+        self.socketdir: Path | None = None
 
     @property
     def url(self) -> str:
@@ -64,7 +66,7 @@ class PostgresServer(Service):
         return "postgres" if os.geteuid() == 0 else None
 
     def prepare(self) -> None:
-        self.socketdir.mkdir(parents=True, exist_ok=True)
+        self.socketdir = Path(tempfile.mkdtemp(prefix="hpg-"))
         self.datadir.mkdir(parents=True, exist_ok=True)
         if self.user():
             for path in filter(None, (self._scratch, self.datadir, self.socketdir)):
@@ -76,6 +78,8 @@ class PostgresServer(Service):
             raise ServiceError(f"initdb failed:\n{proc.stdout}{proc.stderr}", _INSTALL_FIX)
 
     def cleanup(self) -> None:
+        if self.socketdir is not None:
+            shutil.rmtree(self.socketdir, ignore_errors=True)
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
 

@@ -9,36 +9,51 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import sys
+import time
 from pathlib import Path
 
 from harness.errors import ServiceError
 from harness.paths import REPO_ROOT
 from harness.services.base import Service
 from harness.wait import WaitTimeout, wait_until
+from workloads.pipelines.config import DriverConfig
 
 EXECUTOR_MAIN = "CoarseGrainedExecutorBackend"
+# lines of a driver log worth showing when it died: Spark's and Python's errors
+_ERROR_LINE = re.compile(r"\b(ERROR|FATAL)\b|^\w*(Error|Exception)\b|^Traceback|^Caused by:")
+
+
+class DriverDied(ServiceError):
+    """The driver process is gone, or its query failed, while the case needed it."""
+
+    def __init__(self, how: str, error_lines: list[str], log_path: Path):
+        self.how, self.error_lines = how, error_lines
+        shown = "\n".join(f"    {line}" for line in error_lines) or "    (no ERROR lines in its log)"
+        super().__init__(f"the Spark driver {how}; its log's error lines:\n{shown}", f"read {log_path}")
 
 
 class SparkDriver(Service):
-    """Runs `workloads.pipelines.driver` with a config written into the workdir."""
+    """Runs `workloads.pipelines.driver` with its DriverConfig written into the workdir."""
 
     ready_timeout_s = 180.0  # JVM start, executors registering, first batch planned
     stop_timeout_s = 20.0
 
-    def __init__(self, workdir: Path, config: dict, registry=None, name: str = "spark-driver"):
+    def __init__(self, workdir: Path, config: DriverConfig, registry=None, name: str = "spark-driver"):
         super().__init__(name, workdir, registry)
+        self.config = config.with_paths(self.workdir)
         self.config_path = self.workdir / "driver.json"
-        self.status_path = self.workdir / "status.json"
-        self.progress_path = self.workdir / "progress.jsonl"
-        self.stop_path = self.workdir / "STOP"
-        self.config = {**config, "status_path": str(self.status_path),
-                       "progress_path": str(self.progress_path), "stop_path": str(self.stop_path)}
+        self.status_path = Path(self.config.status_path)
+        self.progress_path = Path(self.config.progress_path)
+        self.stop_path = Path(self.config.stop_path)
+        self.seen_executor_pids: set[int] = set()
 
     def prepare(self) -> None:
         self.stop_path.unlink(missing_ok=True)
         self.status_path.unlink(missing_ok=True)
-        self.config_path.write_text(json.dumps(self.config, indent=2))
+        self.config.write(self.config_path)
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", "workloads.pipelines.driver", str(self.config_path)]
@@ -77,14 +92,32 @@ class SparkDriver(Service):
                     pids.append(pid)
             except psutil.NoSuchProcess:
                 continue
+        self.seen_executor_pids.update(pids)
         return pids
 
+    def snapshot_pids(self) -> set[int]:
+        self.executor_pids()
+        return super().snapshot_pids()
+
     def check_alive(self) -> None:
-        """Raise ServiceError when the driver died or its query failed."""
+        """Raise DriverDied when the driver exited or its query failed."""
         if not self.running:
-            raise ServiceError(
-                f"the Spark driver exited with code {self.returncode}: "
-                f"{self.status().get('error', '')}\n{self.log_tail()}", f"read {self.log_path}")
+            raise DriverDied(self.how_it_ended(), self.error_lines(), self.log_path)
+
+    def how_it_ended(self) -> str:
+        """'was killed by SIGKILL', 'exited with code 1 (...)'."""
+        code = self.returncode
+        if code is not None and code < 0:
+            return f"was killed by {signal.Signals(-code).name}"
+        error = self.status().get("error")
+        return f"exited with code {code}" + (f" ({error})" if error else "")
+
+    def error_lines(self, limit: int = 12) -> list[str]:
+        """The log's ERROR, exception and traceback lines, the last `limit` of them."""
+        if not self.log_path.exists():
+            return []
+        lines = self.log_path.read_text(errors="replace").splitlines()
+        return [line.rstrip()[:300] for line in lines if _ERROR_LINE.search(line)][-limit:]
 
     def request_stop(self, timeout_s: float = 60.0) -> None:
         """Ask the driver to stop its query and exit; kill it if it does not in time."""
@@ -96,3 +129,13 @@ class SparkDriver(Service):
         except WaitTimeout:
             pass
         self.stop()
+
+    def cleanup(self) -> None:
+        """A driver that was killed or stopped from outside never wrote its last status: say
+        how it ended, so status.json never claims a dead driver is running."""
+        state = self.status()
+        if state.get("state") in (None, "running"):
+            self.status_path.write_text(json.dumps({
+                **state, "state": "killed" if (self.returncode or 0) < 0 else "exited",
+                "returncode": self.returncode, "how": self.how_it_ended(),
+                "at_ms": time.time_ns() // 1_000_000}))

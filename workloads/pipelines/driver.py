@@ -1,8 +1,8 @@
 """The Spark driver program: `python -m workloads.pipelines.driver CONFIG.json`.
 
 Runs in its own process (the harness starts it as a service), so a fault can kill it
-and a restart resumes from the same checkpoint. It reads a JSON config written by the
-harness, starts the query, and writes to the case directory:
+and a restart resumes from the same checkpoint. It reads a DriverConfig (config.py),
+starts the query, and writes beside it:
   status.json     {"state": "running"|"stopped"|"failed", "query_id", "error"}
   progress.jsonl  one StreamingQueryProgress JSON per micro-batch
 It stops gracefully when the file named by `stop_path` appears.
@@ -17,6 +17,11 @@ import time
 import traceback
 from pathlib import Path
 
+from workloads.pipelines import pipeline
+from workloads.pipelines.config import DriverConfig
+from workloads.pipelines.source import parse_events, read_kafka
+from workloads.sinks import SINKS
+
 DEFAULT_CONF = {
     "spark.ui.enabled": "false",
     # 200 shuffle partitions on 2 cores spends most of each batch scheduling state-store tasks
@@ -27,8 +32,8 @@ DEFAULT_CONF = {
 
 
 def main(argv: list[str]) -> int:
-    config = json.loads(Path(argv[1]).read_text())
-    status = Path(config["status_path"])
+    config = DriverConfig.read(Path(argv[1]))
+    status = Path(config.status_path)
     try:
         return run(config, status)
     except Exception as exc:  # noqa: BLE001 - the harness reads the failure from status.json
@@ -38,12 +43,13 @@ def main(argv: list[str]) -> int:
         return 1
 
 
-def run(config: dict, status: Path) -> int:
+def run(config: DriverConfig, status: Path) -> int:
     spark = _session(config)
-    sink = _sink(config)
+    sink = SINKS[config.sink].load()(config.sink_context)
+    sink.setup()
     query = _start_query(spark, config, sink)
     _write_status(status, state="running", query_id=str(query.id), run_id=str(query.runId))
-    stop_path = Path(config["stop_path"])
+    stop_path = Path(config.stop_path)
     while query.isActive and not stop_path.exists():
         query.awaitTermination(0.5)
     if query.exception() is not None:
@@ -55,16 +61,16 @@ def run(config: dict, status: Path) -> int:
     return 0
 
 
-def _session(config: dict):
+def _session(config: DriverConfig):
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.appName(config["app_name"]).master(config["master"])
-    conf = {**DEFAULT_CONF, "spark.jars": ",".join(config["jars"]), **config.get("spark_conf", {})}
+    builder = SparkSession.builder.appName(config.app_name).master(config.master)
+    conf = {**DEFAULT_CONF, "spark.jars": ",".join(config.jars), **config.spark_conf}
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-    spark.streams.addListener(_progress_listener(Path(config["progress_path"])))
+    spark.streams.addListener(_progress_listener(Path(config.progress_path)))
     return spark
 
 
@@ -88,34 +94,14 @@ def _progress_listener(path: Path):
     return ProgressToFile()
 
 
-def _sink(config: dict):
-    from workloads.pipelines.postgres_sink import PostgresSink
-
-    spec = config["sink"]
-    if spec["kind"] != "postgres":
-        raise ValueError(f"unknown sink kind {spec['kind']!r}")
-    sink = PostgresSink(spec["url"], spec["table"], spec["mode"])
-    sink.setup()
-    return sink
-
-
-def _start_query(spark, config: dict, sink):
-    from workloads.pipelines import windowed_count
-
-    p = config["pipeline"]
-    raw = (spark.readStream.format("kafka")
-           .option("kafka.bootstrap.servers", config["bootstrap_servers"])
-           .option("subscribe", config["topic"])
-           .option("startingOffsets", "earliest")
-           .option("failOnDataLoss", "true")
-           .load())
-    events = windowed_count.parse_events(raw)
-    out = windowed_count.build(events, p["window_ms"], p["slide_ms"], p["watermark_ms"])
+def _start_query(spark, config: DriverConfig, sink):
+    events = parse_events(read_kafka(spark, config.bootstrap_servers, config.topic))
+    out = pipeline(config.pipeline).build(events, config.params)
     return (out.writeStream.outputMode("append")
-            .queryName(config["app_name"])
-            .trigger(processingTime=f"{p['trigger_ms']} milliseconds")
-            .option("checkpointLocation", config["checkpoint"])
-            .foreachBatch(sink)
+            .queryName(config.app_name)
+            .trigger(processingTime=f"{config.trigger_ms} milliseconds")
+            .option("checkpointLocation", config.checkpoint)
+            .foreachBatch(sink.write)
             .start())
 
 

@@ -1,7 +1,7 @@
-"""Reading parsed TOML tables into typed values, for workloads.scenario only.
+"""Reading parsed TOML tables into typed values: the workload spec's and the scenario's.
 
-Every failure raises ScenarioError naming the dotted field path and the bad value;
-scenario.load() puts the file name in front, so nothing here needs to know the file.
+Every failure raises SpecError naming the dotted field path and the bad value;
+harness.scenario.load() puts the file name in front, so nothing here needs to know the file.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from harness.errors import ScenarioError
+from workloads.errors import SpecError
 
 REQUIRED: Any = object()  # default meaning "the key must be present"
 
@@ -44,12 +44,12 @@ def _limit(number: float) -> str:
     return f"{number:,}" if isinstance(number, int) else f"{number:g}"
 
 
-def bad(field: str, value: Any, problem: str, fix: str = "") -> ScenarioError:
+def bad(field: str, value: Any, problem: str, fix: str = "") -> SpecError:
     """The error for `field` holding `value`: "field = value: problem"."""
-    return ScenarioError(f"{field} = {show(value)}: {problem}", fix)
+    return SpecError(f"{field} = {show(value)}: {problem}", fix)
 
 
-def wrong_type(field: str, value: Any, expected: str, fix: str = "") -> ScenarioError:
+def wrong_type(field: str, value: Any, expected: str, fix: str = "") -> SpecError:
     """The error for a value of the wrong TOML type."""
     got = _TOML_TYPES.get(type(value), type(value).__name__)
     fix = fix or (f"write {_EXAMPLES[expected]}" if expected in _EXAMPLES else f"write {expected}")
@@ -108,11 +108,11 @@ class Section:
             if key not in self.known:
                 raise self._unknown(key)
 
-    def _unknown(self, key: str) -> ScenarioError:
+    def _unknown(self, key: str) -> SpecError:
         where = self.path or "the top level"
         close = difflib.get_close_matches(key, self.known, n=1)
         fix = f"did you mean `{close[0]}`?" if close else "remove it or correct its spelling"
-        return ScenarioError(
+        return SpecError(
             f"unknown key {self.field(key)} (known keys of {where}: {', '.join(self.known)})", fix)
 
     def field(self, key: str) -> str:
@@ -131,7 +131,7 @@ class Section:
             return self.data[key]
         if default is REQUIRED:
             where = f"[{self.path}]" if self.path else "the top level"
-            raise ScenarioError(f"{self.field(key)} is missing", f"add `{key} = ...` to {where}")
+            raise SpecError(f"{self.field(key)} is missing", f"add `{key} = ...` to {where}")
         return default
 
     def string(self, key: str, default: Any = REQUIRED, pattern: re.Pattern | None = None) -> Any:

@@ -37,7 +37,7 @@ class _Shape:
     kind = ""
 
     def describe(self) -> dict:
-        return {"shape": self.kind, **asdict(self)}
+        return {"shape": self.kind, **asdict(self)}  # type: ignore[call-overload]  # every shape is a dataclass
 
 
 @dataclass(frozen=True)

@@ -18,17 +18,18 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.errors import HarnessError
-from workloads import shapes, truth
-from workloads.anchors import Locator, prepare
-from workloads.encode import Encoder
-from workloads.events import Planner
-from workloads.histogram import LogHistogram
-from workloads.producer import Sender, make_producer
-from workloads.spec import WorkloadSpec
-from workloads.stages import Drain, Feeder
+from workloads import wire
+from workloads.errors import Problem
+from workloads.generator import shapes, truth
+from workloads.generator.anchors import Locator, prepare
+from workloads.generator.encode import Encoder
+from workloads.generator.histogram import LogHistogram
+from workloads.generator.plan import Planner
+from workloads.generator.producer import Sender, make_producer
+from workloads.generator.spec import WorkloadSpec
+from workloads.generator.stages import Drain, Feeder
+from workloads.wire import CONTROL_KEY
 
-CONTROL_KEY = "__control__"
 START_LEAD_MS = 500   # the schedule starts this long after the call, once the client is connected
 
 
@@ -43,14 +44,14 @@ def create_topic(bootstrap_servers: str, topic: str, partitions: int, exist_ok: 
     try:
         admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers)
     except KafkaError as exc:
-        raise HarnessError(f"cannot reach Kafka at {bootstrap_servers}: {exc}",
+        raise Problem(f"cannot reach Kafka at {bootstrap_servers}: {exc}",
                            "check --bootstrap-servers and that the broker is up") from None
     try:
         admin.create_topics([NewTopic(topic, partitions, 1,
                                       topic_configs={"message.timestamp.type": "LogAppendTime"})])
     except TopicAlreadyExistsError:
         if not exist_ok:
-            raise HarnessError(f"topic {topic!r} already exists on {bootstrap_servers}",
+            raise Problem(f"topic {topic!r} already exists on {bootstrap_servers}",
                                "give the run a fresh topic name or delete the topic") from None
     finally:
         admin.close()
@@ -109,7 +110,7 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
             sender.close()
     report = stats.report(sender, locator, share, pace, topic)
     if locator.failed:
-        raise HarnessError(f"{locator.failed:,} events are not confirmed in Kafka: "
+        raise Problem(f"{locator.failed:,} events are not confirmed in Kafka: "
                            f"{(sender.errors + locator.errors)[:5]}",
                            "give the generator a topic no other producer writes to while it runs, and read "
                            f"the broker log; ground truth marks them with offset -1 in {writer.path}")
@@ -132,15 +133,15 @@ def _wait_for_metadata(sender: Sender, topic: str, timeout_s: float = 10.0) -> N
     try:
         md = sender.producer.list_topics(topic, timeout=timeout_s)
     except Exception as exc:
-        raise HarnessError(f"cannot reach Kafka for topic {topic!r}: {exc}",
+        raise Problem(f"cannot reach Kafka for topic {topic!r}: {exc}",
                            "check --bootstrap-servers and that the broker is up") from None
     t = md.topics.get(topic)
     if t is None or t.error is not None or not t.partitions:
         why = t.error if t else "absent"
-        raise HarnessError(f"topic {topic!r} does not exist or has no partitions ({why})",
+        raise Problem(f"topic {topic!r} does not exist or has no partitions ({why})",
                            "create it first (the harness does), or pass --create-topic")
     if len(t.partitions) < len(sender.sent_to):
-        raise HarnessError(f"topic {topic!r} has {len(t.partitions)} partitions but the workload sends "
+        raise Problem(f"topic {topic!r} has {len(t.partitions)} partitions but the workload sends "
                            f"to {len(sender.sent_to)}", "create the topic with enough partitions")
 
 
@@ -156,7 +157,7 @@ class _Stats:
         self.intended_per_s = np.zeros(0, dtype=np.int64)
         self.last_sent_us = self.last_intended_us = self.start_us
         self.first_sent_us: int | None = None
-        self.event_time = [None, None]
+        self.event_time: list[int | None] = [None, None]
 
     @staticmethod
     def _per_s(acc: np.ndarray, seconds: np.ndarray) -> np.ndarray:
@@ -180,8 +181,9 @@ class _Stats:
         self.first_sent_us = first if self.first_sent_us is None else min(first, self.first_sent_us)
         self.last_intended_us = max(self.last_intended_us, int(block.intended_us.max()))
         lo, hi = int(block.event_time_ms.min()), int(block.event_time_ms.max())
-        self.event_time = [lo if self.event_time[0] is None else min(lo, self.event_time[0]),
-                           hi if self.event_time[1] is None else max(hi, self.event_time[1])]
+        old_lo, old_hi = self.event_time
+        self.event_time = [lo if old_lo is None else min(lo, old_lo),
+                           hi if old_hi is None else max(hi, old_hi)]
 
     def report(self, sender: Sender, locator: Locator, share, pace: bool, topic: str) -> dict:
         import confluent_kafka
@@ -193,7 +195,8 @@ class _Stats:
         target = self.events / self.spec.duration_s
         achieved = self.events / sent_s if sent_s > 0 else float("nan")
         # from the first produce() to the last delivery report: the raw client benchmark's window
-        acked_s = (sender.acked_us - sender.first_sent_us) / 1e6 if sender.first_sent_us else float("nan")
+        first_us, acked_us = sender.first_sent_us, sender.acked_us
+        acked_s = (acked_us - first_us) / 1e6 if first_us and acked_us else float("nan")
         return {
             "client": {"name": "confluent-kafka", "version": confluent_kafka.version()[0],
                        "librdkafka": confluent_kafka.libversion()[0]},
@@ -292,11 +295,10 @@ def send_control(bootstrap_servers: str, topic: str, partitions: int, first_id: 
     producer = make_producer(bootstrap_servers, on_delivery)
     sent_ms = time.time_ns() // 1_000_000
     for p in range(partitions):
-        value = json.dumps({"event_id": first_id + p, "key": CONTROL_KEY, "event_time_ms": event_time_ms,
-                            "amount": 0}, separators=(",", ":"))
-        producer.produce(topic, value, CONTROL_KEY, p)
+        value = wire.control_value(first_id + p, event_time_ms)
+        producer.produce(topic, value, wire.kafka_key(CONTROL_KEY), p)
     if producer.flush(30) or len(rows) != partitions:
-        raise HarnessError(f"Kafka acknowledged {len(rows)} of {partitions} control events {errors}",
+        raise Problem(f"Kafka acknowledged {len(rows)} of {partitions} control events {errors}",
                            "check that the broker is up")
     rows.sort(key=lambda r: r["partition"])
     return [{"event_id": first_id + r["partition"], "key": CONTROL_KEY, "event_time_ms": event_time_ms,

@@ -15,7 +15,7 @@ again, start Locust again with a new --truth-dir.
 
 Options (given to the master, or to the single process; workers take them from the master,
 with the paths made absolute, so a worker on another machine needs the same paths):
-    --scenario FILE.toml      the [workload] table to send (validated by workloads.spec)
+    --scenario FILE.toml      the [workload] table to send (validated by workloads.generator.spec)
     --bootstrap-servers H:P   Kafka
     --truth-dir DIR           where parts and reports land
     --create-topic            create the workload's topic first (LogAppendTime)
@@ -24,25 +24,25 @@ with the paths made absolute, so a worker on another machine needs the same path
 
 Headless, one process (from the repository root):
 
-    python -m locust -f workloads/locustfile.py --headless --create-topic \\
-        --scenario workloads/scenarios/smoke.toml --bootstrap-servers 127.0.0.1:9092 \\
+    python -m locust -f workloads/generator/locustfile.py --headless --create-topic \\
+        --scenario harness/scenario/scenarios/smoke.toml --bootstrap-servers 127.0.0.1:9092 \\
         --truth-dir results/locust-1
 
 Distributed, one master and two workers on one machine (start them in any order; the
 master waits for both, and every process exits when the workload has been sent):
 
-    python -m locust -f workloads/locustfile.py --headless --master --expect-workers 2 \\
-        --create-topic --scenario workloads/scenarios/smoke.toml \\
+    python -m locust -f workloads/generator/locustfile.py --headless --master --expect-workers 2 \\
+        --create-topic --scenario harness/scenario/scenarios/smoke.toml \\
         --bootstrap-servers 127.0.0.1:9092 --truth-dir results/locust-2 &
-    python -m locust -f workloads/locustfile.py --worker &
-    python -m locust -f workloads/locustfile.py --worker &
+    python -m locust -f workloads/generator/locustfile.py --worker &
+    python -m locust -f workloads/generator/locustfile.py --worker &
     wait
 
 (`--processes 2` instead of `--master --expect-workers 2` forks the two workers itself.)
 Workers on other machines add `--master-host HOST`; their clocks must agree (NTP), since
 every share follows the same epoch-millisecond schedule. Then one run's truth and report:
 
-    python -c "from workloads.locustfile import merge; truth, report = merge('results/locust-2')"
+    python -c "from workloads.generator.locustfile import merge; truth, report = merge('results/locust-2')"
 """
 
 from __future__ import annotations
@@ -83,16 +83,17 @@ def _add_options(parser, **_) -> None:
 
 
 def load_spec(path: str | Path):
-    """The validated [workload] table of the scenario at `path`; raises ScenarioError."""
-    from harness.errors import ScenarioError
-    from workloads import spec as spec_mod
+    """The validated [workload] table of the scenario at `path`; raises SpecError."""
+    from workloads.errors import SpecError
+    from workloads.generator import spec as spec_mod
 
     try:
         raw = tomllib.loads(Path(path).read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ScenarioError(f"--scenario {path}: {exc}", "pass a readable scenario TOML file") from None
+        raise SpecError(f"--scenario {path}: {exc}", "pass a readable scenario TOML file") from None
     if "workload" not in raw:
-        raise ScenarioError(f"--scenario {path} has no [workload] table", "add one (see workloads/spec.py)")
+        raise SpecError(f"--scenario {path} has no [workload] table",
+                        "add one (see workloads/generator/spec.py)")
     return spec_mod.parse(raw["workload"])
 
 
@@ -105,19 +106,19 @@ def share_of(environment) -> tuple[int, int]:
 
 
 def _check_options(environment) -> None:
-    """Refuse to start without what every process needs (raises ScenarioError)."""
-    from harness.errors import ScenarioError
+    """Refuse to start without what every process needs (raises SpecError)."""
+    from workloads.errors import SpecError
 
     options = environment.parsed_options
     for name in ("scenario", "bootstrap_servers", "truth_dir"):
         if not getattr(options, name):
             flag = "--" + name.replace("_", "-")
-            raise ScenarioError(f"{flag} is missing", f"give {flag} to the master (or the single process)")
+            raise SpecError(f"{flag} is missing", f"give {flag} to the master (or the single process)")
     load_spec(options.scenario)
     count = share_of(environment)[1]
     local = not isinstance(environment.runner, MasterRunner)
     if count < 1 or (local and count != 1):
-        raise ScenarioError(f"--generator-processes {count}: a local run is one process",
+        raise SpecError(f"--generator-processes {count}: a local run is one process",
                             "drop it, or run --master with --expect-workers N and N --worker processes")
 
 
@@ -135,12 +136,15 @@ class WorkloadShape(LoadTestShape):
         self.shape, self.users, self.start_ms = shape, users, start_ms
 
     def tick(self) -> tuple[int, float] | None:
+        assert self.runner is not None, "Locust calls tick() on a shape it has given a runner"
         if self.shape is None:
             env = self.runner.environment
+            assert env.parsed_options is not None, "a headless run parses its options first"
             self.shape, self.users = load_spec(env.parsed_options.scenario).shape, share_of(env)[1]
         start_ms = self.start_ms or getattr(self.runner.environment.parsed_options, "start_ms", None)
         if start_ms is not None and self.shape.tick(max(time.time() - start_ms / 1000, 0.0)) is None:
             return None
+        assert self.users is not None
         return self.users, self.users
 
 
@@ -203,7 +207,7 @@ class _Share:
             _fail(self.environment, error)
         runner = self.environment.runner
         if isinstance(runner, WorkerRunner):
-            runner._send_stats()   # the last counts reach the master before it quits
+            _flush_stats(runner)
             runner.send_message(DONE_MESSAGE, {"index": self.share[0], "events": self.acked, "error": error})
         self.done.set()
 
@@ -214,6 +218,14 @@ class _Share:
         if not self.done.wait(DONE_TIMEOUT_S):
             _fail(self.environment, f"share {self.share[0]}: the generator did not finish within "
                                     f"{DONE_TIMEOUT_S:.0f} s of the stop; its truth part is incomplete")
+
+
+def _flush_stats(runner: WorkerRunner) -> None:
+    """Send the worker's last counts to the master now, before it quits, rather than at the
+    next periodic report: the public event that gathers them, then the public send."""
+    data: dict = {}
+    runner.environment.events.report_to_master.fire(client_id=runner.client_id, data=data)
+    runner.send_message("stats", data)
 
 
 def _returning_errors(fn, *args, **kwargs):
@@ -304,7 +316,7 @@ def _on_test_start(environment, **_) -> None:
 
 
 def _start_share(environment) -> None:
-    from workloads import truth
+    from workloads.generator import truth
 
     options = environment.parsed_options
     try:
@@ -355,10 +367,11 @@ def _on_test_stop(environment, **_) -> None:
 def merge(truth_dir: str | Path):
     """One Locust run's ground truth (a DataFrame ordered by event_id) and merged report.
 
-    Raises FileNotFoundError when no process wrote a report, HarnessError when a share's
+    Raises FileNotFoundError when no process wrote a report, Problem when a share's
     report is missing."""
-    from harness.errors import HarnessError
-    from workloads import generator, truth
+    from workloads import generator
+    from workloads.errors import Problem
+    from workloads.generator import truth
 
     truth_dir = Path(truth_dir)
     reports = {}
@@ -370,6 +383,6 @@ def merge(truth_dir: str | Path):
     count = next(iter(reports.values()))["share"][1]
     missing = sorted(set(range(count)) - set(reports))
     if missing:
-        raise HarnessError(f"{truth_dir}: shares {missing} of {count} wrote no report",
+        raise Problem(f"{truth_dir}: shares {missing} of {count} wrote no report",
                            "read those workers' logs; rerun into a new --truth-dir")
     return truth.read(truth_dir), generator.merge_reports([reports[j] for j in range(count)])

@@ -49,14 +49,24 @@ def guarantee_holds(expected: str, observed: str) -> bool:
     return observed in _HOLDS_IF_OBSERVED[expected]
 
 
-def verdict(expected: str, lost: int, duplicated: int, unexpected: int, expected_count: int = 0) -> dict:
-    """The verdict object; output that ground truth cannot explain never holds."""
+def verdict(expected: str, lost: int, duplicated: int, unexpected: int, expected_count: int = 0,
+            problems: list[str] | tuple[str, ...] = ()) -> dict:
+    """The verdict object. Output that ground truth cannot explain never holds, nor does a
+    case with `problems` (a wrong sum, a dead driver); when it fails, `detail` says first
+    what failed, then the counts."""
     observed = observed_guarantee(lost, duplicated)
-    holds = guarantee_holds(expected, observed) and unexpected == 0
-    detail = (f"{expected} {'held' if holds else 'did not hold'} (observed {observed}): "
-              f"{lost:,} lost, {duplicated:,} duplicated, {unexpected:,} unexpected "
+    failures = list(problems)   # the cause (a dead driver, a wrong sum) before its effect
+    if not guarantee_holds(expected, observed):
+        failures.append(f"{expected} did not hold (observed {observed})")
+    if unexpected:
+        failures.append(f"{unexpected:,} unexpected in the sink")
+    counts = (f"{lost:,} lost, {duplicated:,} duplicated, {unexpected:,} unexpected "
               f"of {expected_count:,} expected")
-    return {"expected": expected, "observed": observed, "holds": holds, "detail": detail}
+    if failures:
+        detail = f"FAILED: {'; '.join(failures)}. Counts: {counts}"
+    else:
+        detail = f"{expected} held (observed {observed}): {counts}"
+    return {"expected": expected, "observed": observed, "holds": not failures, "detail": detail}
 
 
 def write(run_dir: Path, summary: dict) -> Path:

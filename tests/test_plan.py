@@ -7,8 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from workloads import events, shapes, spec
-from workloads.events import Planner, plan_all
+from workloads.generator import plan as events
+from workloads.generator import shapes, spec
+from workloads.generator.plan import Planner, plan_all
 
 START_MS = 1_700_000_000_000
 COLUMNS = tuple(events.Block.__dataclass_fields__)

@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from workloads.events import EVENT_TYPES, Block
+from workloads.generator.plan import EVENT_TYPES, Block
 
 SCHEMA = pa.schema([
     ("event_id", pa.int64()), ("key", pa.string()), ("event_time_ms", pa.int64()),
@@ -24,7 +24,7 @@ SCHEMA = pa.schema([
     ("user", pa.int32()), ("item", pa.int32()), ("amount", pa.int64()),
     ("event_type", pa.dictionary(pa.int8(), pa.string())), ("control", pa.bool_()),
     # True: offset and append_ms are from the event's own delivery report; False: counted back
-    # from the next reported event of its partition, whose append time it takes (workloads.anchors)
+    # from the next reported event of its partition, whose append time it takes (workloads.generator.anchors)
     ("reported", pa.bool_()),
 ])
 # dictionary encoding pays only for the repetitive strings; for numbers it costs more than it saves
@@ -87,6 +87,11 @@ def write_control(truth_dir: Path, rows: list[dict]) -> Path:
     return path
 
 
+def has_parts(truth_dir: Path) -> bool:
+    """Whether `truth_dir` holds any truth: a generator part or the control events."""
+    return any(Path(truth_dir).glob("*.parquet"))
+
+
 def read(truth_dir: Path, columns: list[str] | None = None) -> pd.DataFrame:
     """Every part of a run's truth as one DataFrame ordered by event_id."""
     files = sorted(Path(truth_dir).glob("*.parquet"))
@@ -100,9 +105,3 @@ def read(truth_dir: Path, columns: list[str] | None = None) -> pd.DataFrame:
         df["event_type"] = df["event_type"].astype(str)
     df = df.sort_values("event_id", kind="stable", ignore_index=True)
     return df if columns is None else df[list(columns)]
-
-
-def merge(truth_dir: Path, out: Path) -> Path:
-    """One Parquet file of a run's whole truth (parts from every process merged)."""
-    read(truth_dir).to_parquet(out, index=False)
-    return Path(out)

@@ -11,113 +11,33 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from harness.errors import ScenarioError
-from workloads._validate import Section, bad, parse_duration_ms, wrong_type
-from workloads.spec import MAX_RATE_EPS, WorkloadSpec
-from workloads.spec import parse as parse_workload
+from harness.scenario.model import (
+    GUARANTEES,
+    Case,
+    KafkaConfig,
+    Pipeline,
+    PostgresConfig,
+    Scenario,
+    Services,
+    SparkConfig,
+)
+from workloads.generator._validate import Section, bad, wrong_type
+from workloads.generator.spec import WorkloadSpec
+from workloads.generator.spec import parse as parse_workload
+from workloads.pipelines import PIPELINES
+from workloads.pipelines import pipeline as pipeline_module
+from workloads.sinks import SINKS
 
-# parse_duration_ms lives with the other readers in _validate; it is public from here
-__all__ = ["MAX_RATE_EPS", "Case", "KafkaConfig", "Pipeline", "PostgresConfig", "Scenario", "Services",
-           "SparkConfig", "WorkloadSpec", "load", "parse_duration_ms"]
-
-GUARANTEES = ("at-most-once", "at-least-once", "exactly-once")
-SINKS = ("postgres",)
-# what each sink can be configured for (at-most-once needs a recovery mode not built yet)
-SINK_GUARANTEES = {"postgres": ("at-least-once", "exactly-once")}
-PIPELINE_KINDS = ("windowed_count",)
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")     # names become directory and table names
-
 _TOP_KEYS = ("name", "description", "drain_timeout", "services", "workload", "pipeline", "cases",
              "quick")
-_PIPELINE_KEYS = ("kind", "window", "slide", "watermark", "trigger")
 _CASE_KEYS = ("name", "guarantee", "sink", "faults")
-@dataclass(frozen=True)
-class KafkaConfig:
-    """An external cluster, or None: the harness starts its own broker."""
-
-    bootstrap_servers: str | None = None
-
-
-@dataclass(frozen=True)
-class SparkConfig:
-    """The Spark master and extra `--conf` settings for every driver."""
-
-    master: str = "local-cluster[2,1,1024]"
-    # read-only so the frozen config cannot change under a running case; not hashed
-    conf: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), hash=False)
-
-
-@dataclass(frozen=True)
-class PostgresConfig:
-    """An external server URL, or None: the harness starts its own server."""
-
-    url: str | None = None
-
-
-@dataclass(frozen=True)
-class Services:
-    """Where Kafka, Spark and PostgreSQL come from."""
-
-    kafka: KafkaConfig = field(default_factory=KafkaConfig)
-    spark: SparkConfig = field(default_factory=SparkConfig)
-    postgres: PostgresConfig = field(default_factory=PostgresConfig)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Pipeline:
-    """The streaming query under test."""
-
-    kind: str = "windowed_count"
-    window_ms: int
-    slide_ms: int
-    watermark_ms: int
-    trigger_ms: int = 1000
-
-
-@dataclass(frozen=True, kw_only=True)
-class Case:
-    """One run of the pipeline: a delivery guarantee into a sink."""
-
-    name: str
-    guarantee: str
-    sink: str = "postgres"
-    faults: tuple = ()
-
-
-@dataclass(frozen=True, kw_only=True)
-class Scenario:
-    """A validated scenario file."""
-
-    name: str
-    description: str = ""
-    path: Path
-    services: Services
-    workload: WorkloadSpec
-    pipeline: Pipeline
-    cases: tuple[Case, ...]
-    drain_timeout_s: float = 120.0
-    raw: dict = field(default_factory=dict, compare=False, repr=False)
-
-    def to_dict(self) -> dict:
-        """The validated values as plain JSON types (without `raw`)."""
-        return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "raw"}
-
-
-def _plain(value: Any) -> Any:
-    if callable(getattr(value, "describe", None)):
-        return _plain(value.describe())
-    if is_dataclass(value):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    return str(value) if isinstance(value, Path) else value
+_SHIPPED = Path(__file__).parent / "scenarios"
 
 
 def load(path: str | Path, quick: bool = False) -> Scenario:
@@ -128,7 +48,7 @@ def load(path: str | Path, quick: bool = False) -> Scenario:
             raw = tomllib.load(f)
     except FileNotFoundError:
         raise ScenarioError(f"scenario file not found: {path}",
-                            "check the path; the shipped scenarios are in workloads/scenarios/") from None
+                            f"check the path; the shipped scenarios are in {_SHIPPED}/") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError(f"cannot read scenario file {path}: {exc}", "pass a readable TOML file") from None
     except tomllib.TOMLDecodeError as exc:
@@ -148,8 +68,8 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     services = _services(top.table("services", ("kafka", "spark", "postgres")))
     workload = _workload(top.raw("workload", {}), top.raw("quick", {}), quick)
     return Scenario(**head, path=path, services=services, workload=workload,
-                    pipeline=_pipeline(top.table("pipeline", _PIPELINE_KEYS)),
-                    cases=_cases(top.raw("cases")), raw=raw)
+                    pipeline=_pipeline(top),
+                    cases=_cases(top.raw("cases")))
 
 
 def _description(top: Section) -> str:
@@ -203,8 +123,10 @@ def _overlay(base: Any, top: dict) -> dict:
     return out
 
 
-def _pipeline(s: Section) -> Pipeline:
-    kind = s.choice("kind", PIPELINE_KINDS, "windowed_count")
+def _pipeline(top: Section) -> Pipeline:
+    kind = Section(top.raw("pipeline", {}), "pipeline", ("kind", *_any_pipeline_key())).choice(
+        "kind", tuple(PIPELINES), "tumbling_count")
+    s = top.table("pipeline", ("kind", "trigger", *pipeline_module(kind).PARAMS))
     window = s.duration_ms("window", gt=0)
     slide = s.duration_ms("slide", s.raw("window"), gt=0)
     window_text, slide_text = s.raw("window"), s.raw("slide", s.raw("window"))
@@ -219,6 +141,11 @@ def _pipeline(s: Section) -> Pipeline:
     return Pipeline(kind=kind, window_ms=window, slide_ms=slide,
                     watermark_ms=s.duration_ms("watermark"),
                     trigger_ms=s.duration_ms("trigger", "1s", gt=0))
+
+
+def _any_pipeline_key() -> tuple[str, ...]:
+    """Every key some pipeline takes: the kind is read before its own keys are known."""
+    return ("trigger", *sorted({key for kind in PIPELINES for key in pipeline_module(kind).PARAMS}))
 
 
 def _cases(raw: Any) -> tuple[Case, ...]:
@@ -243,9 +170,10 @@ def _case(s: Section) -> Case:
         raise bad(s.field("faults"), faults, "faults are not supported yet",
                   "remove faults or leave it empty: fault injection is not implemented")
     case = Case(name=s.string("name", pattern=_NAME), guarantee=s.choice("guarantee", GUARANTEES),
-                sink=s.choice("sink", SINKS, "postgres"))
-    if case.guarantee not in SINK_GUARANTEES[case.sink]:
+                sink=s.choice("sink", tuple(SINKS), "postgres"))
+    offered = SINKS[case.sink].guarantees
+    if case.guarantee not in offered:
         raise bad(s.field("guarantee"), case.guarantee, f"the {case.sink} sink does not offer it yet",
-                  f"use one of {', '.join(SINK_GUARANTEES[case.sink])} with sink {case.sink!r}")
+                  f"use one of {', '.join(offered)} with sink {case.sink!r}")
     return case
 

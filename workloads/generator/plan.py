@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workloads import delays, shapes
-from workloads.keys import KeyChooser
-from workloads.spec import WorkloadSpec
+from workloads.generator import delays, shapes
+from workloads.generator.keys import KeyChooser
+from workloads.generator.spec import WorkloadSpec
 
 BLOCK_EVENTS = 65_536
 EVENT_TYPES = ("view", "login", "login-failed", "order", "payment")

@@ -21,11 +21,11 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from harness.errors import ScenarioError
-from workloads import delays, keys, shapes
-from workloads._validate import REQUIRED, Section, bad, parse_duration_ms, wrong_type
-from workloads.delays import DelaySpec
-from workloads.keys import KeySpec
+from workloads.errors import SpecError
+from workloads.generator import delays, keys, shapes
+from workloads.generator._validate import REQUIRED, Section, bad, parse_duration_ms, wrong_type
+from workloads.generator.delays import DelaySpec
+from workloads.generator.keys import KeySpec
 
 MAX_RATE_EPS = 1_000_000  # beyond what the generator processes of one machine can offer
 TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")  # Kafka's own rule for topic names
@@ -131,7 +131,7 @@ def _only(s: Section, choice: str, what: str, used: dict[str, tuple[str, ...]], 
     for key in s.data:
         if key not in always and key not in used[choice]:
             takes = ", ".join(used[choice]) or "no parameters"
-            raise ScenarioError(f"{s.field(key)} is not used by {what} {choice!r} (it takes {takes})",
+            raise SpecError(f"{s.field(key)} is not used by {what} {choice!r} (it takes {takes})",
                                 f"remove {s.field(key)}, or choose the {what} that uses it")
 
 
@@ -175,8 +175,8 @@ def _steps(s: Section) -> tuple[tuple[float, float], ...]:
     example = 'steps = [["0s", 1000], ["10s", 5000]]'
     if not isinstance(raw, list) or not raw:
         raise (wrong_type(s.field("steps"), raw, "an array of [at, eps] pairs", f"write {example}")
-               if raw is not None else ScenarioError(f"{s.field('steps')} is missing", f"add {example}"))
-    steps = []
+               if raw is not None else SpecError(f"{s.field('steps')} is missing", f"add {example}"))
+    steps: list[tuple[float, float]] = []
     for i, item in enumerate(raw):
         where = f"{s.field('steps')}[{i}]"
         if not (isinstance(item, list) and len(item) == 2):
@@ -226,7 +226,7 @@ def _keys(s: Section) -> KeySpec:
                    hot_share=s.number("hot_share", 0.0, ge=0, le=1),
                    hot_keys=s.integer("hot_keys", 1, ge=1))
     if spec.distribution != "zipf" and "zipf_s" in s:
-        raise ScenarioError(f"{s.field('zipf_s')} is only used with distribution \"zipf\"",
+        raise SpecError(f"{s.field('zipf_s')} is only used with distribution \"zipf\"",
                             'remove zipf_s, or set distribution = "zipf"')
     if spec.hot_keys > spec.count:
         raise bad(s.field("hot_keys"), spec.hot_keys, f"is more than count ({spec.count})",
@@ -312,5 +312,5 @@ def _payload(s: Section) -> PayloadSpec:
 def _check_sends_events(spec: WorkloadSpec, path: str) -> None:
     # a custom shape is the user's code: it is not run before the generator starts
     if isinstance(spec.rate, tuple(shapes.BUILT_IN.values())) and shapes.expected_count(spec.shape) < 1:
-        raise ScenarioError(f"{path}: the rate shape sends no event in duration {spec.duration_s:g}s",
+        raise SpecError(f"{path}: the rate shape sends no event in duration {spec.duration_s:g}s",
                             "raise the rate or the duration")

@@ -1,12 +1,5 @@
-"""Record values: one JSON object per event, built a block at a time in Arrow's C kernels.
-
-    {"event_id":7,"key":"k003","event_time_ms":1763830000123,"user":"u0042",
-     "item":"i017","amount":17,"type":"order","pad":"xxxx"}
-
-event_id, key and event_time_ms are always present; the payload fields are the ones the
-workload lists; "pad" appears when `size` asks for longer values and fills them to at
-least that many bytes. Formatting per event in Python would cost more than sending it.
-"""
+"""Record values in the wire format (workloads/wire.py), built a block at a time in Arrow's C
+kernels: formatting per event in Python would cost more than sending it."""
 
 from __future__ import annotations
 
@@ -14,8 +7,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from workloads.events import EVENT_TYPES, Block
-from workloads.spec import PayloadSpec
+from workloads.generator.plan import EVENT_TYPES, Block
+from workloads.generator.spec import PayloadSpec
+from workloads.wire import EVENT_ID, EVENT_TIME_MS, KEY, PAD, PAYLOAD
 
 
 def _names(prefix: str, count: int) -> list[str]:
@@ -41,11 +35,14 @@ class Encoder:
         self.payload = payload
         self.key_strings = np.asarray(key_names, dtype=object)
         fields = payload.fields
-        self.key = _fragments(',"key":"{}","event_time_ms":', key_names)
-        self.user = _fragments(',"user":"{}"', _names("u", payload.users)) if "user" in fields else None
-        self.item = _fragments(',"item":"{}"', _names("i", payload.items)) if "item" in fields else None
-        self.amount = _fragments(',"amount":{}', range(AMOUNT_MAX + 1)) if "amount" in fields else None
-        self.type = _fragments(',"type":"{}"', EVENT_TYPES) if "type" in fields else None
+        self.key = _fragments(f',"{KEY}":"{{}}","{EVENT_TIME_MS}":', key_names)
+        vocabularies = {"user": _names("u", payload.users), "item": _names("i", payload.items),
+                        "amount": range(AMOUNT_MAX + 1), "type": EVENT_TYPES}
+        quoted = {"user": True, "item": True, "amount": False, "type": True}
+        fragments = {name: _fragments(f',"{name}":' + ('"{}"' if quoted[name] else "{}"), words)
+                     for name, words in vocabularies.items() if name in fields and name in PAYLOAD}
+        self.user, self.item = fragments.get("user"), fragments.get("item")
+        self.amount, self.type = fragments.get("amount"), fragments.get("type")
 
     def keys_of(self, block: Block) -> list[str]:
         # indexing an object array shares the key strings: no new string per event
@@ -58,7 +55,7 @@ class Encoder:
 
     def array(self, block: Block) -> pa.StringArray:
         """The JSON value of every event of the block, in order, as one Arrow array."""
-        parts: list = ['{"event_id":', _text(block.event_id), self.key.take(pa.array(block.key)),
+        parts: list = [f'{{"{EVENT_ID}":', _text(block.event_id), self.key.take(pa.array(block.key)),
                        _text(block.event_time_ms)]
         for fragments, column in ((self.user, block.user), (self.item, block.item),
                                   (self.amount, block.amount), (self.type, block.event_type)):
@@ -71,4 +68,4 @@ class Encoder:
         need = pc.max_element_wise(
             pc.subtract(pa.scalar(self.payload.size_bytes - 10, pa.int64()),
                         pc.cast(pc.binary_length(body), pa.int64())), pa.scalar(0, pa.int64()))
-        return pc.binary_join_element_wise(body, ',"pad":"', pc.binary_repeat("x", need), '"}', "")
+        return pc.binary_join_element_wise(body, f',"{PAD}":"', pc.binary_repeat("x", need), '"}', "")

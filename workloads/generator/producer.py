@@ -5,12 +5,13 @@ system under test. When the sender falls behind (the broker pushes back or the c
 cannot keep up) it sends what is due at once, and the slip (actual minus intended send
 time) shows it in the histogram; it never stretches the schedule.
 
-Only the anchors of each block (workloads.anchors) carry a delivery callback; the Sender
+Only the anchors of each block (workloads.generator.anchors) carry a delivery callback; the Sender
 collects their reports and hands each block on with them once all are in.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from array import array
 from collections import deque
@@ -18,9 +19,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from harness.errors import HarnessError
-from workloads.anchors import Prepared
-from workloads.histogram import LogHistogram
+from workloads.errors import Problem
+from workloads.generator.anchors import Prepared
+from workloads.generator.histogram import LogHistogram
 
 TICK_US = 100_000      # how often the progress callback runs while sending
 MAX_BURST = 2048       # events sent between two clock reads and delivery-report polls
@@ -34,10 +35,17 @@ PRODUCER_CONFIG = {
 }
 
 
+# librdkafka's own log lines (such as the idempotent producer's "Coordinator load in progress"
+# while the broker warms up) go to this logger: into the harness's log file, never onto the
+# console on their own (the NullHandler keeps Python's last-resort handler from printing them)
+CLIENT_LOG = logging.getLogger("workloads.librdkafka")
+CLIENT_LOG.addHandler(logging.NullHandler())
+
+
 def make_producer(bootstrap_servers: str, on_delivery=None, **overrides):
     from confluent_kafka import Producer
 
-    config = {"bootstrap.servers": bootstrap_servers, **PRODUCER_CONFIG, **overrides}
+    config = {"bootstrap.servers": bootstrap_servers, "logger": CLIENT_LOG, **PRODUCER_CONFIG, **overrides}
     if on_delivery is not None:
         config["on_delivery"] = on_delivery
     return Producer(config)
@@ -81,6 +89,7 @@ class Sender:
         ever), None for the rest; their seqs queued for `_on_delivery`."""
         parts = prepared.block.partition
         n, cb = len(parts), self._on_delivery
+        callbacks: list
         if self.every_report:
             anchors = np.ones(n, dtype=bool)
             callbacks = [cb] * n
@@ -167,7 +176,7 @@ class Sender:
             need = np.bincount(parts[prepared.anchors], minlength=len(self.reports))
             if not self._reported(need):
                 if wait:
-                    raise HarnessError(f"Kafka has not acknowledged {left:,} messages within 60 s",
+                    raise Problem(f"Kafka has not acknowledged {left:,} messages within 60 s",
                                        "check that the broker is up and the topic exists")
                 self.producer.poll(0)
                 if not self._reported(need):

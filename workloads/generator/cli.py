@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -21,7 +22,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, ScenarioError
+from workloads.errors import Problem, SpecError
+from workloads.progress import Progress
 
 # (path in [workload], metavar, parser, help with its unit)
 _NUM, _INT, _STR = "number", "integer", "string"
@@ -153,14 +155,14 @@ def _convert(kind: str, value: Any, path: str) -> Any:
             try:
                 steps.append([at.strip(), _number(eps)])
             except ValueError:
-                raise ScenarioError(f"{option(path)} {value!r}: {part!r} is not AT:EPS",
+                raise SpecError(f"{option(path)} {value!r}: {part!r} is not AT:EPS",
                                     'write e.g. --rate-steps "0s:1000,10s:5000"') from None
         return steps
     if kind == "json":
         try:
             return json.loads(value)
         except json.JSONDecodeError as exc:
-            raise ScenarioError(f"{option(path)} {value!r}: not JSON ({exc})",
+            raise SpecError(f"{option(path)} {value!r}: not JSON ({exc})",
                                 "write a JSON object, e.g. '{\"peak\": 5000}'") from None
     if kind == "skew":
         parts = [p.strip() for p in value.split(",")]
@@ -172,7 +174,7 @@ def _convert(kind: str, value: Any, path: str) -> Any:
         for item in value:
             bits = item.split(":")
             if len(bits) != 3 or not bits[0].isdigit():
-                raise ScenarioError(f"{option(path)} {item!r}: expected P:FROM:FOR",
+                raise SpecError(f"{option(path)} {item!r}: expected P:FROM:FOR",
                                     'write e.g. --time-idle "1:10s:5s"')
             out.append({"partition": int(bits[0]), "from": bits[1], "for": bits[2]})
         return out
@@ -186,7 +188,7 @@ def workload_table(args: argparse.Namespace) -> dict:
         try:
             raw = tomllib.loads(args.scenario.read_text())
         except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ScenarioError(f"--scenario {args.scenario}: {exc}",
+            raise SpecError(f"--scenario {args.scenario}: {exc}",
                                 "pass a readable scenario TOML file") from None
         table = raw.get("workload", {})
     for path, _, kind, _ in KNOBS:
@@ -220,20 +222,20 @@ def _name_options(message: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from harness.errors import RunAborted
+    from workloads.errors import Interrupted
 
     args = parser().parse_args(argv)
     try:
         return _generate(args)
-    except ScenarioError as exc:
+    except SpecError as exc:
         fix = f"\n  fix: {_name_options(exc.fix)}" if exc.fix else ""
         print(f"error: {_name_options(exc.problem)}{fix}",
               file=sys.stderr)
         return 2
-    except HarnessError as exc:
+    except Problem as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except RunAborted as exc:
+    except Interrupted as exc:
         print(f"aborted: {exc}", file=sys.stderr)
         return 128 + exc.signum
     except KeyboardInterrupt:
@@ -242,27 +244,26 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from harness import paths
-    from workloads import spec as spec_mod
+    from workloads.generator import spec as spec_mod
 
     if args.processes < 1:
-        raise ScenarioError(f"--processes {args.processes}: must be >= 1", "pass 1 or more")
+        raise SpecError(f"--processes {args.processes}: must be >= 1", "pass 1 or more")
     if args.output is None and not args.bootstrap_servers:
-        raise ScenarioError("neither --bootstrap-servers nor --output is given",
+        raise SpecError("neither --bootstrap-servers nor --output is given",
                             "send to Kafka with --bootstrap-servers HOST:PORT, "
                             "or preview with --output FILE.parquet")
     if args.output is not None and args.bootstrap_servers:
-        raise ScenarioError("--output and --bootstrap-servers are both given",
+        raise SpecError("--output and --bootstrap-servers are both given",
                             "choose one: --output writes a file instead of sending")
     table = workload_table(args)
     if "duration" not in table:
-        raise ScenarioError("--duration is missing", 'give how long to run, e.g. --duration 60s')
+        raise SpecError("--duration is missing", 'give how long to run, e.g. --duration 60s')
     spec = spec_mod.parse(table)
     if args.output is not None:
         if args.processes != 1:
-            raise ScenarioError("--processes applies to sending only", "drop --processes with --output")
+            raise SpecError("--processes applies to sending only", "drop --processes with --output")
         return _preview(spec, args)
-    out_dir = args.truth_dir or paths.results_dir() / time.strftime("generate-%Y%m%d-%H%M%S")
+    out_dir = args.truth_dir or _results_dir() / time.strftime("generate-%Y%m%d-%H%M%S")
     return _send(spec, args, Path(out_dir))
 
 
@@ -272,16 +273,14 @@ def _send(spec, args, out_dir: Path) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     truth_dir = out_dir / "truth"
     if truth_dir.exists() and any(truth_dir.iterdir()):
-        raise ScenarioError(f"--truth-dir {out_dir}: it already holds ground truth",
+        raise SpecError(f"--truth-dir {out_dir}: it already holds ground truth",
                             "pass an empty or new directory, so no earlier run's truth is mixed in")
     if args.create_topic:
         generator.create_topic(args.bootstrap_servers, spec.topic, spec.partitions, exist_ok=True)
-    started = time.monotonic()
+    status = Progress()
 
     def progress(sent: int, planned: int) -> None:
-        of = f"/{planned:,}" if planned else ""
-        print(f"\r[{time.monotonic() - started:6.1f}s] sent {sent:,}{of}", end="", file=sys.stderr,
-              flush=True)
+        status.update(f"sent {sent:,}{f'/{planned:,}' if planned else ''}")
 
     if args.processes == 1:
         report = generator.generate(spec, args.bootstrap_servers, truth_dir, start_ms=args.start_ms,
@@ -289,11 +288,17 @@ def _send(spec, args, out_dir: Path) -> int:
     else:
         report = generator.generate_parallel(spec, args.bootstrap_servers, truth_dir, args.processes,
                                              start_ms=args.start_ms, pace=not args.no_pace)
-    print(file=sys.stderr)
+    status.done()
     generator.write_report(out_dir / "report.json", report)
     print(render(report))
     print(f"ground truth: {truth_dir}/\nreport:       {out_dir / 'report.json'}")
     return 0
+
+
+def _results_dir() -> Path:
+    """Where a send without --truth-dir writes: $HARNESS_RESULTS, else the checkout's results/."""
+    default = Path(__file__).resolve().parents[2] / "results"
+    return Path(os.environ.get("HARNESS_RESULTS", default))
 
 
 def render(report: dict) -> str:
@@ -318,15 +323,15 @@ def _preview(spec, args) -> int:
     import numpy as np
     import pyarrow as pa
 
-    from workloads import truth
-    from workloads.encode import Encoder
-    from workloads.events import Planner
+    from workloads.generator import truth
+    from workloads.generator.encode import Encoder
+    from workloads.generator.plan import Planner
 
     start_ms = args.start_ms if args.start_ms is not None else time.time_ns() // 1_000_000 + 500
     planner = Planner(spec, start_ms)
     encoder = Encoder(spec.payload, planner.keys.names)
     writer = truth.TruthWriter(args.output, planner.keys.names, pa.schema([("value", pa.string())]))
-    n = 0
+    n, status = 0, Progress()
     try:
         for block in planner:
             if args.no_pace:
@@ -340,9 +345,9 @@ def _preview(spec, args) -> int:
             writer.write(block, sent_us, none, none, np.zeros(len(block), dtype=bool),
                          extra={"value": encoder.array(block)})
             n += len(block)
-            print(f"\rwritten {n:,}", end="", file=sys.stderr, flush=True)
+            status.update(f"written {n:,}")
     finally:
         writer.close()
-    print(file=sys.stderr)
+        status.done()
     print(f"wrote {n:,} events to {args.output} (offset and append_ms are -1: nothing was sent)")
     return 0

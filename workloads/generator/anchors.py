@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workloads.events import Block
+from workloads.generator.plan import Block
 
 ANCHOR_SLOT_US = 1000  # an anchor closes each partition's events of each millisecond of the schedule
 ANCHOR_EVERY = 256     # and at least every this many events of a partition

@@ -1,0 +1,259 @@
+"""Run a scenario: services, then each case (generator -> pipeline -> sink -> checker).
+
+Data flows one way and every stage leaves its output in the run directory, so a
+report can be rebuilt from the directory alone. Each stage takes the case (run/case.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from harness import environment, jvm, metrics
+from harness.check import checkpoint, oracle
+from harness.errors import HarnessError, RunAborted
+from harness.report import summary as summary_mod
+from harness.run.case import Case
+from harness.run.stack import needs_postgres, start_stack
+from harness.services.base import Registry
+from harness.services.spark import DriverDied, SparkDriver
+from harness.wait import WaitTimeout, wait_until
+from workloads.progress import Progress
+
+log = logging.getLogger(__name__)
+
+__all__ = ["preflight", "run", "run_case", "start_stack"]
+
+
+def run(scenario, run_dir: Path, run_id: str, progress: Progress, registry: Registry) -> dict:
+    """Run every case of `scenario`; returns the summary (already written to run_dir)."""
+    result = _skeleton(scenario, run_id)
+    try:
+        stack = start_stack(scenario, run_dir / "services", registry, progress)
+        for spec in scenario.cases:
+            case = Case.create(scenario, spec, stack, run_dir, run_id, progress, registry)
+            result["cases"].append(run_case(case))
+        result["status"] = "completed"
+    except RunAborted as exc:
+        result.update(status="aborted", error=str(exc))
+        raise
+    except Exception as exc:
+        result.update(status="error", error=f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        result["ended_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        summary_mod.write(run_dir, result)
+    return result
+
+
+def preflight(scenario) -> None:
+    """Check the environment before anything starts or is written: java, the jars,
+    pyspark's version, PostgreSQL's binaries. Raises EnvironmentProblem with the fix."""
+    from harness.services.postgres import find_bindir
+
+    jvm.java()
+    environment.check_spark_version()
+    jvm.spark_connector_jars()
+    if scenario.services.kafka.bootstrap_servers is None:
+        jvm.jars("kafka")
+        jvm.jars("kafka-log")
+    if needs_postgres(scenario):
+        find_bindir()
+
+
+def _skeleton(scenario, run_id: str) -> dict:
+    return {
+        "schema_version": summary_mod.SCHEMA_VERSION, "run_id": run_id, "status": "error",
+        "scenario": {"name": scenario.name, "path": str(scenario.path)},
+        "environment": environment.describe(scenario.services.spark.master,
+                                            scenario.services.kafka.bootstrap_servers is None),
+        "cases": [], "error": None, "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def run_case(case: Case) -> dict:
+    """Generator -> Kafka -> Spark driver -> sink, then the checker: one summary case.
+
+    A driver that dies fails this case, with how it died and how far the case had got;
+    the checker still reads what the sink holds, and the next case runs."""
+    try:
+        _start_driver(case)
+        _offer_load(case)
+        if case.failure is None:
+            _drain(case)
+            case.spark.request_stop()
+    except DriverDied as exc:
+        _driver_died(case, exc)
+    if case.failure is not None:
+        case.spark.stop()
+    return _case_result(case, case.failure)
+
+
+def _driver_died(case: Case, exc: DriverDied) -> None:
+    """Say at once how the driver died, how far the case had got, and its log's errors."""
+    case.failure = f"driver of case {case.name} {exc.how} {case.whereabouts()}"
+    lines = "\n".join(f"    {line}" for line in exc.error_lines) or "    (none)"
+    more = "; the workload goes on to the end of its schedule (open loop)" if case.phase == "sending" else ""
+    case.progress.step(f"FAILED: {case.failure}{more}; its log's error lines:\n{lines}")
+
+
+def _start_driver(case: Case) -> None:
+    """Create the topic, start the case's driver and wait until its first batch ran."""
+    from workloads import generator
+
+    generator.create_topic(case.stack.bootstrap_servers, case.topic, case.scenario.workload.partitions)
+    case.progress.step(f"case {case.name}: starting Spark driver ({case.scenario.services.spark.master})")
+    case.phase = "starting the Spark driver"
+    case.driver = SparkDriver(case.dir, case.driver_config(), case.registry).start().wait_ready()
+    case.registry.changed()
+    case.phase = "warming up"
+    _warm_up(case)
+
+
+def _warm_up(case: Case, timeout_s: float = 180.0) -> None:
+    """Send control events at event time 0 and wait for the batch that reads them, so
+    that JVM warm-up is paid before measurement starts."""
+    from workloads import generator
+
+    case.progress.step("warming up: waiting for the first micro-batch")
+    partitions = case.scenario.workload.partitions
+    case.warmup = generator.send_control(case.stack.bootstrap_servers, case.topic, partitions, -partitions, 0)
+
+    def first_batch_done() -> bool:
+        case.spark.check_alive()
+        return any(p.get("numInputRows", 0) > 0 for p in metrics.read_progress(case.spark.progress_path))
+
+    wait_until(first_batch_done, timeout_s, 0.5, f"no micro-batch completed within {timeout_s:.0f}s")
+    case.registry.changed()   # the executors are up now: record their pids
+
+
+def _offer_load(case: Case) -> None:
+    """Send the workload open-loop, then the control events that move the watermark past
+    the last output; ground truth goes to the case's truth/ directory."""
+    from workloads import generator
+    from workloads.generator import shapes, truth
+
+    wl = case.scenario.workload
+    rate = shapes.describe(wl.rate)
+    params = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in rate.items()
+                       if k != "shape")
+    case.progress.step(f"case {case.name}: sending for {wl.duration_s:g}s "
+                       f"at a {rate['shape']} rate ({params})")
+    case.phase = "sending"
+
+    def on_progress(sent: int, planned: int) -> None:
+        case.sent, case.planned = sent, planned
+        if case.failure is None:
+            try:
+                case.spark.check_alive()
+            except DriverDied as exc:   # the schedule never waits for the system, nor stops for it
+                _driver_died(case, exc)
+        case.progress.update(f"sent {sent:,}/{planned:,}")
+
+    try:
+        report = generator.generate(wl, case.stack.bootstrap_servers, case.truth_dir, topic=case.topic,
+                                    progress=on_progress)
+    finally:
+        truth.write_control(case.truth_dir, case.warmup)   # the warm-up events are truth too
+    case.sent, case.report = report["events"], report
+    generator.write_report(case.dir / "generator.json", report)
+    if not report["events"]:
+        raise HarnessError("the workload sent no event (idle partitions or a custom shape ended at once)",
+                           "check [workload] in the scenario")
+    pl = case.scenario.pipeline
+    final_wm = oracle(pl.kind).final_watermark_ms(report["event_time_ms"]["max"], pl.params())
+    # Spark's watermark is the largest event time read by earlier batches minus the delay
+    flush_ms = final_wm + pl.watermark_ms + pl.trigger_ms + 1000
+    control = generator.send_control(case.stack.bootstrap_servers, case.topic, wl.partitions,
+                                     report["events"], flush_ms)
+    truth.write_control(case.truth_dir, case.warmup + control)
+
+
+def _drain(case: Case) -> None:
+    """Wait until a committed batch ran with a watermark at which all output is final:
+    every result has then been emitted and committed to the sink."""
+    pl, timeout_s = case.scenario.pipeline, case.scenario.drain_timeout_s
+    assert case.report is not None, "drain after the load"
+    final_wm = oracle(pl.kind).final_watermark_ms(case.report["event_time_ms"]["max"], pl.params())
+    case.phase = "draining"
+    case.progress.step(f"waiting for the pipeline to emit every result (up to {timeout_s:.0f}s)")
+
+    def drained() -> bool:
+        case.spark.check_alive()
+        wm = checkpoint.committed_watermark(case.checkpoint, case.topic)
+        if wm > 0:
+            case.progress.update(f"watermark {(wm - final_wm) / 1000:+,.1f} s from the last window end")
+        return wm >= final_wm
+
+    try:
+        wait_until(drained, timeout_s, 0.5)
+    except WaitTimeout:
+        raise HarnessError(
+            f"the pipeline did not emit every window within drain_timeout ({timeout_s:.0f}s)",
+            f"raise drain_timeout in the scenario, or read {case.spark.log_path}") from None
+
+
+def _case_result(case: Case, failure: str | None) -> dict:
+    """Check the sink against ground truth and build the case's summary entry."""
+    from workloads.generator import truth as truth_mod
+    from workloads.sinks import SINKS
+
+    pl, spec = case.scenario.pipeline, case.spec
+    sink = SINKS[spec.sink].load()(case.sink_context()).read()
+    sink.to_parquet(case.dir / "sink.parquet", index=False)
+    truth = truth_mod.read(case.truth_dir) if truth_mod.has_parts(case.truth_dir) else None
+    progress_records = metrics.read_progress(case.dir / "progress.jsonl")
+    result: dict[str, Any] = {
+              "name": spec.name, "guarantee": spec.guarantee, "pipeline": pl.kind, "sink": spec.sink,
+              "faults": [], "error": failure, "batches": len(progress_records), "topic": case.topic,
+              "sink_table": case.sink_name,
+              "spark_pids": {"driver": case.driver.pid if case.driver else None,
+                             "executors": sorted(case.driver.seen_executor_pids) if case.driver else []}}
+    if case.report is not None:
+        result["generator"] = _generator_summary(case.report)
+    if truth is None:   # died before sending: nothing to check
+        return {**result, **_nothing_checked(spec.guarantee, failure)}
+    batches = checkpoint.read_batches(case.checkpoint, case.topic)
+    checked = oracle(pl.kind).check(truth, sink, batches, pl.window_ms, pl.slide_ms)
+    c = checked.counts
+    problems = ([failure] if failure else []) + checked.problems
+    verdict = summary_mod.verdict(spec.guarantee, c["lost"], c["duplicated"], c["unexpected"],
+                                  expected_count=c["expected"], problems=problems)
+    return {
+        **result, "events": c, "verdict": verdict,
+        "throughput_eps": {"offered": metrics.offered_eps(truth),
+                           "processed": metrics.processed_eps(progress_records, _first_send_ms(truth))},
+        "latency_ms": {"event_time": metrics.percentiles(checked.event_time_latency_ms),
+                       "processing_time": metrics.percentiles(checked.processing_time_latency_ms)},
+        "backpressure": metrics.backpressure(truth, progress_records, case.topic),
+    }
+
+
+def _nothing_checked(guarantee: str, failure: str | None) -> dict:
+    import numpy as np
+
+    none = metrics.percentiles(np.array([]))
+    counts = dict.fromkeys(("produced", "expected", "delivered", "lost", "duplicated", "unexpected",
+                            "dropped_late"), 0)
+    return {"events": counts,
+            "verdict": summary_mod.verdict(guarantee, 0, 0, 0, problems=[failure or "nothing was sent"]),
+            "throughput_eps": {"offered": 0.0, "processed": 0.0},
+            "latency_ms": {"event_time": none, "processing_time": none},
+            "backpressure": {"max_lag_records": 0, "max_lag_s": 0.0, "recovery_s": None}}
+
+
+def _first_send_ms(truth) -> float:
+    return float(truth.loc[~truth["control"], "sent_ms"].min())
+
+
+def _generator_summary(report: dict) -> dict:
+    """The generator's own numbers: did it offer what the workload asked, on time?"""
+    slip = report["schedule_slip_us"] or {}
+    return {"target_eps": report["target_eps"], "achieved_eps": report["achieved_eps"],
+            "pacing_error": report["pacing_error"], "late_by_design": report["late_by_design"],
+            "per_partition": report["per_partition"],
+            "schedule_slip_ms": {k: slip[q] / 1000 for k, q in
+                                 (("p50", "p50"), ("p99", "p99"), ("p999", "p99.9"), ("max", "max"))
+                                 if q in slip}}

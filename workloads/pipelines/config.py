@@ -1,0 +1,43 @@
+"""The driver's config: written as JSON by the harness, read by the driver program."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from workloads.sinks import SinkContext
+
+
+@dataclass(frozen=True, kw_only=True)
+class DriverConfig:
+    """Everything one driver process needs to run one case's query."""
+
+    app_name: str
+    master: str
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    jars: list[str] = field(default_factory=list)
+    bootstrap_servers: str
+    topic: str
+    checkpoint: str
+    pipeline: str                  # a kind in workloads.pipelines.PIPELINES
+    params: dict                   # the pipeline's keys in ms and counts
+    trigger_ms: int
+    sink: str                      # a name in workloads.sinks.SINKS
+    sink_context: SinkContext
+    # files the driver writes and watches, in the case directory
+    status_path: str = ""
+    progress_path: str = ""
+    stop_path: str = ""
+
+    def with_paths(self, workdir: Path) -> DriverConfig:
+        return replace(self, status_path=str(workdir / "status.json"),
+                       progress_path=str(workdir / "progress.jsonl"), stop_path=str(workdir / "STOP"))
+
+    def write(self, path: Path) -> None:
+        Path(path).write_text(json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def read(cls, path: Path) -> DriverConfig:
+        raw = json.loads(Path(path).read_text())
+        return cls(**{**raw, "sink_context": SinkContext(**raw["sink_context"])})

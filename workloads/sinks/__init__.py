@@ -1,0 +1,60 @@
+"""Sinks: where a pipeline's output goes, and how a consumer reads it back.
+
+A sink is a class built as `Sink(ctx)` from a `SinkContext`, with four methods:
+  setup()                      create what it writes into (in the driver, before the query)
+  write(batch_df, batch_id)    one micro-batch; the driver passes it to `foreachBatch`
+  read()                       in the harness: what a consumer sees, as a pandas DataFrame
+                               with the output columns plus `committed_ms` (when a reader
+                               could first see each row) and `batch_id`
+  close()                      release connections
+`SINKS` maps a scenario's sink name to its class and the guarantees it can give.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class SinkContext:
+    """What a sink needs to know, in the driver and in the harness alike."""
+
+    name: str                    # unique per case: a table, topic or directory name
+    guarantee: str               # the delivery guarantee the case declares
+    columns: dict[str, str]      # the pipeline's output columns -> Spark SQL type, in order
+    workdir: str                 # the case's directory
+    postgres_url: str | None = None
+    bootstrap_servers: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Sink(Protocol):
+    def setup(self) -> None: ...
+    def write(self, batch_df, batch_id: int) -> None: ...
+    def read(self): ...
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class SinkKind:
+    """A built-in sink: where its class lives and the guarantees it can be configured for."""
+
+    target: str                  # "module:Class"
+    guarantees: tuple[str, ...]
+    needs_postgres: bool = False
+
+    def load(self) -> type:
+        module, _, name = self.target.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+
+# at-most-once comes from how the driver restarts (the faults issue), not from a sink
+SINKS = {
+    "postgres": SinkKind("workloads.sinks.postgres:PostgresSink", ("at-least-once", "exactly-once"),
+                         needs_postgres=True),
+}

@@ -1,0 +1,100 @@
+"""A `foreachBatch` sink into PostgreSQL, exactly-once or at-least-once, and its reader.
+
+exactly-once: the batch's rows and its batch id are written in one transaction, and a
+batch id that is already committed is skipped, so Spark's replay of a batch after a
+restart changes nothing. at-least-once: plain INSERTs, so a replayed batch lands twice.
+Each batch's commit time is recorded: it is when its rows became visible to readers.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from workloads.sinks import SinkContext
+
+_SQL_TYPES = {"STRING": "text", "LONG": "bigint", "INT": "integer", "DOUBLE": "double precision",
+              "BOOLEAN": "boolean"}
+_BATCHES_DDL = """CREATE TABLE IF NOT EXISTS {t}_batches (
+  batch_id bigint NOT NULL {pk}, committed_ms bigint NOT NULL, rows integer NOT NULL)"""
+
+
+class PostgresSink:
+    """One table of the pipeline's columns plus `batch_id`, and `<table>_batches` with the
+    commit time of every batch. One connection, reused across batches."""
+
+    guarantees = ("exactly-once", "at-least-once")
+
+    def __init__(self, ctx: SinkContext):
+        if ctx.guarantee not in self.guarantees:
+            raise ValueError(f"PostgresSink gives exactly-once or at-least-once, not {ctx.guarantee!r}")
+        if ctx.postgres_url is None:
+            raise ValueError("PostgresSink needs ctx.postgres_url")
+        self.ctx, self.url, self.table = ctx, ctx.postgres_url, ctx.name
+        self.columns = list(ctx.columns)
+        self._conn: Any = None
+
+    def setup(self) -> None:
+        cols = ", ".join(f"{c} {_SQL_TYPES[t.upper()]}" for c, t in self.ctx.columns.items())
+        pk = "PRIMARY KEY" if self.ctx.guarantee == "exactly-once" else ""
+        conn = self._connection()
+        with conn.transaction():
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (batch_id bigint NOT NULL, {cols})")
+            conn.execute(_BATCHES_DDL.format(t=self.table, pk=pk))
+
+    def write(self, batch_df, batch_id: int) -> None:
+        self.write_rows([tuple(r) for r in batch_df.select(*self.columns).collect()], batch_id)
+
+    __call__ = write   # foreachBatch(sink)
+
+    def write_rows(self, rows: list[tuple], batch_id: int) -> None:
+        """Write one micro-batch's rows (values in the order of the output columns)."""
+        conn = self._connection()
+        with conn.transaction():
+            if self.ctx.guarantee == "exactly-once" and self._committed(batch_id):
+                return  # committed before a restart: Spark is replaying it
+            names = ", ".join(["batch_id", *self.columns])
+            with conn.cursor().copy(f"COPY {self.table} ({names}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row((batch_id, *row))
+            # last statement before COMMIT: the rows become visible at about this time;
+            # in exactly-once mode the primary key also rejects a concurrent double commit
+            conn.execute(f"INSERT INTO {self.table}_batches (batch_id, committed_ms, rows) "
+                         "VALUES (%s, %s, %s)", (batch_id, _now_ms(), len(rows)))
+
+    def read(self):
+        """Committed rows with the commit time of their batch, read at READ COMMITTED through
+        an ordinary connection: what any client sees."""
+        import pandas as pd
+        import psycopg
+
+        cols = ", ".join(f"s.{c}" for c in self.columns)
+        query = (f"SELECT {cols}, s.batch_id, b.committed_ms FROM {self.table} s "
+                 f"JOIN (SELECT batch_id, min(committed_ms) AS committed_ms FROM {self.table}_batches "
+                 f"GROUP BY batch_id) b USING (batch_id) ORDER BY s.batch_id")
+        with psycopg.connect(self.url) as conn:
+            rows = conn.execute(query).fetchall()
+        names = [*self.columns, "batch_id", "committed_ms"]
+        ints = {c: "int64" for c, t in self.ctx.columns.items() if t.upper() in ("LONG", "INT")}
+        ints.update(batch_id="int64", committed_ms="int64")
+        return pd.DataFrame(rows, columns=names).astype(ints)
+
+    def _committed(self, batch_id: int) -> bool:
+        cur = self._connection().execute(f"SELECT 1 FROM {self.table}_batches WHERE batch_id = %s",
+                                         (batch_id,))
+        return cur.fetchone() is not None
+
+    def _connection(self):
+        import psycopg
+
+        if self._conn is None or self._conn.closed:
+            self._conn = psycopg.connect(self.url, autocommit=True)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
