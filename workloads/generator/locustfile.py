@@ -136,16 +136,24 @@ class WorkloadShape(LoadTestShape):
         self.shape, self.users, self.start_ms = shape, users, start_ms
 
     def tick(self) -> tuple[int, float] | None:
-        assert self.runner is not None, "Locust calls tick() on a shape it has given a runner"
         if self.shape is None:
-            env = self.runner.environment
-            assert env.parsed_options is not None, "a headless run parses its options first"
-            self.shape, self.users = load_spec(env.parsed_options.scenario).shape, share_of(env)[1]
-        start_ms = self.start_ms or getattr(self.runner.environment.parsed_options, "start_ms", None)
+            options = self._options()
+            self.shape, self.users = load_spec(options.scenario).shape, share_of(self._environment())[1]
+        start_ms = self.start_ms or getattr(self._options(), "start_ms", None)
         if start_ms is not None and self.shape.tick(max(time.time() - start_ms / 1000, 0.0)) is None:
             return None
         assert self.users is not None
         return self.users, self.users
+
+    def _environment(self):
+        assert self.runner is not None, "Locust gives a shape its runner before the first tick()"
+        return self.runner.environment
+
+    def _options(self):
+        """The parsed command line of the Locust run this shape belongs to."""
+        options = self._environment().parsed_options
+        assert options is not None, "a Locust run parses its options before the first tick()"
+        return options
 
 
 class _Cancelled(Exception):
