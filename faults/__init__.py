@@ -17,3 +17,23 @@ from typing import Protocol
 class Injector(Protocol):
     def inject(self) -> None: ...
     def heal(self) -> None: ...
+
+
+# kind -> "module:class"; the modules are imported when a fault of that kind is made
+INJECTORS = {
+    "kill-executor": "faults.process:KillExecutor",
+    "pause": "faults.process:Pause",
+    "kill-driver": "faults.driver:KillDriver",
+    "replay-batch": "faults.driver:ReplayBatch",
+    "delay-commit": "faults.commit:DelayCommit",
+    "stall-sink": "faults.sink:StallSink",
+    "restart-broker": "faults.broker:RestartBroker",
+}
+
+
+def make(spec, targets):
+    """The injector for `spec` (a faults.spec.FaultSpec), acting on `targets`."""
+    import importlib
+
+    module, _, name = INJECTORS[spec.kind].partition(":")
+    return getattr(importlib.import_module(module), name)(spec, targets)

@@ -61,6 +61,28 @@ class TestCheck:
         c = check(truth, _sink([row, row]), _one_batch(2), W, W).counts
         assert (c["lost"], c["duplicated"], c["delivered"]) == (0, 2, 4)
 
+    def test_a_replayed_window_with_its_full_count_is_duplicated_not_lost(self):
+        """At-least-once after a replay: the window twice, each time complete."""
+        truth = _truth([100, 200, 300])
+        row = ("a", 0, 5000, 3, 6, 106_000)
+        c = check(truth, _sink([row, row]), _one_batch(3), W, W).counts
+        assert (c["lost"], c["duplicated"], c["unexpected"]) == (0, 3, 0)
+
+    def test_partial_copies_after_a_stateless_restart_are_lost_not_duplicated(self):
+        """At-most-once after a fresh-checkpoint restart: the window twice with partial counts
+        (1 and 1 of 3) that sum to less than expected: 1 lost, nothing duplicated."""
+        truth = _truth([100, 200, 300])
+        sink = _sink([("a", 0, 5000, 1, 2, 106_000), ("a", 0, 5000, 1, 2, 109_000)])
+        c = check(truth, sink, _one_batch(3), W, W).counts
+        assert (c["lost"], c["duplicated"], c["unexpected"]) == (1, 0, 0)
+
+    def test_a_full_copy_and_a_partial_one_are_duplicated_by_the_partial(self):
+        """3 of 3, then 2 more: 2 effects beyond one full set."""
+        truth = _truth([100, 200, 300])
+        sink = _sink([("a", 0, 5000, 3, 6, 106_000), ("a", 0, 5000, 2, 4, 109_000)])
+        c = check(truth, sink, _one_batch(3), W, W).counts
+        assert (c["lost"], c["duplicated"], c["unexpected"]) == (0, 2, 0)
+
     def test_a_row_for_a_key_never_sent_is_unexpected(self):
         """A sink row that nobody sent (key `ghost`) is output ground truth cannot explain."""
         truth = _truth([100])

@@ -51,10 +51,10 @@ class TestPostgresSink:
         rows = sink.read()
         assert len(rows) == 1 and rows["committed_ms"].iloc[0] > 1_700_000_000_000
 
-    def test_an_unknown_mode_is_refused(self, postgres):
-        """at-most-once is not a mode this sink has; saying so beats silently writing."""
-        with pytest.raises(ValueError, match="at-most-once"):
-            PostgresSink(_ctx(postgres, "at-most-once", "t"))
+    def test_an_unknown_guarantee_is_refused(self, postgres):
+        """A guarantee this sink has no mode for: saying so beats silently writing."""
+        with pytest.raises(ValueError, match="exactly-twice"):
+            PostgresSink(_ctx(postgres, "exactly-twice", "t"))
 
     def test_read_gives_the_output_columns_then_batch_and_commit_time(self, postgres):
         """read() is what the checker sees: the pipeline's columns, batch_id, committed_ms."""

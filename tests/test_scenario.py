@@ -207,10 +207,10 @@ class TestCases:
         err = _error(_edited(tmp_path, '"exactly-once"', '"exactly-twice"'))
         assert "cases[0].guarantee" in err.problem and all(g in str(err) for g in GUARANTEES)
 
-    def test_a_guarantee_the_sink_cannot_give_fails_with_the_ones_it_can(self, tmp_path):
-        """at-most-once needs a recovery mode the Postgres sink does not have yet."""
-        err = _error(_edited(tmp_path, '"exactly-once"', '"at-most-once"'))
-        assert "cases[0].guarantee" in err.problem and "at-least-once, exactly-once" in err.fix
+    def test_every_guarantee_runs_into_postgres(self, tmp_path):
+        """at-most-once comes from the restart (a fresh checkpoint), over a plain append."""
+        scenario = load(_edited(tmp_path, '"exactly-once"', '"at-most-once"'))
+        assert scenario.cases[0].guarantee == "at-most-once"
 
     def test_duplicate_case_names_fail(self, tmp_path):
         """Case names become directories, so two cases cannot share one."""
@@ -228,11 +228,51 @@ class TestCases:
         path = _write(tmp_path, text.replace('name = "t"', 'name = "t"\ncases = []'))
         assert "at least one case" in _error(path).problem
 
-    def test_faults_are_refused_for_now(self, tmp_path):
-        """Fault injection is reserved: a non-empty list fails rather than being ignored."""
+    def test_faults_in_a_case_point_to_the_top_level(self, tmp_path):
+        """Faults apply to every case: a case's own `faults` key says where they go."""
         err = _error(_edited(tmp_path, 'guarantee = "exactly-once"',
                              'guarantee = "exactly-once"\nfaults = ["kill"]'))
-        assert "faults are not supported yet" in err.problem
+        assert "cases[0].faults" in err.problem and "[[faults]]" in err.fix
+
+
+class TestMatrix:
+    def test_the_matrix_expands_into_one_case_per_combination(self, tmp_path):
+        """[matrix] guarantee x sink: named cases, the same workload and faults under each."""
+        text = GOOD.replace('[[cases]]\nname = "c"\nguarantee = "exactly-once"\n',
+                            '[matrix]\nguarantee = ["at-most-once", "exactly-once"]\n')
+        names = [c.name for c in load(_write(tmp_path, text)).cases]
+        assert names == ["at-most-once-postgres", "exactly-once-postgres"]
+
+    def test_a_bad_guarantee_in_the_matrix_is_named(self, tmp_path):
+        text = GOOD + '\n[matrix]\nguarantee = ["exactly-twice"]\n'
+        assert "matrix[exactly-twice, postgres].guarantee" in _error(_write(tmp_path, text)).problem
+
+
+def _with_fault(tmp_path, body: str):
+    return _write(tmp_path, GOOD + "\n[[faults]]\n" + body + "\n")
+
+
+class TestFaults:
+    def test_a_fault_is_read_with_its_defaults(self, tmp_path):
+        """kill-driver at 0.5s: target driver, downtime 3s by default."""
+        (fault,) = load(_with_fault(tmp_path, 'kind = "kill-driver"\nat = "500ms"')).faults
+        assert (fault.kind, fault.at_s, fault.target, fault.downtime_s) == ("kill-driver", 0.5, "driver", 3.0)
+
+    @pytest.mark.parametrize("body, path, words", [
+        ('kind = "kill-executr"\nat = "0s"', "faults[0].kind", "did you mean 'kill-executor'"),
+        ('kind = "kill-driver"\nat = "5s"', "faults[0].at", "not before the workload ends"),
+        ('kind = "kill-executor"\nat = "0s"\ntarget = "executor:5"', "faults[0].target", "no executor 5"),
+        ('kind = "pause"\nat = "0s"\nduration = "-1s"', "faults[0].duration", "negative"),
+        ('kind = "pause"\nat = "0s"', "faults[0].duration", "missing"),
+        ('kind = "pause"\nat = "0s"\nduration = "1s"\ntarget = "kafka"', "faults[0].target", "not a target"),
+        ('kind = "delay-commit"\nat = "0s"\nduration = "1s"\ndowntime = "1s"', "faults[0].downtime",
+         "unknown key"),
+    ], ids=["unknown kind", "after the end", "executor 5 of 2", "negative", "no duration", "bad target",
+            "key of another kind"])
+    def test_bad_faults_name_the_dotted_path(self, tmp_path, body, path, words):
+        """Each mistake is refused before anything starts, with the field's dotted path."""
+        err = _error(_with_fault(tmp_path, body))
+        assert path in str(err) and words in str(err), str(err)
 
 
 class TestFiles:

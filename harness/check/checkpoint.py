@@ -1,8 +1,14 @@
-"""Read Spark's streaming checkpoint: the offset log and the commit log.
+"""Read Spark's streaming checkpoint: the offset log, the commit log, the initial offsets.
 
 `offsets/N`: line `v1`, a JSON line with `batchWatermarkMs`, then one JSON line per
-source ({topic: {partition: end offset}}). `commits/N`: `v1`, then a JSON line.
-A batch with an offsets file but no commits file was planned but not committed.
+source ({topic: {partition: end offset}}). `commits/N`: `v1`, then a JSON line. A batch
+with an offsets file but no commits file was planned but not committed.
+`sources/0/0`: a version line, then the offsets the query started from (earliest, or
+the latest at its start when it began on a fresh checkpoint).
+
+A case may have run several queries, one checkpoint each: at-most-once restarts its
+driver on a fresh checkpoint. `read_queries` numbers their batches one after another so
+that batch ids stay unique (`id_base` + N).
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+QUERY_ID_STRIDE = 1_000_000   # batch ids of the k-th query of a case start at k * this
+
 
 @dataclass(frozen=True)
 class Batch:
@@ -18,27 +26,55 @@ class Batch:
     watermark_ms: int              # the watermark this batch ran with (evicts windows ending <= it)
     end_offsets: dict[int, int]    # partition -> end offset (exclusive) for the topic
     committed: bool
+    # partition -> first offset read; None: where the previous batch of its query ended
+    start_offsets: dict[int, int] | None = None
+    query: int = 0                 # which of the case's queries (checkpoints) ran it
 
 
-def read_batches(checkpoint: Path, topic: str) -> list[Batch]:
-    """Every planned batch in id order, with its end offsets for `topic`."""
+def _json_lines(path: Path) -> list[str]:
+    return [line for line in path.read_text(errors="replace").splitlines() if line.strip().startswith("{")]
+
+
+def _topic_offsets(line: str, topic: str) -> dict[int, int]:
+    return {int(p): int(o) for p, o in json.loads(line).get(topic, {}).items()}
+
+
+def initial_offsets(checkpoint: Path, topic: str) -> dict[int, int]:
+    """Where the query's first batch started reading (empty when not recorded)."""
+    path = checkpoint / "sources" / "0" / "0"
+    if not path.exists():
+        return {}
+    lines = _json_lines(path)
+    return _topic_offsets(lines[0], topic) if lines else {}
+
+
+def read_batches(checkpoint: Path, topic: str, query: int = 0) -> list[Batch]:
+    """Every planned batch of one checkpoint in id order, with its start and end offsets."""
     offsets_dir, commits_dir = checkpoint / "offsets", checkpoint / "commits"
     if not offsets_dir.is_dir():
         return []
     committed = set()
     if commits_dir.is_dir():
         committed = {int(p.name) for p in commits_dir.iterdir() if p.name.isdigit()}
+    start = initial_offsets(checkpoint, topic)
     batches = []
     for path in sorted((p for p in offsets_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)):
         lines = path.read_text().splitlines()
         meta = json.loads(lines[1])
-        ends = {}
+        ends: dict[int, int] = {}
         for line in lines[2:]:
-            source = json.loads(line) if line.strip() not in ("", "-") else {}
-            ends.update({int(p): int(o) for p, o in source.get(topic, {}).items()})
+            if line.strip() not in ("", "-"):
+                ends.update(_topic_offsets(line, topic))
         batch_id = int(path.name)
-        batches.append(Batch(batch_id, int(meta.get("batchWatermarkMs", 0)), ends, batch_id in committed))
+        batches.append(Batch(query * QUERY_ID_STRIDE + batch_id, int(meta.get("batchWatermarkMs", 0)), ends,
+                             batch_id in committed, dict(start), query))
+        start = {**start, **ends}
     return batches
+
+
+def read_queries(checkpoints: list[Path], topic: str) -> list[Batch]:
+    """The batches of every query a case ran, in order."""
+    return [b for k, cp in enumerate(checkpoints) for b in read_batches(cp, topic, k)]
 
 
 def committed_watermark(checkpoint: Path, topic: str) -> int:

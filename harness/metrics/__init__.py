@@ -26,11 +26,12 @@ def percentiles(samples: np.ndarray) -> dict:
 
 
 def read_progress(path: Path) -> list[dict]:
-    """StreamingQueryProgress records, one per micro-batch, in batch order."""
+    """StreamingQueryProgress records, one per micro-batch, in the order they ran (batch ids
+    repeat when a restarted query replays a batch, and start again at 0 on a fresh checkpoint)."""
     if not path.exists():
         return []
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return sorted(records, key=lambda r: r["batchId"])
+    return sorted(records, key=lambda r: r["timestamp"])
 
 
 def _end_ms(progress: dict) -> float:

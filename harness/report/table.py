@@ -18,6 +18,8 @@ COLUMNS = [
     ("ev-time p99 ms", lambda c: _num(c["latency_ms"]["event_time"]["p99"])),
     ("proc p99 ms", lambda c: _num(c["latency_ms"]["processing_time"]["p99"])),
     ("max lag", lambda c: _count(c["backpressure"]["max_lag_records"])),
+    ("faults seen", lambda c: _faults_seen(c.get("faults", []))),
+    ("recovery s", lambda c: _recovery_s(c.get("faults", []))),
 ]
 _LEFT = {"case", "guarantee", "observed", "verdict"}
 
@@ -30,6 +32,17 @@ def _num(value) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
+def _faults_seen(faults: list[dict]) -> str:
+    return f"{sum(f['observed'] for f in faults)}/{len(faults)}" if faults else "-"
+
+
+def _recovery_s(faults: list[dict]) -> str:
+    """The longest time from a fault to the first batch committed after it."""
+    times = [f.get("recovery", {}).get("first_batch_after_s") for f in faults]
+    times = [t for t in times if t is not None]
+    return f"{max(times):,.1f}" if times else "-"
+
+
 def render(summary: dict) -> str:
     """The table, each case's verdict sentence, and the status line."""
     rows = [[name for name, _ in COLUMNS]] + [[cell(c) for _, cell in COLUMNS] for c in summary["cases"]]
@@ -37,6 +50,9 @@ def render(summary: dict) -> str:
     lines = ["  ".join(cell.ljust(w) if COLUMNS[i][0] in _LEFT else cell.rjust(w)
                        for i, (cell, w) in enumerate(zip(row, widths, strict=True))) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    lines += [f"{c['name']}: {c['verdict']['detail']}" for c in summary["cases"]]
+    for case in summary["cases"]:
+        lines.append(f"{case['name']}: {case['verdict']['detail']}")
+        lines += [f"  fault {f['kind']} at {f['at_s']:g}s: {'seen' if f['observed'] else 'NOT SEEN'}: "
+                  f"{f.get('detail', '')}" for f in case.get("faults", [])]
     lines.append(f"status: {summary['status']}  run: {summary['run_id']}")
     return "\n".join(lines)

@@ -6,7 +6,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from faults.targets import Targets
 from harness import jvm
+from harness.metrics import read_progress
 from harness.run.stack import Stack
 from harness.scenario import Case as CaseSpec
 from harness.scenario import Scenario
@@ -37,6 +39,8 @@ class Case:
     warmup: list[dict] = field(default_factory=list)
     report: dict | None = None
     failure: str | None = None     # why the case failed while it ran (a dead driver)
+    expect_down: bool = False      # a fault killed the driver on purpose: not a failure
+    checkpoints: list[Path] = field(default_factory=list)   # one per query; at-most-once restarts fresh
 
     @classmethod
     def create(cls, scenario: Scenario, spec: CaseSpec, stack: Stack, run_dir: Path, run_id: str,
@@ -69,7 +73,8 @@ class Case:
 
     @property
     def checkpoint(self) -> Path:
-        return self.dir / "checkpoint"
+        """The current query's checkpoint."""
+        return self.checkpoints[-1] if self.checkpoints else self.dir / "checkpoint"
 
     @property
     def truth_dir(self) -> Path:
@@ -81,14 +86,49 @@ class Case:
                            workdir=str(self.dir), postgres_url=self.stack.postgres_url,
                            bootstrap_servers=self.stack.bootstrap_servers)
 
-    def driver_config(self) -> DriverConfig:
+    def driver_config(self, starting_offsets: str = "earliest") -> DriverConfig:
         sc, pl = self.scenario, self.scenario.pipeline
-        return DriverConfig(
+        return DriverConfig(starting_offsets=starting_offsets,
             app_name=f"harness-{self.name}", master=sc.services.spark.master,
             spark_conf=dict(sc.services.spark.conf), jars=[str(p) for p in jvm.spark_connector_jars()],
             bootstrap_servers=self.stack.bootstrap_servers, topic=self.topic,
             checkpoint=str(self.checkpoint), pipeline=pl.kind, params=pl.params(),
             trigger_ms=pl.trigger_ms, sink=self.spec.sink, sink_context=self.sink_context())
+
+    def start_driver(self) -> SparkDriver:
+        """Start the case's first driver, on its checkpoint, reading from the earliest offsets."""
+        self.checkpoints = [self.dir / "checkpoint"]
+        self.driver = SparkDriver(self.dir, self.driver_config(), self.registry).start().wait_ready()
+        return self.driver
+
+    def restart_driver(self) -> None:
+        """A new driver after a fault killed the last one. at-least-once and exactly-once
+        resume from the same checkpoint (Spark re-executes a batch it had not committed);
+        at-most-once starts a fresh checkpoint at the latest offsets: what was in flight is
+        skipped and nothing is replayed."""
+        fresh = self.spec.guarantee == "at-most-once"
+        if fresh:
+            self.checkpoints.append(self.dir / f"checkpoint-{len(self.checkpoints)}")
+        config = self.driver_config(starting_offsets="latest" if fresh else "earliest")
+        self.progress.step(f"case {self.name}: restarting the driver "
+                           f"({'a fresh checkpoint at the latest offsets' if fresh else 'same checkpoint'})")
+        self.driver = SparkDriver(self.dir, config, self.registry).start().wait_ready()
+        self.registry.changed()
+
+    def targets(self) -> Targets:
+        """What the fault injectors may act on: this run's services and this case's driver."""
+        # the newest service of each name; "broker" is Kafka (only ours, never an external cluster)
+        ours = {s.name: s for s in self.registry.services}
+        services = {role: ours[name] for role, name in (("broker", "kafka"), ("postgres", "postgres"))
+                    if name in ours}
+        return Targets(
+            driver=lambda: self.spark, restart_driver=self.restart_driver,
+            expect_down=lambda down: setattr(self, "expect_down", down),
+            control_dir=self.dir / "control", progress=lambda: read_progress(self.dir / "progress.jsonl"),
+            checkpoint=lambda: self.checkpoint, started_pids=self.registry.seen_pids,
+            services=services,
+            postgres_url=self.stack.postgres_url, sink_table=self.sink_name,
+            seed=self.scenario.workload.seed)
 
     def whereabouts(self) -> str:
         """How far the case had got, for a message: 'at 4,868 of 10,000 events sent'."""

@@ -16,9 +16,10 @@ from harness.check import checkpoint, oracle
 from harness.errors import HarnessError, RunAborted
 from harness.report import summary as summary_mod
 from harness.run.case import Case
+from harness.run.faults import FaultRunner
 from harness.run.stack import needs_postgres, start_stack
 from harness.services.base import Registry
-from harness.services.spark import DriverDied, SparkDriver
+from harness.services.spark import DriverDied
 from harness.wait import WaitTimeout, wait_until
 from workloads.progress import Progress
 
@@ -78,17 +79,22 @@ def run_case(case: Case) -> dict:
 
     A driver that dies fails this case, with how it died and how far the case had got;
     the checker still reads what the sink holds, and the next case runs."""
+    schedule = FaultRunner(case.scenario.faults, case.targets(), say=case.progress.step)
     try:
         _start_driver(case)
-        _offer_load(case)
+        _offer_load(case, schedule)
         if case.failure is None:
             _drain(case)
             case.spark.request_stop()
     except DriverDied as exc:
         _driver_died(case, exc)
+    except BaseException:
+        schedule.stop(aborted=True)   # SIGCONT, unlock, no restart: the registry stops the rest
+        raise
+    schedule.stop()
     if case.failure is not None:
         case.spark.stop()
-    return _case_result(case, case.failure)
+    return _case_result(case, case.failure, schedule)
 
 
 def _driver_died(case: Case, exc: DriverDied) -> None:
@@ -106,7 +112,7 @@ def _start_driver(case: Case) -> None:
     generator.create_topic(case.stack.bootstrap_servers, case.topic, case.scenario.workload.partitions)
     case.progress.step(f"case {case.name}: starting Spark driver ({case.scenario.services.spark.master})")
     case.phase = "starting the Spark driver"
-    case.driver = SparkDriver(case.dir, case.driver_config(), case.registry).start().wait_ready()
+    case.start_driver()
     case.registry.changed()
     case.phase = "warming up"
     _warm_up(case)
@@ -129,7 +135,7 @@ def _warm_up(case: Case, timeout_s: float = 180.0) -> None:
     case.registry.changed()   # the executors are up now: record their pids
 
 
-def _offer_load(case: Case) -> None:
+def _offer_load(case: Case, schedule: FaultRunner) -> None:
     """Send the workload open-loop, then the control events that move the watermark past
     the last output; ground truth goes to the case's truth/ directory."""
     from workloads import generator
@@ -145,18 +151,23 @@ def _offer_load(case: Case) -> None:
 
     def on_progress(sent: int, planned: int) -> None:
         case.sent, case.planned = sent, planned
-        if case.failure is None:
+        if case.failure is None and not case.expect_down:
             try:
                 case.spark.check_alive()
             except DriverDied as exc:   # the schedule never waits for the system, nor stops for it
                 _driver_died(case, exc)
         case.progress.update(f"sent {sent:,}/{planned:,}")
 
+    start_ms = time.time_ns() // 1_000_000 + generator.START_LEAD_MS
+    schedule.start(t0=start_ms / 1000)   # a fault's `at` counts from the first event sent
     try:
         report = generator.generate(wl, case.stack.bootstrap_servers, case.truth_dir, topic=case.topic,
-                                    progress=on_progress)
+                                    start_ms=start_ms, progress=on_progress)
     finally:
         truth.write_control(case.truth_dir, case.warmup)   # the warm-up events are truth too
+    if schedule.specs:
+        case.progress.step(f"case {case.name}: waiting for the faults to heal and be observed")
+        schedule.join()
     case.sent, case.report = report["events"], report
     generator.write_report(case.dir / "generator.json", report)
     if not report["events"]:
@@ -195,7 +206,7 @@ def _drain(case: Case) -> None:
             f"raise drain_timeout in the scenario, or read {case.spark.log_path}") from None
 
 
-def _case_result(case: Case, failure: str | None) -> dict:
+def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict:
     """Check the sink against ground truth and build the case's summary entry."""
     from workloads.generator import truth as truth_mod
     from workloads.sinks import SINKS
@@ -207,7 +218,8 @@ def _case_result(case: Case, failure: str | None) -> dict:
     progress_records = metrics.read_progress(case.dir / "progress.jsonl")
     result: dict[str, Any] = {
               "name": spec.name, "guarantee": spec.guarantee, "pipeline": pl.kind, "sink": spec.sink,
-              "faults": [], "error": failure, "batches": len(progress_records), "topic": case.topic,
+              "faults": schedule.records(), "error": failure, "batches": len(progress_records),
+              "topic": case.topic,
               "sink_table": case.sink_name,
               "spark_pids": {"driver": case.driver.pid if case.driver else None,
                              "executors": sorted(case.driver.seen_executor_pids) if case.driver else []}}
@@ -215,10 +227,10 @@ def _case_result(case: Case, failure: str | None) -> dict:
         result["generator"] = _generator_summary(case.report)
     if truth is None:   # died before sending: nothing to check
         return {**result, **_nothing_checked(spec.guarantee, failure)}
-    batches = checkpoint.read_batches(case.checkpoint, case.topic)
+    batches = checkpoint.read_queries(case.checkpoints, case.topic)
     checked = oracle(pl.kind).check(truth, sink, batches, pl.window_ms, pl.slide_ms)
     c = checked.counts
-    problems = ([failure] if failure else []) + checked.problems
+    problems = ([failure] if failure else []) + schedule.problems() + checked.problems
     verdict = summary_mod.verdict(spec.guarantee, c["lost"], c["duplicated"], c["unexpected"],
                                   expected_count=c["expected"], problems=problems)
     return {

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from harness.errors import ScenarioError
+from harness.scenario.faults import parse_faults
 from harness.scenario.model import (
     GUARANTEES,
     Case,
@@ -35,7 +36,7 @@ from workloads.sinks import SINKS
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")     # names become directory and table names
 _TOP_KEYS = ("name", "description", "drain_timeout", "services", "workload", "pipeline", "cases",
-             "quick")
+             "matrix", "faults", "quick")
 _CASE_KEYS = ("name", "guarantee", "sink", "faults")
 _SHIPPED = Path(__file__).parent / "scenarios"
 
@@ -66,10 +67,22 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     head = dict(name=top.string("name", pattern=_NAME), description=_description(top),
                 drain_timeout_s=top.duration_ms("drain_timeout", "120s", gt=0) / 1000)
     services = _services(top.table("services", ("kafka", "spark", "postgres")))
-    workload = _workload(top.raw("workload", {}), top.raw("quick", {}), quick)
-    return Scenario(**head, path=path, services=services, workload=workload,
-                    pipeline=_pipeline(top),
-                    cases=_cases(top.raw("cases")))
+    quick_raw = top.raw("quick", {})
+    quick_faults = quick_raw.pop("faults", None) if isinstance(quick_raw, dict) else None
+    workload = _workload(top.raw("workload", {}), quick_raw, quick)
+    pipeline = _pipeline(top)
+    cases = _cases(top.raw("cases"), top.table("matrix", ("guarantee", "sink")))
+    faults = _faults(top.raw("faults"), quick_faults, quick, workload, services.spark.master)
+    return Scenario(**head, path=path, services=services, workload=workload, pipeline=pipeline,
+                    cases=cases, faults=faults)
+
+
+def _faults(raw: Any, quick_raw: Any, quick: bool, workload: WorkloadSpec, master: str):
+    """[[faults]]; with --quick, [[quick.faults]] replaces them when the scenario gives it
+    (a shorter workload needs an earlier schedule)."""
+    if quick and quick_raw is not None:
+        return parse_faults(quick_raw, workload.duration_s, master, "quick.faults")
+    return parse_faults(raw, workload.duration_s, master)
 
 
 def _description(top: Section) -> str:
@@ -148,27 +161,46 @@ def _any_pipeline_key() -> tuple[str, ...]:
     return ("trigger", *sorted({key for kind in PIPELINES for key in pipeline_module(kind).PARAMS}))
 
 
-def _cases(raw: Any) -> tuple[Case, ...]:
-    if raw is None or raw == []:
-        raise ScenarioError("cases is missing or empty: a scenario needs at least one case",
-                            'add a [[cases]] table with name and guarantee, e.g. guarantee = "exactly-once"')
-    if not isinstance(raw, list):
+def _cases(raw: Any, matrix: Section) -> tuple[Case, ...]:
+    """[[cases]], plus one case per combination of [matrix] guarantee and sink (ducktape's
+    @matrix): the same workload and faults under each guarantee."""
+    listed: list = [] if raw is None else raw
+    if not isinstance(listed, list):
         raise bad("cases", raw, "expected an array of tables", "write each case as a [[cases]] table")
-    cases = tuple(_case(Section(item, f"cases[{i}]", _CASE_KEYS)) for i, item in enumerate(raw))
+    cases = [_case(Section(item, f"cases[{i}]", _CASE_KEYS)) for i, item in enumerate(listed)]
+    cases += _matrix(matrix)
+    if not cases:
+        raise ScenarioError("cases is missing or empty: a scenario needs at least one case",
+                            'add a [[cases]] table with name and guarantee, e.g. guarantee = "exactly-once", '
+                            'or a [matrix] with guarantee = [...]')
     seen: set[str] = set()
     for i, case in enumerate(cases):
         if case.name in seen:
             raise bad(f"cases[{i}].name", case.name, "is used by an earlier case",
                       "give every case a unique name")
         seen.add(case.name)
+    return tuple(cases)
+
+
+def _matrix(s: Section) -> list[Case]:
+    if not s.data:
+        return []
+    axes = {"guarantee": s.raw("guarantee", list(GUARANTEES)), "sink": s.raw("sink", ["postgres"])}
+    for key, values in axes.items():
+        if not isinstance(values, list) or not values:
+            raise bad(s.field(key), values, "expected a non-empty array", f'write {key} = ["...", "..."]')
+    cases = []
+    for guarantee in axes["guarantee"]:
+        for sink in axes["sink"]:
+            item = {"name": f"{guarantee}-{sink}", "guarantee": guarantee, "sink": sink}
+            cases.append(_case(Section(item, f"matrix[{guarantee}, {sink}]", _CASE_KEYS)))
     return cases
 
 
 def _case(s: Section) -> Case:
-    faults = s.raw("faults", [])
-    if faults != []:
-        raise bad(s.field("faults"), faults, "faults are not supported yet",
-                  "remove faults or leave it empty: fault injection is not implemented")
+    if "faults" in s:
+        raise bad(s.field("faults"), s.raw("faults"), "faults are not a key of a case",
+                  "declare them at the top level as [[faults]] tables: they apply to every case")
     case = Case(name=s.string("name", pattern=_NAME), guarantee=s.choice("guarantee", GUARANTEES),
                 sink=s.choice("sink", tuple(SINKS), "postgres"))
     offered = SINKS[case.sink].guarantees

@@ -8,6 +8,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from faults.spec import FaultSpec
 from workloads.generator.spec import WorkloadSpec
 
 GUARANTEES = ("at-most-once", "at-least-once", "exactly-once")
@@ -67,7 +68,6 @@ class Case:
     name: str
     guarantee: str
     sink: str = "postgres"
-    faults: tuple = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,6 +81,7 @@ class Scenario:
     workload: WorkloadSpec
     pipeline: Pipeline
     cases: tuple[Case, ...]
+    faults: tuple[FaultSpec, ...] = ()
     drain_timeout_s: float = 120.0
 
     def to_dict(self) -> dict:

@@ -45,6 +45,7 @@ class KafkaBroker(Service):
         self.port = free_port()
         self.controller_port = free_port()
         self.props_path = self.workdir / "server.properties"
+        self.cluster_id: str | None = None   # kept across a restart on the same data
 
     @property
     def bootstrap_servers(self) -> str:
@@ -86,9 +87,12 @@ class KafkaBroker(Service):
         (self.workdir / "log4j2.properties").write_text(
             _LOG4J2.format(log=self.workdir / "server.log"))
         self.props_path.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
+        if self.cluster_id is not None:
+            return   # a restart: the data directory is formatted already, with this cluster id
         cluster_id = "-"
         while cluster_id.startswith("-"):  # the storage tool would read a leading '-' as an option
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        self.cluster_id = cluster_id
         cmd = self._java("kafka.tools.StorageTool", "format", "--standalone", "--ignore-formatted",
                          "-t", cluster_id, "-c", str(self.props_path), heap="-Xmx256m")
         proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import importlib
 
-_PUBLIC = ("create_topic", "generate", "generate_parallel", "merge_reports", "send_control",
-           "write_report")
+_PUBLIC = ("START_LEAD_MS", "create_topic", "generate", "generate_parallel", "merge_reports",
+           "send_control", "write_report")
 __all__ = list(_PUBLIC)
 
 

@@ -168,7 +168,7 @@ class Sender:
         partition to the rows (seq, offset, append_ms) of its anchors in the block. With `wait`,
         first flush: every block comes out, and `acked_us` is when the last report arrived."""
         if wait:
-            left = self.producer.flush(60)
+            left = self.flush(60)
             self.acked_us = time.time_ns() // 1000
         while self.pending:
             prepared, sent_us, seq = self.pending[0]
@@ -198,9 +198,19 @@ class Sender:
                 self.cursor[p] = 0
         return reports
 
-    def close(self) -> None:
+    def flush(self, timeout_s: float) -> int:
+        """Wait for outstanding deliveries, in half-second slices: a signal (Ctrl-C) is handled
+        between slices, where one long flush would hold it off for the whole timeout.
+        Returns how many messages are still unacknowledged."""
+        deadline = time.monotonic() + timeout_s
+        left = self.producer.flush(0)
+        while left and time.monotonic() < deadline:
+            left = self.producer.flush(min(0.5, max(0.0, deadline - time.monotonic())))
+        return left
+
+    def close(self, timeout_s: float = 60.0) -> None:
         """Flush and drop the producer now: its delivery callbacks refer back to this Sender, and
         it would otherwise keep polling Kafka until the cycle collector ran."""
         if self.producer is not None:
-            self.producer.flush(60)
+            self.flush(timeout_s)
             self.producer = None

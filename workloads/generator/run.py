@@ -12,6 +12,7 @@ their reports; their truth parts sit side by side in one truth directory.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -107,7 +108,8 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
             recorder.close()   # blocks already handed over reach the truth, even when sending failed
         finally:
             writer.close()
-            sender.close()
+            # after a failure or an interrupt, do not wait a minute for a broker that may be gone
+            sender.close(60.0 if sys.exc_info()[0] is None else 5.0)
     report = stats.report(sender, locator, share, pace, topic)
     if locator.failed:
         raise Problem(f"{locator.failed:,} events are not confirmed in Kafka: "

@@ -29,10 +29,14 @@ class DriverConfig:
     status_path: str = ""
     progress_path: str = ""
     stop_path: str = ""
+    control_dir: str = ""          # the control channel (pipelines/control.py)
+    # where a query on a fresh checkpoint starts: earliest, or latest (at-most-once's restart)
+    starting_offsets: str = "earliest"
 
     def with_paths(self, workdir: Path) -> DriverConfig:
         return replace(self, status_path=str(workdir / "status.json"),
-                       progress_path=str(workdir / "progress.jsonl"), stop_path=str(workdir / "STOP"))
+                       progress_path=str(workdir / "progress.jsonl"), stop_path=str(workdir / "STOP"),
+                       control_dir=str(workdir / "control"))
 
     def write(self, path: Path) -> None:
         Path(path).write_text(json.dumps(asdict(self), indent=2))

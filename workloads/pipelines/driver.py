@@ -5,7 +5,8 @@ and a restart resumes from the same checkpoint. It reads a DriverConfig (config.
 starts the query, and writes beside it:
   status.json     {"state": "running"|"stopped"|"failed", "query_id", "error"}
   progress.jsonl  one StreamingQueryProgress JSON per micro-batch
-It stops gracefully when the file named by `stop_path` appears.
+It stops gracefully when the file named by `stop_path` appears. Between a sink's write
+and Spark's commit it obeys the control directory (pipelines/control.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from workloads.pipelines import pipeline
 from workloads.pipelines.config import DriverConfig
+from workloads.pipelines.control import CommitGate
 from workloads.pipelines.source import parse_events, read_kafka
 from workloads.sinks import SINKS
 
@@ -95,13 +97,15 @@ def _progress_listener(path: Path):
 
 
 def _start_query(spark, config: DriverConfig, sink):
-    events = parse_events(read_kafka(spark, config.bootstrap_servers, config.topic))
+    options = {"startingOffsets": config.starting_offsets}
+    events = parse_events(read_kafka(spark, config.bootstrap_servers, config.topic, options))
     out = pipeline(config.pipeline).build(events, config.params)
+    gate = CommitGate(sink.write, Path(config.control_dir), lambda: getattr(sink, "last_rows", None))
     return (out.writeStream.outputMode("append")
             .queryName(config.app_name)
             .trigger(processingTime=f"{config.trigger_ms} milliseconds")
             .option("checkpointLocation", config.checkpoint)
-            .foreachBatch(sink.write)
+            .foreachBatch(gate)
             .start())
 
 

@@ -6,7 +6,8 @@ from workloads.wire import SPARK_SCHEMA
 
 
 def read_kafka(spark, bootstrap_servers: str, topic: str, options: dict[str, str] | None = None):
-    """The topic as a stream, from its earliest offsets, failing on data loss."""
+    """The topic as a stream, from its earliest offsets unless `options` say otherwise
+    (startingOffsets = latest), failing on data loss."""
     reader = (spark.readStream.format("kafka")
               .option("kafka.bootstrap.servers", bootstrap_servers)
               .option("subscribe", topic)

@@ -3,6 +3,8 @@
 exactly-once: the batch's rows and its batch id are written in one transaction, and a
 batch id that is already committed is skipped, so Spark's replay of a batch after a
 restart changes nothing. at-least-once: plain INSERTs, so a replayed batch lands twice.
+at-most-once: plain INSERTs too; the driver is restarted on a fresh checkpoint at the
+latest offsets, so no batch is replayed and whatever was in flight is skipped.
 Each batch's commit time is recorded: it is when its rows became visible to readers.
 """
 
@@ -23,16 +25,17 @@ class PostgresSink:
     """One table of the pipeline's columns plus `batch_id`, and `<table>_batches` with the
     commit time of every batch. One connection, reused across batches."""
 
-    guarantees = ("exactly-once", "at-least-once")
+    guarantees = ("exactly-once", "at-least-once", "at-most-once")
 
     def __init__(self, ctx: SinkContext):
         if ctx.guarantee not in self.guarantees:
-            raise ValueError(f"PostgresSink gives exactly-once or at-least-once, not {ctx.guarantee!r}")
+            raise ValueError(f"PostgresSink gives one of {self.guarantees}, not {ctx.guarantee!r}")
         if ctx.postgres_url is None:
             raise ValueError("PostgresSink needs ctx.postgres_url")
         self.ctx, self.url, self.table = ctx, ctx.postgres_url, ctx.name
         self.columns = list(ctx.columns)
         self._conn: Any = None
+        self.last_rows: int | None = None    # rows of the last batch written (the commit gate reads it)
 
     def setup(self) -> None:
         cols = ", ".join(f"{c} {_SQL_TYPES[t.upper()]}" for c, t in self.ctx.columns.items())
@@ -43,7 +46,9 @@ class PostgresSink:
             conn.execute(_BATCHES_DDL.format(t=self.table, pk=pk))
 
     def write(self, batch_df, batch_id: int) -> None:
-        self.write_rows([tuple(r) for r in batch_df.select(*self.columns).collect()], batch_id)
+        rows = [tuple(r) for r in batch_df.select(*self.columns).collect()]
+        self.write_rows(rows, batch_id)
+        self.last_rows = len(rows)
 
     __call__ = write   # foreachBatch(sink)
 

@@ -1,0 +1,51 @@
+"""The base of every injector: its spec, its targets, when it acted, and what was seen."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from faults.spec import FaultSpec
+from faults.targets import Targets
+
+
+@dataclass
+class Observation:
+    """Whether the fault's effect was seen, in a sentence, with figures for recovery."""
+
+    observed: bool
+    detail: str
+    facts: dict = field(default_factory=dict)
+
+
+class Fault:
+    """inject() makes it happen, heal() undoes it (once, always), observe() checks the effect."""
+
+    def __init__(self, spec: FaultSpec, targets: Targets):
+        self.spec, self.targets = spec, targets
+        self.injected_at: float | None = None   # wall-clock seconds
+        self.healed_at: float | None = None
+        self.target = spec.target               # what it acted on, as recorded ("executor:0 (pid 123)")
+        self._healing = False
+
+    def inject(self) -> None:
+        self.injected_at = time.time()
+        self._inject()
+
+    def heal(self) -> None:
+        """Undo the fault, once; `healed_at` is when it is undone (a restarted driver is ready)."""
+        if self.healed_at is None and not self._healing:
+            self._healing = True
+            try:
+                self._heal()
+            finally:
+                self.healed_at = time.time()
+
+    def _inject(self) -> None:
+        raise NotImplementedError
+
+    def _heal(self) -> None:
+        """Nothing to undo by default (a kill is over once it happened)."""
+
+    def observe(self) -> Observation:
+        raise NotImplementedError

@@ -1,0 +1,37 @@
+"""restart-broker: stop the Kafka broker (clean or hard) and start it again on its data."""
+
+from __future__ import annotations
+
+import time
+
+from faults.base import Fault, Observation
+from faults.targets import wait_for
+
+
+class RestartBroker(Fault):
+    """mode = clean: SIGTERM and a controlled shutdown; hard: SIGKILL. Same data directory
+    and ports on restart."""
+
+    def _inject(self) -> None:
+        self.broker = self.targets.service("broker")
+        for pid in self.broker.pids():
+            self.targets.process(pid)   # refuses a pid this run did not start
+        self.target = f"broker (pid {self.broker.pid}, {self.spec.mode})"
+        (self.broker.stop if self.spec.mode == "clean" else self.broker.kill)()
+
+    def _heal(self) -> None:
+        broker = getattr(self, "broker", None)
+        if broker is None or broker.running:
+            return   # never stopped: nothing to start
+        broker.start().wait_ready()
+        self.back_at = time.time()
+
+    def observe(self) -> Observation:
+        if not hasattr(self, "back_at"):
+            return Observation(False, f"{self.target} was stopped but did not come back")
+        after = wait_for(lambda: self.targets.batches_after(self.back_at), 120, 0.5)
+        if not after:
+            return Observation(False, f"{self.target} came back, but no batch completed within 120s")
+        assert self.injected_at is not None
+        down = round(self.back_at - self.injected_at, 3)
+        return Observation(True, f"{self.target} was down {down:.1f}s; batches resumed", {"downtime_s": down})

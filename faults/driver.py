@@ -1,0 +1,119 @@
+"""Faults on the driver: kill it and start another, or make Spark replay one batch.
+
+A new driver starts on the same checkpoint (at-least-once, exactly-once), so Spark
+re-executes a batch that is in the offset log but not in the commit log; or on a fresh
+checkpoint at the latest offsets (at-most-once), so whatever was in flight is skipped.
+Which one is the harness's business (Targets.restart_driver).
+"""
+
+from __future__ import annotations
+
+import time
+
+from faults.base import Fault, Observation
+from faults.targets import wait_for
+from workloads.pipelines.control import DELAY_COMMIT, HOLD_COMMIT, held_batches, holding, request
+
+HOLD_TIMEOUT_S = 60.0
+FIRST_BATCH_TIMEOUT_S = 120.0
+
+
+class KillDriver(Fault):
+    """SIGKILL the driver's process tree; heal starts a new driver after `downtime`.
+
+    When a delay-commit is switched on, the kill waits until a batch is held in the
+    commit window, so that it lands there: the deterministic replay."""
+
+    held: dict | None = None
+
+    def _inject(self) -> None:
+        control = self.targets.control_dir
+        self.held = holding(control)
+        if self.held is None and (control / DELAY_COMMIT).exists():
+            self.held = wait_for(lambda: holding(control), HOLD_TIMEOUT_S)
+        self._kill()
+
+    def _kill(self) -> None:
+        driver = self.targets.driver()
+        self.targets.process(driver.pid)           # refuses a pid this run did not start
+        self.before = _completed(self.targets.progress())
+        self.query_id = _query_id(self.targets.progress())
+        self.target = f"driver (pid {driver.pid})"
+        self.targets.expect_down(True)
+        self.killed_at = time.time()
+        driver.kill()
+
+    def _heal(self) -> None:
+        if not hasattr(self, "killed_at"):
+            return   # the kill never happened: a restart would start a second driver
+        try:
+            self.targets.restart_driver()
+            self.restarted_at = time.time()
+        finally:
+            self.targets.expect_down(False)
+
+    def observe(self) -> Observation:
+        if not hasattr(self, "restarted_at"):
+            return Observation(False, f"{self.target} was killed but no new driver started")
+        after = wait_for(lambda: self.targets.batches_after(self.restarted_at), FIRST_BATCH_TIMEOUT_S, 0.5)
+        if not after:
+            return Observation(False, f"{self.target} was killed and restarted, but no batch completed "
+                                      f"within {FIRST_BATCH_TIMEOUT_S:.0f}s")
+        first = after[0]
+        rerun = [p for p in after if p.get("id") == self.query_id
+                 and (p["batchId"] in self.before or (self.held and p["batchId"] == self.held["batch_id"]))]
+        facts = {"downtime_s": round(self.restarted_at - self.killed_at, 3),
+                 "first_batch_after_s": round(_end_s(first) - self.killed_at, 3),
+                 "batches_reexecuted": len({p["batchId"] for p in rerun}),
+                 "events_reread": sum(p.get("numInputRows", 0) for p in rerun)}
+        fresh = first.get("id") != self.query_id
+        how = ("on a fresh checkpoint at the latest offsets" if fresh
+               else f"on the same checkpoint, first batch {first['batchId']}")
+        held = f" while batch {self.held['batch_id']} was held in the commit window" if self.held else ""
+        return Observation(True, f"{self.target} killed{held}; a new driver ran {how} after "
+                                 f"{facts['downtime_s']:.1f}s down", facts)
+
+
+class ReplayBatch(KillDriver):
+    """Hold the next batch that wrote rows after the sink's write, kill the driver there,
+    and start again: the offset log holds the batch and the commit log does not, so Spark
+    re-executes it with its original id. No timing is involved."""
+
+    def _inject(self) -> None:
+        control = self.targets.control_dir
+        seen = len(held_batches(control))
+        request(control, HOLD_COMMIT)
+        if not wait_for(lambda: len(held_batches(control)) > seen, HOLD_TIMEOUT_S):
+            raise TimeoutError("no batch that wrote rows reached the commit window "
+                               f"within {HOLD_TIMEOUT_S:.0f}s")
+        self.held = held_batches(control)[-1]
+        self._kill()
+        commit = self.targets.checkpoint() / "commits" / str(self.held["batch_id"])
+        commit.unlink(missing_ok=True)   # a driver stopped just after its commit leaves the same state
+
+    def observe(self) -> Observation:
+        seen = super().observe()
+        if not seen.observed or self.held is None:
+            return seen
+        again = seen.facts.get("batches_reexecuted", 0) > 0
+        fresh = "fresh checkpoint" in seen.detail
+        if not again and not fresh:
+            return Observation(False, f"batch {self.held['batch_id']} was held and the driver restarted, "
+                                      f"but the batch did not run again", seen.facts)
+        what = "skipped (at-most-once restarts fresh)" if fresh else "ran again"
+        return Observation(True, f"batch {self.held['batch_id']} ({self.held['rows']} rows) was written, "
+                                 f"the driver killed before its commit, and the batch {what}", seen.facts)
+
+
+def _completed(progress: list[dict]) -> set[int]:
+    return {p["batchId"] for p in progress}
+
+
+def _query_id(progress: list[dict]) -> str | None:
+    return progress[-1].get("id") if progress else None
+
+
+def _end_s(progress: dict) -> float:
+    from faults.targets import _end_s as end
+
+    return end(progress)

@@ -1,0 +1,95 @@
+"""Faults on processes: kill an executor, pause (SIGSTOP) a process for a while."""
+
+from __future__ import annotations
+
+import signal
+
+import psutil
+
+from faults.base import Fault, Observation
+from faults.targets import RefusedTarget, wait_for
+
+REPLACEMENT_TIMEOUT_S = 120.0
+
+
+class KillExecutor(Fault):
+    """SIGKILL one executor; local-cluster launches a replacement, which must appear."""
+
+    def _inject(self) -> None:
+        executors = self.targets.executors()
+        if not executors:
+            raise RefusedTarget("the driver has no executor process (a local[*] master?)")
+        index = self.spec.target_index
+        chosen = (self.targets.rng(f"{self.spec.kind}@{self.spec.at_s}").randrange(len(executors))
+                  if index == "random" else int(index or 0))
+        if chosen >= len(executors):
+            raise RefusedTarget(f"executor {chosen} does not exist ({len(executors)} are running)")
+        self.victim = executors[chosen]
+        self.before = {p.pid for p in executors}
+        self.target = f"executor:{chosen} (pid {self.victim.pid})"
+        self.victim.send_signal(signal.SIGKILL)
+
+    def observe(self) -> Observation:
+        died = wait_for(lambda: _status(self.victim) in (psutil.STATUS_ZOMBIE, None), 10)
+        if not died:
+            return Observation(False, f"{self.target} was still running after SIGKILL")
+
+        def replaced():
+            try:
+                return set(self.targets.driver().executor_pids()) - self.before
+            except RefusedTarget:
+                return set()
+
+        new = wait_for(replaced, REPLACEMENT_TIMEOUT_S, 0.5)
+        if not new:
+            return Observation(False, f"{self.target} died, but no executor replaced it within "
+                                      f"{REPLACEMENT_TIMEOUT_S:.0f}s")
+        import time
+
+        assert self.injected_at is not None
+        back = time.time() - self.injected_at
+        return Observation(True, f"{self.target} died; executor pid {min(new)} replaced it after {back:.1f}s",
+                           {"executor_back_s": round(back, 3)})
+
+
+class Pause(Fault):
+    """SIGSTOP every process of the target, SIGCONT at heal (a long GC pause, a frozen VM)."""
+
+    def _inject(self) -> None:
+        kind, index = self.spec.target_kind, self.spec.target_index
+        if kind == "executor":
+            executors = self.targets.executors()
+            chosen = (self.targets.rng(f"pause@{self.spec.at_s}").randrange(len(executors))
+                      if index == "random" else int(index or 0))
+            self.procs = [executors[chosen]]
+            self.target = f"executor:{chosen} (pid {self.procs[0].pid})"
+        else:
+            service = self.targets.service(kind)
+            self.procs = [self.targets.process(pid) for pid in service.pids()]
+            self.target = f"{kind} ({len(self.procs)} processes)"
+        for proc in self.procs:
+            proc.send_signal(signal.SIGSTOP)
+        stopped = (psutil.STATUS_STOPPED, None)
+        self.stopped = wait_for(lambda: all(_status(p) in stopped for p in self.procs), 5)
+
+    def _heal(self) -> None:
+        for proc in self.procs:
+            try:
+                proc.send_signal(signal.SIGCONT)
+            except psutil.NoSuchProcess:
+                pass
+
+    def observe(self) -> Observation:
+        resumed = wait_for(lambda: all(_status(p) != psutil.STATUS_STOPPED for p in self.procs), 5)
+        if not self.stopped:
+            return Observation(False, f"{self.target}: not every process was 'stopped' after SIGSTOP")
+        if not resumed:
+            return Observation(False, f"{self.target}: a process was still stopped after SIGCONT")
+        return Observation(True, f"{self.target} stopped for {self.spec.duration_s:g}s, then resumed")
+
+
+def _status(proc: psutil.Process) -> str | None:
+    try:
+        return proc.status()
+    except psutil.NoSuchProcess:
+        return None

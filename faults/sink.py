@@ -1,0 +1,53 @@
+"""stall-sink: block the sink for a while (PostgreSQL: another session holds a lock)."""
+
+from __future__ import annotations
+
+import time
+
+from faults.base import Fault, Observation
+from faults.targets import RefusedTarget, wait_for
+
+
+class StallSink(Fault):
+    """An ACCESS EXCLUSIVE lock on the sink table, held by a session of our own: every write
+    (and read) of the table waits until heal releases it."""
+
+    def _inject(self) -> None:
+        import psycopg
+
+        url, table = self.targets.postgres_url, self.targets.sink_table
+        if url is None or table is None:
+            raise RefusedTarget("stall-sink knows how to stall a PostgreSQL sink only")
+        self.conn = psycopg.connect(url)
+        self.conn.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+        self.locked_at = time.time()
+        self.target = f"sink table {table}"
+
+    def _heal(self) -> None:
+        conn = getattr(self, "conn", None)
+        if conn is not None:
+            conn.rollback()
+            conn.close()
+
+    def observe(self) -> Observation:
+        import psycopg
+
+        assert self.healed_at is not None
+        table, url = self.targets.sink_table, self.targets.postgres_url
+        assert url is not None and table is not None, "checked at injection"
+        lo, hi = (self.locked_at + 0.5) * 1000, self.healed_at * 1000
+
+        def commits(since_ms: float, until_ms: float) -> int:
+            with psycopg.connect(url) as conn:
+                row = conn.execute(f"SELECT count(*) FROM {table}_batches WHERE committed_ms > %s "
+                                   "AND committed_ms < %s", (since_ms, until_ms)).fetchone()
+                return row[0] if row else 0
+
+        during = commits(lo, hi)
+        after = wait_for(lambda: commits(hi, time.time() * 1000 + 1), 60, 0.5)
+        if during:
+            return Observation(False, f"{during} batches committed to {table} while it was locked")
+        if not after:
+            return Observation(False, f"no batch committed to {table} within 60s of the lock's release")
+        return Observation(True, f"no batch committed to {table} for {self.spec.duration_s:g}s; "
+                                 f"commits resumed after the lock was released")

@@ -1,0 +1,85 @@
+"""What the harness hands the injectors: its services, their pids, and a few callables.
+
+Injectors touch nothing else. Before any signal, `process()` checks the pid against
+every pid the harness started and keeps a psutil handle, which refuses to signal a
+pid that was reused by another process (psutil compares start times).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+
+class RefusedTarget(Exception):
+    """A target that the harness did not start, or that is gone: no signal is sent."""
+
+
+@dataclass
+class Targets:
+    """The processes and hooks of one case under way."""
+
+    driver: Callable[[], Any]             # the case's current driver service (it changes on restart)
+    restart_driver: Callable[[], None]    # start a new driver (same checkpoint, or fresh for at-most-once)
+    expect_down: Callable[[bool], None]   # say that the driver's death is intended (or no longer)
+    control_dir: Path                     # the driver's control channel (workloads.pipelines.control)
+    progress: Callable[[], list[dict]]    # the driver's progress records so far, in order
+    checkpoint: Callable[[], Path]        # the current query's checkpoint
+    started_pids: Callable[[], set[int]]  # every pid the harness started in this run
+    services: dict[str, Any] = field(default_factory=dict)   # "broker", "postgres": service objects
+    postgres_url: str | None = None
+    sink_table: str | None = None
+    seed: int = 0
+
+    def rng(self, salt: str) -> random.Random:
+        """A generator seeded by the scenario's seed and `salt`: the same plan every run."""
+        return random.Random(f"{self.seed}:{salt}")
+
+    def process(self, pid: int) -> psutil.Process:
+        """A handle on `pid`, refused unless the harness started it and it still runs."""
+        if pid not in self.started_pids():
+            raise RefusedTarget(f"pid {pid} was not started by this run: no signal sent")
+        try:
+            proc = psutil.Process(pid)
+        except psutil.NoSuchProcess:
+            raise RefusedTarget(f"pid {pid} is gone") from None
+        return proc
+
+    def executors(self) -> list[psutil.Process]:
+        """The driver's executor processes, oldest first (executor:0 is the oldest)."""
+        procs = [self.process(pid) for pid in self.driver().executor_pids()]
+        return sorted(procs, key=lambda p: p.create_time())
+
+    def service(self, name: str) -> Any:
+        if name == "driver":
+            return self.driver()
+        if name not in self.services:
+            raise RefusedTarget(f"this run has no {name} of its own (an external one is never touched)")
+        return self.services[name]
+
+    def batches_after(self, at: float) -> list[dict]:
+        """Progress records of batches that ended after wall-clock time `at`."""
+        return [p for p in self.progress() if _end_s(p) > at]
+
+
+def _end_s(progress: dict) -> float:
+    from datetime import datetime
+
+    start = datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp()
+    return start + progress.get("batchDuration", 0) / 1000
+
+
+def wait_for(condition: Callable[[], Any], timeout_s: float, every_s: float = 0.2) -> Any:
+    """Poll `condition` until it is truthy or `timeout_s` passes; return its last value."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = condition()
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(every_s)

@@ -1,0 +1,90 @@
+"""The driver's control channel: files in the case's control directory, switched at run time.
+
+The harness (faults/) writes a request file; the driver acts on it between a sink's write
+and the return from `foreachBatch`, that is, after a batch's output is in the sink and
+before Spark writes the batch to its commit log (checkpoint/commits/N). That is Spark's
+commit window, the equivalent of a held checkpoint barrier: a crash inside it leaves a
+batch that the sink has but the checkpoint does not, and a restart re-executes it.
+
+  delay-commit     request: milliseconds to hold the next batch that wrote rows
+  hold-commit      request: hold the next batch that wrote rows until the driver dies
+  held-<N>.json    the driver's answer: batch N wrote `rows` rows and is held from `at_ms`
+                   until `until_ms` (null: until the driver dies)
+The gate wraps any sink's `write`, the user's own included. A sink that sets
+`last_rows` after each write says how many rows it wrote; without it every batch counts
+as one that wrote rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+DELAY_COMMIT = "delay-commit"
+HOLD_COMMIT = "hold-commit"
+
+
+def held_path(control_dir: Path, batch_id: int) -> Path:
+    return Path(control_dir) / f"held-{batch_id}.json"
+
+
+def held_batches(control_dir: Path) -> list[dict]:
+    """Every batch the gate has held so far, oldest first."""
+    found = []
+    for path in sorted(Path(control_dir).glob("held-*.json")):
+        try:
+            found.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue   # being written
+    return sorted(found, key=lambda h: h["at_ms"])
+
+
+def holding(control_dir: Path) -> dict | None:
+    """The batch held in the commit window right now, if any."""
+    now_ms = time.time_ns() // 1_000_000
+    held = [h for h in held_batches(control_dir) if h.get("until_ms") is None or h["until_ms"] > now_ms]
+    return held[-1] if held else None
+
+
+def request(control_dir: Path, name: str, value: str = "") -> None:
+    """Switch a request on (atomically: the driver never reads half a file)."""
+    path = Path(control_dir) / name
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(value)
+    os.replace(tmp, path)
+
+
+def withdraw(control_dir: Path, name: str) -> None:
+    (Path(control_dir) / name).unlink(missing_ok=True)
+
+
+class CommitGate:
+    """`foreachBatch` callable: the sink's write, then whatever the control directory asks."""
+
+    def __init__(self, write: Callable, control_dir: Path, rows: Callable[[], int | None]):
+        self.write, self.control_dir, self.rows = write, Path(control_dir), rows
+        self.control_dir.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, batch_df, batch_id: int) -> None:
+        self.write(batch_df, batch_id)
+        delay, hold = self.control_dir / DELAY_COMMIT, self.control_dir / HOLD_COMMIT
+        if not (delay.exists() or hold.exists()):
+            return
+        rows = self.rows()
+        if rows == 0:
+            return   # nothing to replay: wait for a batch that wrote rows
+        now_ms = time.time_ns() // 1_000_000
+        forever = hold.exists()
+        try:
+            until_ms = None if forever else now_ms + int(delay.read_text() or 0)
+        except (OSError, ValueError):
+            return                  # withdrawn meanwhile
+        hold.unlink(missing_ok=True)
+        delay.unlink(missing_ok=True)   # one batch per request
+        held_path(self.control_dir, batch_id).write_text(json.dumps(
+            {"batch_id": batch_id, "rows": rows, "at_ms": now_ms, "until_ms": until_ms}))
+        while until_ms is None or time.time_ns() // 1_000_000 < until_ms:
+            time.sleep(0.05)        # held: until the time is up, or the harness kills this driver
