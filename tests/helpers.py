@@ -60,6 +60,20 @@ def processes_of_run(run_id: str) -> list[str]:
     return found
 
 
+def assert_nothing_left(run_dir: Path) -> None:
+    """No pid the run recorded is alive, none is stopped, and no process carries the run's id."""
+    import json
+
+    from harness import procs
+
+    pids = json.loads((run_dir / "pids.json").read_text())
+    alive = {name: [p for p in ps if procs.alive(p)] for name, ps in pids.items()}
+    assert not any(alive.values()), f"still alive by pid: {alive}"
+    assert sum(map(len, pids.values())) >= 3, f"too few pids recorded: {pids}"
+    left = processes_of_run(json.loads((run_dir / "summary.json").read_text())["run_id"])
+    assert not left, "still alive by process tree:\n" + "\n".join(left)
+
+
 def _environ(pid: int) -> str:
     return Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace").replace("\0", "\n")
 

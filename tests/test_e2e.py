@@ -13,24 +13,16 @@ import time
 
 import pytest
 
-from harness import procs
 from harness.report import summary
 from harness.wait import wait_until
-from tests.helpers import REPO, harness_cmd, processes_of_run, run_cli
+from tests.helpers import REPO, assert_nothing_left, harness_cmd, run_cli
 
 pytestmark = pytest.mark.integration
 
-SMOKE = REPO / "workloads" / "scenarios" / "smoke.toml"
+SMOKE = REPO / "workloads" / "scenarios" / "smoke.toml"   # the old path: a link that must keep working
 
 
-def _assert_nothing_left(run_dir):
-    """No pid the run recorded is alive, and no process carries the run's id."""
-    pids = json.loads((run_dir / "pids.json").read_text())
-    alive = {name: [p for p in ps if procs.alive(p)] for name, ps in pids.items()}
-    assert not any(alive.values()), f"still alive by pid: {alive}"
-    assert sum(map(len, pids.values())) >= 3, f"too few pids recorded: {pids}"
-    left = processes_of_run(json.loads((run_dir / "summary.json").read_text())["run_id"])
-    assert not left, "still alive by process tree:\n" + "\n".join(left)
+_assert_nothing_left = assert_nothing_left
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,151 @@
+"""Fault injection without the stack: the commit gate, the schedule's safety rules, targets."""
+
+import json
+import os
+import threading
+import time
+
+import pytest
+
+import faults
+from faults.base import Fault, Observation
+from faults.spec import FaultSpec
+from faults.targets import RefusedTarget, Targets
+from harness.run.faults import FaultRunner
+from workloads.pipelines.control import DELAY_COMMIT, CommitGate, held_batches, holding, request
+
+pytestmark = pytest.mark.unit
+
+
+def _gate(tmp_path, rows):
+    written = []
+    gate = CommitGate(lambda df, batch_id: written.append(batch_id), tmp_path, lambda: rows)
+    return gate, written
+
+
+class TestCommitGate:
+    def test_without_a_request_a_batch_passes_at_once(self, tmp_path):
+        """No control file: the sink writes and foreachBatch returns; nothing is held."""
+        gate, written = _gate(tmp_path, rows=5)
+        gate(None, 0)
+        assert written == [0] and held_batches(tmp_path) == []
+
+    def test_a_delay_holds_the_batch_after_its_write_and_says_so(self, tmp_path):
+        """delay-commit 300 ms: the write happens first, then the gate holds the batch for the
+        delay and leaves held-N.json with its rows and its time in the window."""
+        gate, written = _gate(tmp_path, rows=5)
+        request(tmp_path, DELAY_COMMIT, "300")
+        started = time.monotonic()
+        gate(None, 7)
+        assert time.monotonic() - started >= 0.3 and written == [7]
+        (held,) = held_batches(tmp_path)
+        assert (held["batch_id"], held["rows"]) == (7, 5) and held["until_ms"] - held["at_ms"] == 300
+
+    def test_a_batch_that_wrote_no_rows_is_not_held_and_the_request_waits(self, tmp_path):
+        """A replay of an empty batch shows nothing: the gate waits for a batch with rows."""
+        gate, _ = _gate(tmp_path, rows=0)
+        request(tmp_path, DELAY_COMMIT, "5000")
+        gate(None, 1)
+        assert held_batches(tmp_path) == [] and (tmp_path / DELAY_COMMIT).exists()
+
+    def test_one_request_holds_one_batch(self, tmp_path):
+        """The request is used up by the batch it held: the next batch passes."""
+        gate, _ = _gate(tmp_path, rows=3)
+        request(tmp_path, DELAY_COMMIT, "50")
+        gate(None, 1)
+        gate(None, 2)
+        assert [h["batch_id"] for h in held_batches(tmp_path)] == [1]
+
+    def test_holding_names_the_batch_in_the_window_only_while_it_is_there(self, tmp_path):
+        """A kill-driver that comes during the hold finds the batch; after it, nothing."""
+        now = time.time_ns() // 1_000_000
+        (tmp_path / "held-4.json").write_text(json.dumps({"batch_id": 4, "rows": 1, "at_ms": now,
+                                                          "until_ms": now + 60_000}))
+        (tmp_path / "held-2.json").write_text(json.dumps({"batch_id": 2, "rows": 1, "at_ms": now - 9000,
+                                                          "until_ms": now - 5000}))
+        assert holding(tmp_path)["batch_id"] == 4
+
+
+def _targets(tmp_path, started=()):
+    return Targets(driver=lambda: None, restart_driver=lambda: None, expect_down=lambda _: None,
+                   control_dir=tmp_path, progress=list, checkpoint=lambda: tmp_path,
+                   started_pids=lambda: set(started))
+
+
+class _Recorded(Fault):
+    """A fault that records what the schedule did with it."""
+
+    calls: list = []
+
+    def _inject(self):
+        self.calls.append(("inject", self.spec.kind))
+
+    def _heal(self):
+        self.calls.append(("heal", self.spec.kind))
+
+    def observe(self):
+        return Observation(True, "recorded")
+
+
+class TestSchedule:
+    @pytest.fixture(autouse=True)
+    def recorded(self, monkeypatch):
+        _Recorded.calls = []
+        for kind in ("pause", "kill-driver"):
+            monkeypatch.setitem(faults.INJECTORS, kind, f"{__name__}:_Recorded")
+
+    def test_each_fault_is_injected_at_its_time_healed_and_recorded(self, tmp_path):
+        """at 0.1 s for 0.2 s: injected, healed, observed; summary fields from the first event sent."""
+        runner = FaultRunner((FaultSpec("pause", 0.1, "driver", duration_s=0.2),), _targets(tmp_path))
+        t0 = time.time()
+        runner.start(t0)
+        runner.join(10)
+        (record,) = runner.records()
+        assert _Recorded.calls == [("inject", "pause"), ("heal", "pause")]
+        assert record["observed"] and 0.1 <= record["started_s"] < record["ended_s"]
+        assert runner.problems() == []
+
+    def test_an_aborted_run_undoes_a_pause_but_starts_no_driver(self, tmp_path):
+        """SIGINT mid-fault: a paused process is resumed; a killed driver is not restarted."""
+        specs = (FaultSpec("pause", 0, "driver", duration_s=60),
+                 FaultSpec("kill-driver", 0, "driver", downtime_s=60))
+        runner = FaultRunner(specs, _targets(tmp_path))
+        runner.start(time.time())
+        deadline = time.monotonic() + 5
+        while len(_Recorded.calls) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        runner.stop(aborted=True)
+        assert sorted(_Recorded.calls) == [("heal", "pause"), ("inject", "kill-driver"), ("inject", "pause")]
+
+    def test_a_fault_that_is_never_injected_fails_the_case(self, tmp_path):
+        """The case ended before `at`: observed false, with the reason, and a problem."""
+        runner = FaultRunner((FaultSpec("pause", 60, "driver", duration_s=1),), _targets(tmp_path))
+        runner.start(time.time())
+        runner.stop()
+        assert not runner.records()[0]["observed"]
+        assert "not injected" in runner.problems()[0]
+
+
+class TestTargets:
+    def test_a_pid_the_run_did_not_start_is_refused(self, tmp_path):
+        """Injectors touch only what the harness started: this test's own pid is not that."""
+        with pytest.raises(RefusedTarget, match="not started by this run"):
+            _targets(tmp_path).process(os.getpid())
+
+    def test_a_started_pid_gives_a_handle(self, tmp_path):
+        assert _targets(tmp_path, started={os.getpid()}).process(os.getpid()).pid == os.getpid()
+
+    def test_random_choices_follow_the_seed(self, tmp_path):
+        """executor:random picks the same executor for the same seed, every run."""
+        a, b = _targets(tmp_path), _targets(tmp_path)
+        assert [a.rng("x").random() for _ in range(3)] == [b.rng("x").random() for _ in range(3)]
+
+
+def test_threads_of_a_finished_schedule_are_gone(tmp_path, monkeypatch):
+    """No thread of the schedule outlives it."""
+    monkeypatch.setitem(faults.INJECTORS, "pause", f"{__name__}:_Recorded")
+    runner = FaultRunner((FaultSpec("pause", 0, "driver", duration_s=0.05),), _targets(tmp_path))
+    runner.start(time.time())
+    runner.join(5)
+    runner.stop()
+    assert not [t for t in threading.enumerate() if t.name.startswith("fault-")]
