@@ -50,3 +50,23 @@ class TestBackpressure:
         progress = [_progress(0, "1970-01-01T00:00:00.500Z", 500, 1, {"0": 1})]
         lag = backpressure(truth, progress, "t")
         assert lag["max_lag_records"] == 3 and lag["max_lag_s"] == 0.9 and lag["recovery_s"] is None
+
+
+class TestLagRecovered:
+    SERIES = [(1000, 100, 0.5), (2000, 120, 0.5), (3000, 900, 2.0), (4000, 700, 3.0), (5000, 110, 0.6)]
+
+    def test_counts_from_the_fault_until_the_lag_is_back_at_its_level_before(self):
+        """Before the fault (at 2.5 s) the lag peaked at 120; it is back under that at 5 s."""
+        from harness.metrics import lag_recovered_s
+
+        assert lag_recovered_s(self.SERIES, started_ms=2500, ended_ms=3500) == 2.5
+
+    def test_is_none_when_the_lag_never_comes_back(self):
+        from harness.metrics import lag_recovered_s
+
+        assert lag_recovered_s(self.SERIES[:4], started_ms=2500, ended_ms=3500) is None
+
+    def test_is_none_without_a_batch_before_the_fault(self):
+        from harness.metrics import lag_recovered_s
+
+        assert lag_recovered_s(self.SERIES, started_ms=500, ended_ms=900) is None

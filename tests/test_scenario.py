@@ -32,7 +32,7 @@ def _error(path: Path) -> ScenarioError:
 
 
 class TestShippedScenarios:
-    @pytest.mark.parametrize("name, n_cases", [("smoke", 1), ("bench", 2)])
+    @pytest.mark.parametrize("name, n_cases", [("smoke", 1), ("bench", 3), ("faults", 3)])
     def test_each_shipped_scenario_loads(self, name, n_cases):
         """The files the README points at validate, with quick and without."""
         for quick in (False, True):
@@ -285,3 +285,31 @@ class TestFiles:
         """The TOML parser's line and column reach the user."""
         err = _error(_write(tmp_path, 'name = "t\n'))
         assert "not valid TOML" in err.problem and "line 1" in err.problem
+
+
+class TestNemesis:
+    NEMESIS = '\n[nemesis]\nkinds = ["kill-executor", "pause", "stall-sink"]\ninterval = "10s"\nseed = 5\n'
+
+    def _long(self, tmp_path, extra):
+        return _write(tmp_path, GOOD.replace('duration = "1s"', 'duration = "60s"') + extra)
+
+    def test_the_same_seed_gives_the_same_plan(self, tmp_path):
+        """Seeded: two loads of one file plan the same faults at the same times."""
+        a = load(self._long(tmp_path, self.NEMESIS)).faults
+        assert a == load(self._long(tmp_path, self.NEMESIS)).faults and len(a) == 6
+
+    def test_faults_alternate_with_heals_and_end_before_the_workload(self, tmp_path):
+        """One fault per 10 s interval, each over within 5 s, the last before 60 s."""
+        faults = load(self._long(tmp_path, self.NEMESIS)).faults
+        for earlier, later in zip(faults, faults[1:], strict=False):
+            assert earlier.at_s + earlier.lasts_s <= later.at_s
+        assert faults[-1].at_s + faults[-1].lasts_s <= 60
+
+    def test_another_seed_gives_another_plan(self, tmp_path):
+        other = self.NEMESIS.replace("seed = 5", "seed = 6")
+        assert load(self._long(tmp_path, self.NEMESIS)).faults != load(self._long(tmp_path, other)).faults
+
+    def test_an_unknown_kind_is_named(self, tmp_path):
+        bad_kind = self.NEMESIS.replace('"pause"', '"paus"')
+        err = _error(self._long(tmp_path, bad_kind))
+        assert "nemesis.kinds[1]" in err.problem and "did you mean 'pause'" in err.fix

@@ -67,18 +67,36 @@ def _end_offsets(progress: dict, topic: str) -> dict[int, int]:
     return ends
 
 
-def backpressure(truth: pd.DataFrame, progress: list[dict], topic: str) -> dict:
-    """Consumer lag at the end of each batch: records appended to Kafka but not yet
-    read by a finished batch, and the age of the oldest of them."""
+def lag_series(truth: pd.DataFrame, progress: list[dict], topic: str) -> list[tuple[float, int, float]]:
+    """Consumer lag at the end of each batch, in time order: (end ms, records appended to
+    Kafka but not yet read by a finished batch, age of the oldest of them in seconds)."""
     real = truth[~truth["control"]]
     part, off, append = (real[c].to_numpy() for c in ("partition", "offset", "append_ms"))
     n_parts = int(part.max()) + 1 if len(part) else 0
-    max_records, max_s = 0, 0.0
+    series = []
     for record in progress:
         at_ms, ends = _end_ms(record), _end_offsets(record, topic)
         end_of = np.array([ends.get(p, 0) for p in range(n_parts)], dtype=np.int64)
         waiting = (append <= at_ms) & (off >= end_of[part])
-        if waiting.any():
-            max_records = max(max_records, int(waiting.sum()))
-            max_s = max(max_s, (at_ms - float(append[waiting].min())) / 1000.0)
-    return {"max_lag_records": max_records, "max_lag_s": round(max_s, 3), "recovery_s": None}
+        age_s = (at_ms - float(append[waiting].min())) / 1000.0 if waiting.any() else 0.0
+        series.append((at_ms, int(waiting.sum()), age_s))
+    return sorted(series)
+
+
+def backpressure(truth: pd.DataFrame, progress: list[dict], topic: str) -> dict:
+    """The largest consumer lag of the run, in records and in seconds."""
+    series = lag_series(truth, progress, topic)
+    return {"max_lag_records": max((n for _, n, _ in series), default=0),
+            "max_lag_s": round(max((s for _, _, s in series), default=0.0), 3), "recovery_s": None}
+
+
+def lag_recovered_s(series: list[tuple[float, int, float]], started_ms: float, ended_ms: float,
+                    before_ms: float = 10_000) -> float | None:
+    """Seconds from a fault's start until the lag, after the fault ended, is back at its level
+    before the fault: the largest lag at the ends of the batches in the `before_ms` before
+    it. None when no batch ended before the fault, or the lag never came back."""
+    level = [n for at, n, _ in series if started_ms - before_ms <= at < started_ms]
+    if not level:
+        return None
+    back = next((at for at, n, _ in series if at >= ended_ms and n <= max(level)), None)
+    return None if back is None else round((back - started_ms) / 1000, 3)

@@ -93,8 +93,10 @@ class FaultRunner:
         self.specs, self.targets, self.say = specs, targets, say
         self.stopping = threading.Event()
         self.threads: list[threading.Thread] = []
+        self.t0: float | None = None   # wall-clock seconds of the first event sent
 
     def start(self, t0: float) -> None:
+        self.t0 = t0
         self.runs = [FaultRun(spec, self.targets, t0, self.say) for spec in self.specs]
         for run in self.runs:
             thread = threading.Thread(target=run.run, args=(self.stopping,), name=f"fault-{run.spec.kind}",

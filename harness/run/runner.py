@@ -240,7 +240,18 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
         "latency_ms": {"event_time": metrics.percentiles(checked.event_time_latency_ms),
                        "processing_time": metrics.percentiles(checked.processing_time_latency_ms)},
         "backpressure": metrics.backpressure(truth, progress_records, case.topic),
-    }
+    } | {"faults": _with_lag_recovery(result["faults"], schedule.t0,
+                                      metrics.lag_series(truth, progress_records, case.topic))}
+
+
+def _with_lag_recovery(faults: list[dict], t0: float | None, series) -> list[dict]:
+    """Each fault's recovery.lag_recovered_s, from the lag at every batch's end."""
+    for fault in faults:
+        if t0 is not None and fault["started_s"] is not None:
+            ended = fault["ended_s"] if fault["ended_s"] is not None else fault["started_s"]
+            fault["recovery"]["lag_recovered_s"] = metrics.lag_recovered_s(
+                series, (t0 + fault["started_s"]) * 1000, (t0 + ended) * 1000)
+    return faults
 
 
 def _nothing_checked(guarantee: str, failure: str | None) -> dict:

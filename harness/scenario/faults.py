@@ -11,6 +11,7 @@ import difflib
 import re
 from typing import Any
 
+from faults import nemesis
 from faults.spec import KINDS, MODES, VIAS, FaultSpec
 from harness.errors import ScenarioError
 from workloads.generator._validate import Section, bad
@@ -18,6 +19,27 @@ from workloads.generator._validate import Section, bad
 _TARGET = re.compile(r"([a-z]+)(?::(\d+|random))?")
 _LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*(\d+)\s*,")
 _DEFAULT_DOWNTIME = "3s"
+
+
+def parse_nemesis(s: Section, workload_s: float, default_seed: int) -> tuple[FaultSpec, ...]:
+    """[nemesis] kinds, interval, seed -> the seeded plan (empty without the table)."""
+    if not s.data:
+        return ()
+    kinds = s.raw("kinds")
+    if not isinstance(kinds, list) or not kinds:
+        raise bad(s.field("kinds"), kinds, "expected a non-empty array of fault kinds",
+                  f'write kinds = ["kill-executor", "pause"] (kinds: {", ".join(KINDS)})')
+    for i, kind in enumerate(kinds):
+        if kind not in KINDS:
+            close = difflib.get_close_matches(str(kind), KINDS, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise bad(f"{s.field('kinds')}[{i}]", kind, "is not a fault kind",
+                      f"{hint}write one of {', '.join(KINDS)}")
+    interval_s = s.duration_ms("interval", gt=0) / 1000
+    if interval_s > workload_s:
+        raise bad(s.field("interval"), s.raw("interval"), f"is longer than the workload ({workload_s:g}s)",
+                  "choose an interval shorter than workload.duration, so that a fault fits in it")
+    return nemesis.plan(tuple(kinds), interval_s, s.integer("seed", default_seed), workload_s)
 
 
 def executors_of(master: str) -> int | None:

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from harness.errors import ScenarioError
-from harness.scenario.faults import parse_faults
+from harness.scenario.faults import parse_faults, parse_nemesis
 from harness.scenario.model import (
     GUARANTEES,
     Case,
@@ -36,7 +36,7 @@ from workloads.sinks import SINKS
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")     # names become directory and table names
 _TOP_KEYS = ("name", "description", "drain_timeout", "services", "workload", "pipeline", "cases",
-             "matrix", "faults", "quick")
+             "matrix", "faults", "nemesis", "quick")
 _CASE_KEYS = ("name", "guarantee", "sink", "faults")
 _SHIPPED = Path(__file__).parent / "scenarios"
 
@@ -73,6 +73,9 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     pipeline = _pipeline(top)
     cases = _cases(top.raw("cases"), top.table("matrix", ("guarantee", "sink")))
     faults = _faults(top.raw("faults"), quick_faults, quick, workload, services.spark.master)
+    nemesis = top.table("nemesis", ("kinds", "interval", "seed"))
+    chaos = parse_nemesis(nemesis, workload.duration_s, workload.seed)
+    faults = tuple(sorted(faults + chaos, key=lambda f: f.at_s))
     return Scenario(**head, path=path, services=services, workload=workload, pipeline=pipeline,
                     cases=cases, faults=faults)
 
