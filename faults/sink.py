@@ -26,16 +26,18 @@ class StallSink(Fault):
     def _heal(self) -> None:
         conn = getattr(self, "conn", None)
         if conn is not None:
+            # stamped before the release: a batch blocked on the lock commits just after it,
+            # within the same millisecond, and must not count as committed while locked
+            self.released_at = time.time()
             conn.rollback()
             conn.close()
 
     def observe(self) -> Observation:
         import psycopg
 
-        assert self.healed_at is not None
         table, url = self.targets.sink_table, self.targets.postgres_url
         assert url is not None and table is not None, "checked at injection"
-        lo, hi = (self.locked_at + 0.5) * 1000, self.healed_at * 1000
+        lo, hi = (self.locked_at + 0.5) * 1000, self.released_at * 1000
 
         def commits(since_ms: float, until_ms: float) -> int:
             with psycopg.connect(url) as conn:
