@@ -28,6 +28,7 @@ INJECTORS = {
     "delay-commit": "faults.commit:DelayCommit",
     "stall-sink": "faults.sink:StallSink",
     "restart-broker": "faults.broker:RestartBroker",
+    "network": "faults.network:Network",
 }
 
 

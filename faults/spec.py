@@ -44,6 +44,9 @@ KINDS: dict[str, Kind] = {
     "restart-broker": Kind(("mode", "downtime"), ("broker",), "broker",
                            "stop the broker (mode = clean: SIGTERM, hard: SIGKILL) and start it again "
                            "on the same data after `downtime`"),
+    "network": Kind(("target", "duration", "latency", "jitter", "bandwidth", "reset"), ("kafka", "postgres"),
+                    "kafka", "toxics on Spark's path to Kafka or to PostgreSQL, through a Toxiproxy the "
+                    "harness owns: latency with jitter, a bandwidth limit (KB/s), connection resets"),
     "replay-batch": Kind(("downtime",), ("driver",), "driver",
                          "stop the driver right after a batch that wrote rows committed, delete "
                          "that batch's commit-log entry, and start again: Spark re-executes it"),

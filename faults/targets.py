@@ -36,6 +36,10 @@ class Targets:
     postgres_url: str | None = None
     sink_table: str | None = None
     seed: int = 0
+    # path ("kafka", "postgres") -> (Toxiproxy server, proxy name, probe through the proxy)
+    network: dict[str, tuple[Any, str, Callable[[], float]]] = field(default_factory=dict)
+    # Kafka ports: (the proxy Spark must use, the broker's own ports Spark must not use)
+    spark_ports: Callable[[], tuple[int, set[int]]] | None = None
 
     def rng(self, salt: str) -> random.Random:
         """A generator seeded by the scenario's seed and `salt`: the same plan every run."""

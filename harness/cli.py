@@ -29,6 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--quick", action="store_true", help="apply the scenario's [quick] overrides")
     run.add_argument("-v", "--verbose", action="store_true", help="log the harness's steps to stderr")
     sub.add_parser("fetch-jvm", help="fetch the pinned Kafka and Spark-connector jars with mvn (once)")
+    sub.add_parser("fetch", help="fetch-jvm, then build the pinned Toxiproxy with go install (once)")
     return parser
 
 
@@ -37,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "fetch-jvm":
             return _fetch_jvm()
+        if args.command == "fetch":
+            return _fetch_all()
         return _run(args)
     except Problem as exc:   # the harness's errors and the generator's
         print(f"error: {exc}", file=sys.stderr)
@@ -56,6 +59,14 @@ def _fetch_jvm() -> int:
 
     for name, path in jvm.fetch_all(log=lambda m: print(m, file=sys.stderr)).items():
         print(f"{name}: {path}")
+    return 0
+
+
+def _fetch_all() -> int:
+    from harness import tools
+
+    _fetch_jvm()
+    print(f"toxiproxy: {tools.fetch_toxiproxy(log=lambda m: print(m, file=sys.stderr))}")
     return 0
 
 

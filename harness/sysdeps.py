@@ -100,6 +100,8 @@ PREREQUISITES: tuple[Prerequisite, ...] = (
     Prerequisite("mvn", "Maven", on_path("mvn"), ("maven",)),
     Prerequisite("PostgreSQL server", "the PostgreSQL server (initdb, postgres)", postgres_problem,
                  ("postgresql",)),
+    # builds Toxiproxy (the network fault) from the Go module proxy: `python -m harness fetch`
+    Prerequisite("go", "the Go toolchain", on_path("go"), ("golang-go",)),
 )
 
 

@@ -12,6 +12,10 @@ SPARK_VERSION = "4.2.0"
 SCALA_BINARY = "2.13"
 KAFKA_VERSION = "4.3.1"
 
+# The network fault's TCP proxy, built with `go install` by `python -m harness fetch`.
+TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
+TOXIPROXY_VERSION = "v2.12.0"
+
 # Maven coordinates fetched by `python -m harness fetch-jvm`, one folder each.
 JVM_ARTIFACTS = {
     "kafka": f"org.apache.kafka:kafka_{SCALA_BINARY}:{KAFKA_VERSION}",

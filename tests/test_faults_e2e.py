@@ -26,16 +26,17 @@ def _summary(run_dir) -> dict:
 
 class TestEveryFault:
     def test_each_kind_lands_is_observed_and_leaves_nothing_behind(self, tmp_path):
-        """Steps: one at-least-once case under kill-executor, pause of an executor, the broker
-        and Postgres, stall-sink, restart-broker and replay-batch. Every fault is observed
-        with its target, the verdict holds, and no process is left running or stopped."""
+        """Steps: one at-least-once case under kill-executor; pause of an executor, the broker
+        and Postgres; stall-sink; restart-broker; replay-batch; and network latency on
+        Spark's Kafka path. Every fault is observed with its target, the verdict holds, and no
+        process is left running or stopped."""
         run_dir = tmp_path / "run"
         proc = run_cli("run", str(REPO / "tests" / "scenarios" / "every_fault.toml"), "--out", str(run_dir))
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         (case,) = _summary(run_dir)["cases"]
         unseen = [f"{f['kind']}: {f['detail']}" for f in case["faults"] if not f["observed"]]
         assert not unseen, unseen
-        assert len(case["faults"]) == 7 and all(f["started_s"] is not None for f in case["faults"])
+        assert len(case["faults"]) == 8 and all(f["started_s"] is not None for f in case["faults"])
         replay = next(f for f in case["faults"] if f["kind"] == "replay-batch")
         assert replay["recovery"]["batches_reexecuted"] >= 1, replay
         assert case["verdict"]["holds"] and case["events"]["lost"] == 0, case["verdict"]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from faults.network import probe_kafka, probe_postgres
 from faults.targets import Targets
 from harness import jvm
 from harness.metrics import read_progress
@@ -86,14 +87,19 @@ class Case:
                            workdir=str(self.dir), postgres_url=self.stack.postgres_url,
                            bootstrap_servers=self.stack.bootstrap_servers)
 
+    def driver_sink_context(self) -> SinkContext:
+        """The sink as the driver sees it: through the proxy on a network fault's path."""
+        return replace(self.sink_context(), postgres_url=self.stack.spark_postgres_url,
+                       bootstrap_servers=self.stack.spark_bootstrap_servers)
+
     def driver_config(self, starting_offsets: str = "earliest") -> DriverConfig:
         sc, pl = self.scenario, self.scenario.pipeline
         return DriverConfig(starting_offsets=starting_offsets,
             app_name=f"harness-{self.name}", master=sc.services.spark.master,
             spark_conf=dict(sc.services.spark.conf), jars=[str(p) for p in jvm.spark_connector_jars()],
-            bootstrap_servers=self.stack.bootstrap_servers, topic=self.topic,
+            bootstrap_servers=self.stack.spark_bootstrap_servers, topic=self.topic,
             checkpoint=str(self.checkpoint), pipeline=pl.kind, params=pl.params(),
-            trigger_ms=pl.trigger_ms, sink=self.spec.sink, sink_context=self.sink_context())
+            trigger_ms=pl.trigger_ms, sink=self.spec.sink, sink_context=self.driver_sink_context())
 
     def start_driver(self) -> SparkDriver:
         """Start the case's first driver, on its checkpoint, reading from the earliest offsets."""
@@ -128,7 +134,23 @@ class Case:
             checkpoint=lambda: self.checkpoint, started_pids=self.registry.seen_pids,
             services=services,
             postgres_url=self.stack.postgres_url, sink_table=self.sink_name,
-            seed=self.scenario.workload.seed)
+            seed=self.scenario.workload.seed, network=self._network(), spark_ports=self._kafka_ports())
+
+    def _kafka_ports(self):
+        """The port Spark must reach Kafka on (the proxy's) and the broker's own ports."""
+        broker = next((s for s in self.registry.services if s.name == "kafka"), None)
+        if broker is None or not getattr(broker, "spark_listener", None):
+            return None
+        return lambda: (broker.spark_listener[1], {broker.port, broker.spark_listener[0]})
+
+    def _network(self) -> dict:
+        """path -> (the Toxiproxy server, the proxy's name, a probe through the proxy)."""
+        proxy = self.stack.toxiproxy
+        if proxy is None:
+            return {}
+        probes = {"kafka": lambda: probe_kafka(self.stack.spark_bootstrap_servers),
+                  "postgres": lambda: probe_postgres(self.stack.spark_postgres_url or "")}
+        return {path: (proxy, name, probes[path]) for path, name in self.stack.proxies.items()}
 
     def whereabouts(self) -> str:
         """How far the case had got, for a message: 'at 4,868 of 10,000 events sent'."""

@@ -11,13 +11,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import environment, jvm, metrics
+from harness import environment, jvm, metrics, tools
 from harness.check import checkpoint, oracle
 from harness.errors import HarnessError, RunAborted
 from harness.report import summary as summary_mod
 from harness.run.case import Case
 from harness.run.faults import FaultRunner
 from harness.run.stack import needs_postgres, start_stack
+from harness.scenario.faults import needs_proxy
 from harness.services.base import Registry
 from harness.services.spark import DriverDied
 from harness.wait import WaitTimeout, wait_until
@@ -62,6 +63,8 @@ def preflight(scenario) -> None:
         jvm.jars("kafka-log")
     if needs_postgres(scenario):
         find_bindir()
+    if needs_proxy(scenario.faults):
+        tools.toxiproxy()
 
 
 def _skeleton(scenario, run_id: str) -> dict:

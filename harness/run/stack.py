@@ -1,25 +1,39 @@
-"""The services every case of a run shares: Kafka and PostgreSQL (Spark starts per case)."""
+"""The services every case of a run shares: Kafka, PostgreSQL, and Toxiproxy when a
+network fault needs it (Spark starts per case)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import ServiceError
+from harness.scenario.faults import needs_proxy
 from harness.services.base import Registry
 from harness.services.kafka import KafkaBroker, cluster_answers
 from harness.services.postgres import PostgresServer
+from harness.services.toxiproxy import ToxiproxyServer
 from workloads.progress import Progress
 from workloads.sinks import SINKS
 
 
 @dataclass(frozen=True)
 class Stack:
-    """Endpoints of the shared services for all cases of a run."""
+    """Endpoints of the shared services for all cases of a run. Spark's own endpoints go
+    through Toxiproxy on the paths a network fault acts on; the harness's do not."""
 
     bootstrap_servers: str
     postgres_url: str | None
     own_kafka: bool
+    spark_bootstrap_servers: str = ""
+    spark_postgres_url: str | None = None
+    toxiproxy: ToxiproxyServer | None = None
+    proxies: dict[str, str] = field(default_factory=dict)   # path ("kafka", "postgres") -> proxy name
+
+    def __post_init__(self):
+        if not self.spark_bootstrap_servers:
+            object.__setattr__(self, "spark_bootstrap_servers", self.bootstrap_servers)
+        if self.spark_postgres_url is None:
+            object.__setattr__(self, "spark_postgres_url", self.postgres_url)
 
 
 def needs_postgres(scenario) -> bool:
@@ -29,19 +43,32 @@ def needs_postgres(scenario) -> bool:
 
 
 def start_stack(scenario, services_dir: Path, registry: Registry, progress: Progress) -> Stack:
-    """Start (or check) Kafka and Postgres."""
+    """Start (or check) Toxiproxy, Kafka and Postgres."""
+    paths = needs_proxy(scenario.faults)
+    proxy = None
+    if paths:
+        progress.step(f"starting Toxiproxy (the network fault's proxy on: {', '.join(sorted(paths))})")
+        proxy = ToxiproxyServer(services_dir / "toxiproxy", registry).start().wait_ready()
     kafka_cfg = scenario.services.kafka
     if kafka_cfg.bootstrap_servers:
         if not cluster_answers(kafka_cfg.bootstrap_servers):
             raise ServiceError(f"no Kafka cluster answers at {kafka_cfg.bootstrap_servers}",
                                "start it, or remove services.kafka.bootstrap_servers to use our own")
-        bootstrap, own = kafka_cfg.bootstrap_servers, False
+        bootstrap = spark_bootstrap = kafka_cfg.bootstrap_servers
+        own = False
     else:
         progress.step("starting Kafka broker (KRaft)")
-        broker = KafkaBroker(services_dir / "kafka", registry).start()
-        bootstrap, own = broker.wait_ready().bootstrap_servers, True
-    url = scenario.services.postgres.url
+        broker = KafkaBroker(services_dir / "kafka", registry)
+        if proxy is not None and "kafka" in paths:
+            broker.route_spark_through(proxy)
+        broker.start().wait_ready()
+        bootstrap, spark_bootstrap, own = broker.bootstrap_servers, broker.spark_bootstrap_servers, True
+    url = spark_url = scenario.services.postgres.url
     if needs_postgres(scenario):
         progress.step("starting PostgreSQL")
-        url = PostgresServer(services_dir / "postgres", registry).start().wait_ready().url
-    return Stack(bootstrap, url, own)
+        server = PostgresServer(services_dir / "postgres", registry).start().wait_ready()
+        url = spark_url = server.url
+        if proxy is not None and "postgres" in paths:
+            spark_url = server.url_at(proxy.proxy("postgres", server.port))
+    return Stack(bootstrap, url, own, spark_bootstrap, spark_url, proxy,
+                 {path: path for path in paths})

@@ -21,6 +21,11 @@ _LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*(\d+)\s*,")
 _DEFAULT_DOWNTIME = "3s"
 
 
+def needs_proxy(faults: tuple[FaultSpec, ...]) -> set[str]:
+    """The paths ("kafka", "postgres") that a network fault acts on: they go through Toxiproxy."""
+    return {f.target for f in faults if f.kind == "network"}
+
+
 def parse_nemesis(s: Section, workload_s: float, default_seed: int) -> tuple[FaultSpec, ...]:
     """[nemesis] kinds, interval, seed -> the seeded plan (empty without the table)."""
     if not s.data:
@@ -30,6 +35,9 @@ def parse_nemesis(s: Section, workload_s: float, default_seed: int) -> tuple[Fau
         raise bad(s.field("kinds"), kinds, "expected a non-empty array of fault kinds",
                   f'write kinds = ["kill-executor", "pause"] (kinds: {", ".join(KINDS)})')
     for i, kind in enumerate(kinds):
+        if kind == "network":
+            raise bad(f"{s.field('kinds')}[{i}]", kind, "needs its own keys (target, latency, ...)",
+                      "declare network faults in [[faults]]")
         if kind not in KINDS:
             close = difflib.get_close_matches(str(kind), KINDS, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
@@ -76,10 +84,26 @@ def _fault(item: Any, path: str, workload_s: float, master: str) -> FaultSpec:
     if via == "spark-api":
         raise bad(s.field("via"), via, "killing an executor through SparkContext.killExecutors is not "
                   "built yet", 'write via = "signal" (SIGKILL to the executor process)')
-    return FaultSpec(kind=kind_name, at_s=at_s, target=target, duration_s=duration_s,
+    extra = _network(s) if kind_name == "network" else {}
+    return FaultSpec(kind=kind_name, at_s=at_s, target=target, duration_s=duration_s, extra=extra,
                      downtime_s=downtime_s,
                      via=via,
                      mode=s.choice("mode", MODES, "hard") if "mode" in kind.keys else "hard")
+
+
+def _network(s: Section) -> dict:
+    """The toxics of a network fault: at least one of latency, bandwidth and reset."""
+    toxics = {"latency_ms": s.duration_ms("latency", "0ms"), "jitter_ms": s.duration_ms("jitter", "0ms")}
+    if "bandwidth" in s:
+        toxics["bandwidth_kbps"] = s.integer("bandwidth", gt=0)
+    reset = s.raw("reset", False)
+    if not isinstance(reset, bool):
+        raise bad(s.field("reset"), reset, "expected true or false", "write reset = true")
+    toxics["reset"] = reset
+    if not (toxics["latency_ms"] or "bandwidth_kbps" in toxics or reset):
+        raise ScenarioError(f"{s.path} does nothing: a network fault needs latency, bandwidth or reset",
+                            'add e.g. latency = "500ms", bandwidth = 64 (KB/s) or reset = true')
+    return toxics
 
 
 def _kind(item: Any, path: str) -> str:

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from harness.errors import ScenarioError
-from harness.scenario.faults import parse_faults, parse_nemesis
+from harness.scenario.faults import needs_proxy, parse_faults, parse_nemesis
 from harness.scenario.model import (
     GUARANTEES,
     Case,
@@ -76,6 +76,7 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     nemesis = top.table("nemesis", ("kinds", "interval", "seed"))
     chaos = parse_nemesis(nemesis, workload.duration_s, workload.seed)
     faults = tuple(sorted(faults + chaos, key=lambda f: f.at_s))
+    _own_services_for_network(faults, services)
     return Scenario(**head, path=path, services=services, workload=workload, pipeline=pipeline,
                     cases=cases, faults=faults)
 
@@ -86,6 +87,16 @@ def _faults(raw: Any, quick_raw: Any, quick: bool, workload: WorkloadSpec, maste
     if quick and quick_raw is not None:
         return parse_faults(quick_raw, workload.duration_s, master, "quick.faults")
     return parse_faults(raw, workload.duration_s, master)
+
+
+def _own_services_for_network(faults, services: Services) -> None:
+    """A network fault puts a proxy in front of a service: only one the harness starts."""
+    external = {"kafka": services.kafka.bootstrap_servers, "postgres": services.postgres.url}
+    for path in needs_proxy(faults):
+        if external[path]:
+            raise ScenarioError(f"a network fault on the {path} path needs the harness's own {path}, "
+                                f"but services.{path} names an external one",
+                                f"remove services.{path} for this scenario, or drop the network fault")
 
 
 def _description(top: Section) -> str:

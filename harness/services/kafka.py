@@ -46,6 +46,22 @@ class KafkaBroker(Service):
         self.controller_port = free_port()
         self.props_path = self.workdir / "server.properties"
         self.cluster_id: str | None = None   # kept across a restart on the same data
+        # a listener of Spark's own, advertised at a proxy's port: route_spark_through()
+        self.spark_listener: tuple[int, int] | None = None
+
+    def route_spark_through(self, proxy) -> None:
+        """Give Spark a listener of its own behind `proxy` (a ToxiproxyServer), before start.
+
+        Kafka answers a metadata request with the addresses advertised for the listener the
+        client came in on, so a client that bootstraps through the proxy stays behind it;
+        the generator and the harness keep the plain listener, out of the fault's way."""
+        port = free_port()
+        self.spark_listener = (port, proxy.proxy("kafka", port))
+
+    @property
+    def spark_bootstrap_servers(self) -> str:
+        """Where Spark connects: through the proxy when there is one."""
+        return f"127.0.0.1:{self.spark_listener[1]}" if self.spark_listener else self.bootstrap_servers
 
     @property
     def bootstrap_servers(self) -> str:
@@ -53,15 +69,21 @@ class KafkaBroker(Service):
 
     def properties(self) -> dict[str, str]:
         listeners = f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}"
+        advertised = f"PLAINTEXT://127.0.0.1:{self.port}"
+        protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+        if self.spark_listener:
+            listeners += f",SPARK://127.0.0.1:{self.spark_listener[0]}"
+            advertised += f",SPARK://127.0.0.1:{self.spark_listener[1]}"
+            protocols += ",SPARK:PLAINTEXT"
         return {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}",
             "listeners": listeners,
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "advertised.listeners": advertised,
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": protocols,
             "log.dirs": str(self.workdir / "data"),
             "num.partitions": "2",
             "offsets.topic.replication.factor": "1",

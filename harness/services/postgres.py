@@ -60,7 +60,11 @@ class PostgresServer(Service):
 
     @property
     def url(self) -> str:
-        return f"postgresql://harness@127.0.0.1:{self.port}/postgres"
+        return self.url_at(self.port)
+
+    def url_at(self, port: int) -> str:
+        """The server's URL through another port (a proxy in front of it)."""
+        return f"postgresql://harness@127.0.0.1:{port}/postgres"
 
     def user(self) -> str | None:
         return "postgres" if os.geteuid() == 0 else None

@@ -1,0 +1,134 @@
+"""network: toxics on Spark's path to Kafka or to PostgreSQL, through a Toxiproxy the
+harness owns (latency with jitter, a bandwidth limit, connection resets).
+
+Observed, or it did not happen: a probe goes through the same proxy before the toxics and
+with them (a metadata request to Kafka, a query to PostgreSQL), and must show their effect:
+latency at least 80% of the one asked for, or a reset connection. A bandwidth limit alone
+is not probed: it is observed when Toxiproxy lists it as active.
+"""
+
+from __future__ import annotations
+
+import time
+
+from faults.base import Fault, Observation
+from faults.targets import RefusedTarget
+
+_NAME = "harness-{}"   # toxics carry our prefix, so heal removes only its own
+
+
+class Network(Fault):
+    def _inject(self) -> None:
+        path = self.spec.target
+        if path not in self.targets.network:
+            raise RefusedTarget(f"there is no proxy on the {path} path in this run")
+        self.server, self.proxy, self.probe = self.targets.network[path]
+        self.target = f"Spark -> {path} (proxy {self.proxy})"
+        self.before = _timed(self.probe)
+        self.added = []
+        for kind, attributes in self._toxics():
+            self.server.toxic(self.proxy, _NAME.format(kind), kind, attributes)
+            self.added.append(_NAME.format(kind))
+        self.listed = {t["name"] for t in self.server.toxics(self.proxy)} >= set(self.added)
+        self.during = _timed(self.probe)
+        self.bypass = self._spark_bypasses()
+
+    def _toxics(self) -> list[tuple[str, dict]]:
+        extra = self.spec.extra
+        toxics = []
+        if extra.get("latency_ms"):
+            toxics.append(("latency", {"latency": extra["latency_ms"], "jitter": extra.get("jitter_ms", 0)}))
+        if extra.get("bandwidth_kbps"):
+            toxics.append(("bandwidth", {"rate": extra["bandwidth_kbps"]}))
+        if extra.get("reset"):
+            toxics.append(("reset_peer", {"timeout": 0}))
+        return toxics
+
+    def _spark_bypasses(self) -> str | None:
+        """On the Kafka path: whether Spark's own connections go through the proxy (Kafka's
+        advertised listener must point there, or the client leaves it after its first
+        metadata request). A sentence when they do not, None when they do."""
+        if self.spec.target != "kafka" or self.targets.spark_ports is None:
+            return None
+        proxy_port, direct_ports = self.targets.spark_ports()
+        import psutil
+
+        remote = []
+        for pid in self.targets.driver().pids():
+            try:
+                remote += [c.raddr.port for c in psutil.Process(pid).net_connections("tcp") if c.raddr]
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        direct = [p for p in remote if p in direct_ports]
+        if direct or proxy_port not in remote:
+            return (f"Spark bypasses the proxy: {len(direct)} connections straight to the broker, "
+                    f"{remote.count(proxy_port)} through the proxy")
+        return None
+
+    def _heal(self) -> None:
+        for name in getattr(self, "added", []):
+            try:
+                self.server.remove_toxic(self.proxy, name)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+
+    def observe(self) -> Observation:
+        extra, (before, before_err), (during, during_err) = self.spec.extra, self.before, self.during
+        seen = []
+        if extra.get("latency_ms") and during is not None and before is not None:
+            added_ms = (during - before) * 1000
+            if added_ms >= 0.8 * extra["latency_ms"]:
+                seen.append(f"the probe took {added_ms:,.0f} ms longer (latency {extra['latency_ms']} ms)")
+        if extra.get("reset") and during_err:
+            seen.append(f"the probe's connection failed ({during_err})")
+        if extra.get("bandwidth_kbps") and self.listed:
+            seen.append(f"Toxiproxy listed the {extra['bandwidth_kbps']} KB/s limit as active")
+        if before_err:
+            return Observation(False, f"{self.target}: the probe failed before the toxics: {before_err}")
+        if getattr(self, "bypass", None):
+            return Observation(False, f"{self.target}: {self.bypass}")
+        if not seen:
+            took = f"{during:.3f}s" if during is not None else f"failed ({during_err})"
+            return Observation(False, f"{self.target}: toxics {', '.join(self.added)} in place, but the "
+                                      f"probe showed no effect ({before:.3f}s before, {took} with them)")
+        return Observation(True, f"{self.target}: {'; '.join(seen)}")
+
+
+def _timed(probe) -> tuple[float | None, str | None]:
+    started = time.monotonic()
+    try:
+        probe()
+    except Exception as exc:  # noqa: BLE001 - a reset connection is the point of the probe
+        return None, f"{type(exc).__name__}: {str(exc)[:120]}"
+    return time.monotonic() - started, None
+
+
+def probe_kafka(bootstrap_servers: str) -> float:
+    """A metadata request through `bootstrap_servers`; raises when it fails."""
+    import logging
+
+    from kafka import KafkaAdminClient
+
+    logger = logging.getLogger("kafka")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)   # resets are expected here: not errors of the run
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=10_000,
+                                 bootstrap_timeout_ms=10_000)
+        try:
+            if not admin.describe_cluster().get("brokers"):
+                raise ConnectionError("no broker in the metadata")
+        finally:
+            admin.close()
+    finally:
+        logger.setLevel(level)
+    return 0.0
+
+
+def probe_postgres(url: str) -> float:
+    """A connection and a query through `url`; raises when it fails."""
+    import psycopg
+
+    with psycopg.connect(url, connect_timeout=10) as conn:
+        conn.execute("SELECT 1").fetchone()
+    return 0.0
