@@ -8,12 +8,16 @@ import psutil
 
 from faults.base import Fault, Observation
 from faults.targets import RefusedTarget, wait_for
+from workloads.pipelines.control import KILL_EXECUTOR, KILLED, request
 
 REPLACEMENT_TIMEOUT_S = 120.0
 
 
 class KillExecutor(Fault):
-    """SIGKILL one executor; local-cluster launches a replacement, which must appear."""
+    """Kill one executor: SIGKILL (via = signal), after which local-cluster launches a
+    replacement; or through Spark's own API (via = spark-api): the driver calls
+    SparkContext.killExecutor, then requestExecutors(1), which works on a remote cluster
+    too. Either way a new executor must appear."""
 
     def _inject(self) -> None:
         executors = self.targets.executors()
@@ -24,10 +28,24 @@ class KillExecutor(Fault):
                   if index == "random" else int(index or 0))
         if chosen >= len(executors):
             raise RefusedTarget(f"executor {chosen} does not exist ({len(executors)} are running)")
-        self.victim = executors[chosen]
         self.before = {p.pid for p in executors}
+        if self.spec.via == "spark-api":
+            self._through_spark(chosen, executors)
+            return
+        self.victim = executors[chosen]
         self.target = f"executor:{chosen} (pid {self.victim.pid})"
         self.victim.send_signal(signal.SIGKILL)
+
+    def _through_spark(self, chosen: int, executors: list[psutil.Process]) -> None:
+        control = self.targets.control_dir
+        (control / KILLED).unlink(missing_ok=True)
+        request(control, KILL_EXECUTOR, str(chosen))
+        answer = wait_for(lambda: _read_json(control / KILLED), 30, 0.2)
+        if not answer or not answer.get("killed"):
+            raise RefusedTarget(f"Spark did not kill executor {chosen}: {answer or 'no answer within 30 s'}")
+        by_id = {_executor_id(p): p for p in executors}
+        self.victim = by_id[answer["id"]]
+        self.target = f"executor:{chosen} (Spark id {answer['id']}, pid {self.victim.pid}, via spark-api)"
 
     def observe(self) -> Observation:
         died = wait_for(lambda: _status(self.victim) in (psutil.STATUS_ZOMBIE, None), 10)
@@ -86,6 +104,24 @@ class Pause(Fault):
         if not resumed:
             return Observation(False, f"{self.target}: a process was still stopped after SIGCONT")
         return Observation(True, f"{self.target} stopped for {self.spec.duration_s:g}s, then resumed")
+
+
+def _executor_id(proc: psutil.Process) -> str | None:
+    """Spark's id of an executor process, from its `--executor-id N` argument."""
+    try:
+        args = proc.cmdline()
+    except psutil.NoSuchProcess:
+        return None
+    return args[args.index("--executor-id") + 1] if "--executor-id" in args else None
+
+
+def _read_json(path):
+    import json
+
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _status(proc: psutil.Process) -> str | None:

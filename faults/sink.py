@@ -37,7 +37,9 @@ class StallSink(Fault):
 
         table, url = self.targets.sink_table, self.targets.postgres_url
         assert url is not None and table is not None, "checked at injection"
-        lo, hi = (self.locked_at + 0.5) * 1000, self.released_at * 1000
+        # commit times are whole milliseconds, cut down: a batch that commits just after the
+        # release can carry the release's own millisecond, so that millisecond is not "during"
+        lo, hi = (self.locked_at + 0.5) * 1000, int(self.released_at * 1000)
 
         def commits(since_ms: float, until_ms: float) -> int:
             with psycopg.connect(url) as conn:

@@ -26,7 +26,7 @@ def _summary(run_dir) -> dict:
 
 class TestEveryFault:
     def test_each_kind_lands_is_observed_and_leaves_nothing_behind(self, tmp_path):
-        """Steps: one at-least-once case under kill-executor; pause of an executor, the broker
+        """Steps: one at-least-once case under kill-executor (a signal, and Spark's API); pause of an executor, the broker
         and Postgres; stall-sink; restart-broker; replay-batch; and network latency on
         Spark's Kafka path. Every fault is observed with its target, the verdict holds, and no
         process is left running or stopped."""
@@ -36,7 +36,7 @@ class TestEveryFault:
         (case,) = _summary(run_dir)["cases"]
         unseen = [f"{f['kind']}: {f['detail']}" for f in case["faults"] if not f["observed"]]
         assert not unseen, unseen
-        assert len(case["faults"]) == 8 and all(f["started_s"] is not None for f in case["faults"])
+        assert len(case["faults"]) == 9 and all(f["started_s"] is not None for f in case["faults"])
         replay = next(f for f in case["faults"] if f["kind"] == "replay-batch")
         assert replay["recovery"]["batches_reexecuted"] >= 1, replay
         assert case["verdict"]["holds"] and case["events"]["lost"] == 0, case["verdict"]

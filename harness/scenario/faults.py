@@ -81,9 +81,6 @@ def _fault(item: Any, path: str, workload_s: float, master: str) -> FaultSpec:
         duration_s = s.duration_ms("duration", gt=0) / 1000
     downtime_s = s.duration_ms("downtime", _DEFAULT_DOWNTIME) / 1000 if "downtime" in kind.keys else 0.0
     via = s.choice("via", VIAS, "signal") if "via" in kind.keys else "signal"
-    if via == "spark-api":
-        raise bad(s.field("via"), via, "killing an executor through SparkContext.killExecutors is not "
-                  "built yet", 'write via = "signal" (SIGKILL to the executor process)')
     extra = _network(s) if kind_name == "network" else {}
     return FaultSpec(kind=kind_name, at_s=at_s, target=target, duration_s=duration_s, extra=extra,
                      downtime_s=downtime_s,

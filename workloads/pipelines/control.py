@@ -10,6 +10,11 @@ batch that the sink has but the checkpoint does not, and a restart re-executes i
   hold-commit      request: hold the next batch that wrote rows until the driver dies
   held-<N>.json    the driver's answer: batch N wrote `rows` rows and is held from `at_ms`
                    until `until_ms` (null: until the driver dies)
+  kill-executor    request: the index of an executor (in Spark's id order) to kill through
+                   SparkContext.killAndReplaceExecutor (what Spark itself calls for a lost
+                   executor; Scala-private, public to py4j), or where that is missing,
+                   killExecutor and then requestExecutors(1)
+  killed.json      the driver's answer: the executor id, and what Spark answered
 The gate wraps any sink's `write`, the user's own included. A sink that sets
 `last_rows` after each write says how many rows it wrote; without it every batch counts
 as one that wrote rows.
@@ -25,6 +30,8 @@ from pathlib import Path
 
 DELAY_COMMIT = "delay-commit"
 HOLD_COMMIT = "hold-commit"
+KILL_EXECUTOR = "kill-executor"
+KILLED = "killed.json"
 
 
 def held_path(control_dir: Path, batch_id: int) -> Path:
@@ -59,6 +66,36 @@ def request(control_dir: Path, name: str, value: str = "") -> None:
 
 def withdraw(control_dir: Path, name: str) -> None:
     (Path(control_dir) / name).unlink(missing_ok=True)
+
+
+def serve(spark, control_dir: Path) -> None:
+    """Carry out a pending request that needs the SparkContext (the driver polls this)."""
+    request_path = Path(control_dir) / KILL_EXECUTOR
+    if not request_path.exists():
+        return
+    try:
+        index = int(request_path.read_text() or 0)
+    except (OSError, ValueError):
+        return   # being written
+    request_path.unlink(missing_ok=True)
+    sc = spark.sparkContext._jsc.sc()
+    ids = sorted((i for i in sc.getExecutorIds().mkString(",").split(",") if i), key=int)
+    answer: dict = {"ids": ids, "at_ms": time.time_ns() // 1_000_000}
+    if index < len(ids):
+        answer.update(id=ids[index], killed=_kill_and_replace(sc, ids[index]))
+    else:
+        answer.update(id=None, killed=False, requested=False)
+    tmp = Path(control_dir) / (KILLED + ".tmp")
+    tmp.write_text(json.dumps(answer))
+    os.replace(tmp, Path(control_dir) / KILLED)
+
+
+def _kill_and_replace(sc, executor_id: str) -> bool:
+    """Kill one executor and have the cluster manager replace it; True when Spark acknowledged."""
+    try:
+        return bool(sc.killAndReplaceExecutor(executor_id))
+    except Exception:  # noqa: BLE001 - a Spark without it (py4j raises): the public pair
+        return bool(sc.killExecutor(executor_id)) and bool(sc.requestExecutors(1))
 
 
 class CommitGate:

@@ -18,7 +18,7 @@ import time
 import traceback
 from pathlib import Path
 
-from workloads.pipelines import pipeline
+from workloads.pipelines import control, pipeline
 from workloads.pipelines.config import DriverConfig
 from workloads.pipelines.control import CommitGate
 from workloads.pipelines.source import parse_events, read_kafka
@@ -54,6 +54,7 @@ def run(config: DriverConfig, status: Path) -> int:
     stop_path = Path(config.stop_path)
     while query.isActive and not stop_path.exists():
         query.awaitTermination(0.5)
+        control.serve(spark, Path(config.control_dir))
     if query.exception() is not None:
         raise RuntimeError(str(query.exception()))
     query.stop()
