@@ -11,8 +11,9 @@ from __future__ import annotations
 import time
 
 from faults.base import Fault, Observation
+from faults.targets import end_s as _end_s
 from faults.targets import wait_for
-from workloads.pipelines.control import DELAY_COMMIT, HOLD_COMMIT, held_batches, holding, request
+from workloads.pipelines.control import DELAY_COMMIT, HOLD_COMMIT, held_batches, holding, request, withdraw
 
 HOLD_TIMEOUT_S = 60.0
 FIRST_BATCH_TIMEOUT_S = 120.0
@@ -36,8 +37,10 @@ class KillDriver(Fault):
     def _kill(self) -> None:
         driver = self.targets.driver()
         self.targets.process(driver.pid)           # refuses a pid this run did not start
-        self.before = _completed(self.targets.progress())
-        self.query_id = _query_id(self.targets.progress())
+        # what a restart on this checkpoint runs again: batches in the offset log but not yet
+        # in the commit log when the driver dies (the one in flight), and a held one
+        self.inflight = _uncommitted(self.targets.checkpoint())
+        self.query_id, self.run_id = _ids(self.targets.progress())
         self.target = f"driver (pid {driver.pid})"
         self.targets.expect_down(True)
         self.killed_at = time.time()
@@ -55,13 +58,18 @@ class KillDriver(Fault):
     def observe(self) -> Observation:
         if not hasattr(self, "restarted_at"):
             return Observation(False, f"{self.target} was killed but no new driver started")
-        after = wait_for(lambda: self.targets.batches_after(self.restarted_at), FIRST_BATCH_TIMEOUT_S, 0.5)
+
+        def new_run() -> list[dict]:   # the new driver's batches: another run id than the killed one's
+            return [p for p in self.targets.progress()
+                    if p.get("runId") != self.run_id and _end_s(p) > self.killed_at]
+
+        after = wait_for(new_run, FIRST_BATCH_TIMEOUT_S, 0.5)
         if not after:
             return Observation(False, f"{self.target} was killed and restarted, but no batch completed "
                                       f"within {FIRST_BATCH_TIMEOUT_S:.0f}s")
         first = after[0]
-        rerun = [p for p in after if p.get("id") == self.query_id
-                 and (p["batchId"] in self.before or (self.held and p["batchId"] == self.held["batch_id"]))]
+        again = self.inflight | ({self.held["batch_id"]} if self.held else set())
+        rerun = [p for p in after if p.get("id") == self.query_id and p["batchId"] in again]
         facts = {"downtime_s": round(self.restarted_at - self.killed_at, 3),
                  "first_batch_after_s": round(_end_s(first) - self.killed_at, 3),
                  "batches_reexecuted": len({p["batchId"] for p in rerun}),
@@ -88,8 +96,10 @@ class ReplayBatch(KillDriver):
                                f"within {HOLD_TIMEOUT_S:.0f}s")
         self.held = held_batches(control)[-1]
         self._kill()
-        commit = self.targets.checkpoint() / "commits" / str(self.held["batch_id"])
-        commit.unlink(missing_ok=True)   # a driver stopped just after its commit leaves the same state
+
+    def _heal(self) -> None:
+        withdraw(self.targets.control_dir, HOLD_COMMIT)   # unused when no batch was ever held
+        super()._heal()
 
     def observe(self) -> Observation:
         seen = super().observe()
@@ -105,15 +115,15 @@ class ReplayBatch(KillDriver):
                                  f"the driver killed before its commit, and the batch {what}", seen.facts)
 
 
-def _completed(progress: list[dict]) -> set[int]:
-    return {p["batchId"] for p in progress}
+def _uncommitted(checkpoint) -> set[int]:
+    """Batch ids in the checkpoint's offset log and not in its commit log."""
+    def ids(sub: str) -> set[int]:
+        folder = checkpoint / sub
+        return {int(p.name) for p in folder.iterdir() if p.name.isdigit()} if folder.is_dir() else set()
+    return ids("offsets") - ids("commits")
 
 
-def _query_id(progress: list[dict]) -> str | None:
-    return progress[-1].get("id") if progress else None
+def _ids(progress: list[dict]) -> tuple[str | None, str | None]:
+    """The query id (kept across restarts on one checkpoint) and the run id (new each start)."""
+    return (progress[-1].get("id"), progress[-1].get("runId")) if progress else (None, None)
 
-
-def _end_s(progress: dict) -> float:
-    from faults.targets import _end_s as end
-
-    return end(progress)

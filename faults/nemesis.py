@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from faults.spec import KINDS, FaultSpec
+from faults.spec import KINDS, RESTART_MARGIN_S, RESTARTING, FaultSpec
 
 # what a nemesis may aim a pause at: Spark's processes (the broker and Postgres have
 # faults of their own: restart-broker, stall-sink)
@@ -25,8 +25,11 @@ def plan(kinds: tuple[str, ...], interval_s: float, seed: int, workload_s: float
     specs = []
     at = half
     while at + half <= workload_s:
-        kind = rng.choice(kinds)
-        specs.append(_fault(kind, round(at, 3), half, rng))
+        # a kind whose heal restarts a process needs workload after it (RESTART_MARGIN_S)
+        fits = [k for k in kinds if k not in RESTARTING or at + half + RESTART_MARGIN_S <= workload_s]
+        if not fits:
+            break
+        specs.append(_fault(rng.choice(fits), round(at, 3), half, rng))
         at += interval_s
     return tuple(specs)
 

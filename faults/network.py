@@ -13,8 +13,9 @@ import time
 
 from faults.base import Fault, Observation
 from faults.targets import RefusedTarget
+from workloads import kafka_admin
 
-_NAME = "harness-{}"   # toxics carry our prefix, so heal removes only its own
+_PREFIX = "harness-"   # toxics carry our prefix and the fault's time: heal removes only its own
 
 
 class Network(Fault):
@@ -27,8 +28,9 @@ class Network(Fault):
         self.before = _timed(self.probe)
         self.added = []
         for kind, attributes in self._toxics():
-            self.server.toxic(self.proxy, _NAME.format(kind), kind, attributes)
-            self.added.append(_NAME.format(kind))
+            name = f"{_PREFIX}{kind}-at-{self.spec.at_s:g}s"
+            self.server.toxic(self.proxy, name, kind, attributes)
+            self.added.append(name)
         self.listed = {t["name"] for t in self.server.toxics(self.proxy)} >= set(self.added)
         self.during = _timed(self.probe)
         self.bypass = self._spark_bypasses()
@@ -66,11 +68,18 @@ class Network(Fault):
         return None
 
     def _heal(self) -> None:
-        for name in getattr(self, "added", []):
+        """Remove this fault's toxics, and prove they are gone: Toxiproxy serves every case of
+        the run, and a toxic left in place would slow the next one without a word."""
+        added = getattr(self, "added", [])
+        for name in added:
             try:
                 self.server.remove_toxic(self.proxy, name)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
+            except Exception as exc:
+                if "404" not in str(exc):   # already gone is fine; anything else is not
+                    raise
+        left = [t["name"] for t in self.server.toxics(self.proxy) if t["name"] in added]
+        if left:
+            raise RuntimeError(f"toxics {left} are still in place on proxy {self.proxy}")
 
     def observe(self) -> Observation:
         extra, (before, before_err), (during, during_err) = self.spec.extra, self.before, self.during
@@ -105,23 +114,8 @@ def _timed(probe) -> tuple[float | None, str | None]:
 
 def probe_kafka(bootstrap_servers: str) -> float:
     """A metadata request through `bootstrap_servers`; raises when it fails."""
-    import logging
-
-    from kafka import KafkaAdminClient
-
-    logger = logging.getLogger("kafka")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)   # resets are expected here: not errors of the run
-    try:
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=10_000,
-                                 bootstrap_timeout_ms=10_000)
-        try:
-            if not admin.describe_cluster().get("brokers"):
-                raise ConnectionError("no broker in the metadata")
-        finally:
-            admin.close()
-    finally:
-        logger.setLevel(level)
+    if not kafka_admin.describe(bootstrap_servers, timeout_ms=10_000):
+        raise ConnectionError("no broker in the metadata")
     return 0.0
 
 

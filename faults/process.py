@@ -20,14 +20,7 @@ class KillExecutor(Fault):
     too. Either way a new executor must appear."""
 
     def _inject(self) -> None:
-        executors = self.targets.executors()
-        if not executors:
-            raise RefusedTarget("the driver has no executor process (a local[*] master?)")
-        index = self.spec.target_index
-        chosen = (self.targets.rng(f"{self.spec.kind}@{self.spec.at_s}").randrange(len(executors))
-                  if index == "random" else int(index or 0))
-        if chosen >= len(executors):
-            raise RefusedTarget(f"executor {chosen} does not exist ({len(executors)} are running)")
+        executors, chosen = choose_executor(self)
         self.before = {p.pid for p in executors}
         if self.spec.via == "spark-api":
             self._through_spark(chosen, executors)
@@ -74,20 +67,22 @@ class Pause(Fault):
     """SIGSTOP every process of the target, SIGCONT at heal (a long GC pause, a frozen VM)."""
 
     def _inject(self) -> None:
-        kind, index = self.spec.target_kind, self.spec.target_index
+        kind = self.spec.target_kind
         if kind == "executor":
-            executors = self.targets.executors()
-            chosen = (self.targets.rng(f"pause@{self.spec.at_s}").randrange(len(executors))
-                      if index == "random" else int(index or 0))
+            executors, chosen = choose_executor(self)
             self.procs = [executors[chosen]]
             self.target = f"executor:{chosen} (pid {self.procs[0].pid})"
         else:
-            service = self.targets.service(kind)
-            self.procs = [self.targets.process(pid) for pid in service.pids()]
+            self.procs = self.targets.processes(self.targets.service(kind).pids())
+            if not self.procs:
+                raise RefusedTarget(f"{kind} has no process running to pause (is it restarting?)")
             self.target = f"{kind} ({len(self.procs)} processes)"
         for proc in self.procs:
-            proc.send_signal(signal.SIGSTOP)
-        stopped = (psutil.STATUS_STOPPED, None)
+            try:
+                proc.send_signal(signal.SIGSTOP)
+            except psutil.NoSuchProcess:
+                pass   # a short-lived backend that ended meanwhile
+        stopped = (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE, None)   # ended meanwhile: not running
         self.stopped = wait_for(lambda: all(_status(p) in stopped for p in self.procs), 5)
 
     def _heal(self) -> None:
@@ -104,6 +99,20 @@ class Pause(Fault):
         if not resumed:
             return Observation(False, f"{self.target}: a process was still stopped after SIGCONT")
         return Observation(True, f"{self.target} stopped for {self.spec.duration_s:g}s, then resumed")
+
+
+def choose_executor(fault: Fault) -> tuple[list[psutil.Process], int]:
+    """The running executors and the index the fault aims at: `executor:N`, or one drawn
+    from the seed for `executor:random`."""
+    executors = fault.targets.executors()
+    if not executors:
+        raise RefusedTarget("the driver has no executor process (a local[*] master?)")
+    index = fault.spec.target_index
+    chosen = (fault.targets.rng(f"{fault.spec.kind}@{fault.spec.at_s}").randrange(len(executors))
+              if index == "random" else int(index or 0))
+    if chosen >= len(executors):
+        raise RefusedTarget(f"executor {chosen} does not exist ({len(executors)} are running)")
+    return executors, chosen
 
 
 def _executor_id(proc: psutil.Process) -> str | None:

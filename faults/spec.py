@@ -48,10 +48,15 @@ KINDS: dict[str, Kind] = {
                     "kafka", "toxics on Spark's path to Kafka or to PostgreSQL, through a Toxiproxy the "
                     "harness owns: latency with jitter, a bandwidth limit (KB/s), connection resets"),
     "replay-batch": Kind(("downtime",), ("driver",), "driver",
-                         "stop the driver right after a batch that wrote rows committed, delete "
-                         "that batch's commit-log entry, and start again: Spark re-executes it"),
+                         "hold the next batch that wrote rows after the sink's write, kill the driver "
+                         "there and start again: the batch is in the offset log and not in the commit "
+                         "log, so Spark re-executes it with its id"),
 }
 VIAS = ("signal", "spark-api")
+# kinds whose heal starts a process again (a driver takes ~16-20 s on 2 cores): the workload
+# must go on this long after the heal, or the new process has nothing to show it is back
+RESTARTING = {"kill-driver", "replay-batch", "restart-broker"}
+RESTART_MARGIN_S = 20.0
 MODES = ("clean", "hard")
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import psutil
 
+from workloads.pipelines import progress_log
+
 
 class RefusedTarget(Exception):
     """A target that the harness did not start, or that is gone: no signal is sent."""
@@ -55,9 +57,24 @@ class Targets:
             raise RefusedTarget(f"pid {pid} is gone") from None
         return proc
 
+    def processes(self, pids: list[int]) -> list[psutil.Process]:
+        """Handles on those of `pids` this run started and that still run; one that ended
+        between the listing and now (a short-lived PostgreSQL backend) is left out."""
+        started = self.started_pids()
+        refused = [pid for pid in pids if pid not in started]
+        if refused:
+            raise RefusedTarget(f"pids {refused} were not started by this run: no signal sent")
+        handles = []
+        for pid in pids:
+            try:
+                handles.append(psutil.Process(pid))
+            except psutil.NoSuchProcess:
+                continue
+        return handles
+
     def executors(self) -> list[psutil.Process]:
         """The driver's executor processes, oldest first (executor:0 is the oldest)."""
-        procs = [self.process(pid) for pid in self.driver().executor_pids()]
+        procs = self.processes(self.driver().executor_pids())
         return sorted(procs, key=lambda p: p.create_time())
 
     def service(self, name: str) -> Any:
@@ -69,14 +86,12 @@ class Targets:
 
     def batches_after(self, at: float) -> list[dict]:
         """Progress records of batches that ended after wall-clock time `at`."""
-        return [p for p in self.progress() if _end_s(p) > at]
+        return [p for p in self.progress() if end_s(p) > at]
 
 
-def _end_s(progress: dict) -> float:
-    from datetime import datetime
-
-    start = datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp()
-    return start + progress.get("batchDuration", 0) / 1000
+def end_s(progress: dict) -> float:
+    """When a batch ended, in epoch seconds."""
+    return progress_log.end_ms(progress) / 1000
 
 
 def wait_for(condition: Callable[[], Any], timeout_s: float, every_s: float = 0.2) -> Any:

@@ -26,10 +26,10 @@ def _summary(run_dir) -> dict:
 
 class TestEveryFault:
     def test_each_kind_lands_is_observed_and_leaves_nothing_behind(self, tmp_path):
-        """Steps: one at-least-once case under kill-executor (a signal, and Spark's API); pause of an executor, the broker
-        and Postgres; stall-sink; restart-broker; replay-batch; and network latency on
-        Spark's Kafka path. Every fault is observed with its target, the verdict holds, and no
-        process is left running or stopped."""
+        """Steps: one at-least-once case under kill-executor (a signal, and Spark's API);
+        pause of an executor, the broker and Postgres; stall-sink; restart-broker;
+        replay-batch; and network latency on Spark's Kafka path. Every fault is observed
+        with its target, the verdict holds, and no process is left running or stopped."""
         run_dir = tmp_path / "run"
         proc = run_cli("run", str(REPO / "tests" / "scenarios" / "every_fault.toml"), "--out", str(run_dir))
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

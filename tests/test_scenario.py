@@ -255,20 +255,23 @@ def _with_fault(tmp_path, body: str):
 class TestFaults:
     def test_a_fault_is_read_with_its_defaults(self, tmp_path):
         """kill-driver at 0.5s: target driver, downtime 3s by default."""
-        (fault,) = load(_with_fault(tmp_path, 'kind = "kill-driver"\nat = "500ms"')).faults
+        path = _with_fault(tmp_path, 'kind = "kill-driver"\nat = "500ms"')
+        path.write_text(path.read_text().replace('duration = "1s"', 'duration = "30s"'))
+        (fault,) = load(path).faults
         assert (fault.kind, fault.at_s, fault.target, fault.downtime_s) == ("kill-driver", 0.5, "driver", 3.0)
 
     @pytest.mark.parametrize("body, path, words", [
         ('kind = "kill-executr"\nat = "0s"', "faults[0].kind", "did you mean 'kill-executor'"),
         ('kind = "kill-driver"\nat = "5s"', "faults[0].at", "not before the workload ends"),
+        ('kind = "kill-driver"\nat = "0s"', "faults[0].at", "too little workload after the restart"),
         ('kind = "kill-executor"\nat = "0s"\ntarget = "executor:5"', "faults[0].target", "no executor 5"),
         ('kind = "pause"\nat = "0s"\nduration = "-1s"', "faults[0].duration", "negative"),
         ('kind = "pause"\nat = "0s"', "faults[0].duration", "missing"),
         ('kind = "pause"\nat = "0s"\nduration = "1s"\ntarget = "kafka"', "faults[0].target", "not a target"),
         ('kind = "delay-commit"\nat = "0s"\nduration = "1s"\ndowntime = "1s"', "faults[0].downtime",
          "unknown key"),
-    ], ids=["unknown kind", "after the end", "executor 5 of 2", "negative", "no duration", "bad target",
-            "key of another kind"])
+    ], ids=["unknown kind", "after the end", "no time to restart", "executor 5 of 2", "negative",
+            "no duration", "bad target", "key of another kind"])
     def test_bad_faults_name_the_dotted_path(self, tmp_path, body, path, words):
         """Each mistake is refused before anything starts, with the field's dotted path."""
         err = _error(_with_fault(tmp_path, body))

@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-QUERY_ID_STRIDE = 1_000_000   # batch ids of the k-th query of a case start at k * this
+from workloads.pipelines.config import QUERY_ID_STRIDE
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,12 @@ Raw samples are kept in the run directory; statistics are computed here on deman
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from workloads.pipelines import progress_log
 
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9}
 
@@ -26,17 +27,11 @@ def percentiles(samples: np.ndarray) -> dict:
 
 
 def read_progress(path: Path) -> list[dict]:
-    """StreamingQueryProgress records, one per micro-batch, in the order they ran (batch ids
-    repeat when a restarted query replays a batch, and start again at 0 on a fresh checkpoint)."""
-    if not path.exists():
-        return []
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return sorted(records, key=lambda r: r["timestamp"])
+    """StreamingQueryProgress records, in the order they ran (workloads.pipelines.progress_log)."""
+    return progress_log.read(path)
 
 
-def _end_ms(progress: dict) -> float:
-    start = datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp() * 1000
-    return start + progress["batchDuration"]
+_end_ms = progress_log.end_ms
 
 
 def offered_eps(truth: pd.DataFrame) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from harness.scenario import Scenario
 from harness.services.base import Registry
 from harness.services.spark import SparkDriver
 from workloads.pipelines import pipeline as pipeline_module
-from workloads.pipelines.config import DriverConfig
+from workloads.pipelines.config import QUERY_ID_STRIDE, DriverConfig
 from workloads.progress import Progress
 from workloads.sinks import SinkContext
 
@@ -41,6 +42,7 @@ class Case:
     report: dict | None = None
     failure: str | None = None     # why the case failed while it ran (a dead driver)
     expect_down: bool = False      # a fault killed the driver on purpose: not a failure
+    driver_up: threading.Event = field(default_factory=threading.Event)   # clear while it restarts
     checkpoints: list[Path] = field(default_factory=list)   # one per query; at-most-once restarts fresh
 
     @classmethod
@@ -105,7 +107,19 @@ class Case:
         """Start the case's first driver, on its checkpoint, reading from the earliest offsets."""
         self.checkpoints = [self.dir / "checkpoint"]
         self.driver = SparkDriver(self.dir, self.driver_config(), self.registry).start().wait_ready()
+        self.driver_up.set()
         return self.driver
+
+    def set_expect_down(self, down: bool) -> None:
+        """A fault is about to kill the driver (True), or its new driver is up (False)."""
+        self.expect_down = down
+        (self.driver_up.clear if down else self.driver_up.set)()
+
+    def current_driver(self, timeout_s: float = 300.0) -> SparkDriver:
+        """The driver for a fault to act on: while one restarts, wait for it rather than act
+        on the dead one."""
+        self.driver_up.wait(timeout_s)
+        return self.spark
 
     def restart_driver(self) -> None:
         """A new driver after a fault killed the last one. at-least-once and exactly-once
@@ -115,11 +129,17 @@ class Case:
         fresh = self.spec.guarantee == "at-most-once"
         if fresh:
             self.checkpoints.append(self.dir / f"checkpoint-{len(self.checkpoints)}")
-        config = self.driver_config(starting_offsets="latest" if fresh else "earliest")
+        config = replace(self.driver_config(starting_offsets="latest" if fresh else "earliest"),
+                         batch_base=(len(self.checkpoints) - 1) * QUERY_ID_STRIDE)
         self.progress.step(f"case {self.name}: restarting the driver "
                            f"({'a fresh checkpoint at the latest offsets' if fresh else 'same checkpoint'})")
-        self.driver = SparkDriver(self.dir, config, self.registry).start().wait_ready()
-        self.registry.changed()
+        self.driver = SparkDriver(self.dir, config, self.registry).start()   # stopped even if never ready
+        try:
+            self.driver.wait_ready()
+        except Exception as exc:
+            self.failure = f"the driver of case {self.name} did not come back after a fault: {exc}"
+            self.driver.stop()
+            raise
 
     def targets(self) -> Targets:
         """What the fault injectors may act on: this run's services and this case's driver."""
@@ -128,8 +148,8 @@ class Case:
         services = {role: ours[name] for role, name in (("broker", "kafka"), ("postgres", "postgres"))
                     if name in ours}
         return Targets(
-            driver=lambda: self.spark, restart_driver=self.restart_driver,
-            expect_down=lambda down: setattr(self, "expect_down", down),
+            driver=self.current_driver, restart_driver=self.restart_driver,
+            expect_down=self.set_expect_down,
             control_dir=self.dir / "control", progress=lambda: read_progress(self.dir / "progress.jsonl"),
             checkpoint=lambda: self.checkpoint, started_pids=self.registry.seen_pids,
             services=services,

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from faults import nemesis
-from faults.spec import KINDS, MODES, VIAS, FaultSpec
+from faults.spec import KINDS, MODES, RESTART_MARGIN_S, RESTARTING, VIAS, FaultSpec
 from harness.errors import ScenarioError
 from workloads.generator._validate import Section, bad
 
@@ -76,6 +76,12 @@ def _fault(item: Any, path: str, workload_s: float, master: str) -> FaultSpec:
                   "inject faults while events are being sent: choose an `at` earlier than "
                   "workload.duration (with --quick, [quick] may shorten it)")
     target = _target(s, kind_name, master)
+    lasts_s = max(s.duration_ms("duration", "0s"), s.duration_ms("downtime", _DEFAULT_DOWNTIME)) / 1000
+    if kind_name in RESTARTING and at_s + lasts_s + RESTART_MARGIN_S > workload_s:
+        raise bad(s.field("at"), s.raw("at"), f"leaves too little workload after the restart: {kind_name} "
+                  f"needs {RESTART_MARGIN_S:g}s of events after its downtime to see the new process at work",
+                  f"choose an `at` of at most {max(0.0, workload_s - lasts_s - RESTART_MARGIN_S):g}s, "
+                  "or a longer workload.duration")
     duration_s = 0.0
     if "duration" in kind.keys:
         duration_s = s.duration_ms("duration", gt=0) / 1000

@@ -157,7 +157,8 @@ class Service:
         if self.process is None:
             return []
         found = {p.pid: p for p in procs.group_members(self.process.pid)}
-        found.update((p.pid, p) for p in procs.tree(self.process.pid))
+        if self.process.poll() is None:   # once reaped, its pid may belong to another process
+            found.update((p.pid, p) for p in procs.tree(self.process.pid))
         self.seen_pids.update(found)
         return list(found.values())
 

@@ -7,8 +7,6 @@ bound to 127.0.0.1 on free ports, data and logs under the service's workdir.
 from __future__ import annotations
 
 import base64
-import contextlib
-import logging
 import subprocess
 import uuid
 from pathlib import Path
@@ -17,6 +15,7 @@ from harness import jvm
 from harness.errors import ServiceError
 from harness.net import free_port
 from harness.services.base import Service
+from workloads import kafka_admin
 
 HEAP = "-Xms512m -Xmx512m"  # a 2-core, 24 GB machine also runs Spark (3 JVMs) beside it
 
@@ -130,35 +129,5 @@ class KafkaBroker(Service):
 
 
 def cluster_answers(bootstrap_servers: str) -> bool:
-    """Whether a metadata request to the cluster succeeds. The client's own ERROR lines
-    while the broker is still starting are normal probing, kept out of the log."""
-    with _quiet("kafka"):
-        return _metadata_answers(bootstrap_servers)
-
-
-@contextlib.contextmanager
-def _quiet(logger_name: str):
-    logger = logging.getLogger(logger_name)
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
-def _metadata_answers(bootstrap_servers: str) -> bool:
-    from kafka import KafkaAdminClient
-    from kafka.errors import KafkaError
-
-    try:
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=3000,
-                                 bootstrap_timeout_ms=3000)
-    except (KafkaError, ValueError, OSError):
-        return False
-    try:
-        return bool(admin.describe_cluster().get("brokers"))
-    except (KafkaError, OSError):
-        return False
-    finally:
-        admin.close()
+    """Whether a metadata request to the cluster succeeds (probing is not logged as errors)."""
+    return kafka_admin.answers(bootstrap_servers)

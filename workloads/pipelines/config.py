@@ -8,6 +8,8 @@ from pathlib import Path
 
 from workloads.sinks import SinkContext
 
+QUERY_ID_STRIDE = 1_000_000   # the k-th query of a case numbers its batches from k * this
+
 
 @dataclass(frozen=True, kw_only=True)
 class DriverConfig:
@@ -32,6 +34,7 @@ class DriverConfig:
     control_dir: str = ""          # the control channel (pipelines/control.py)
     # where a query on a fresh checkpoint starts: earliest, or latest (at-most-once's restart)
     starting_offsets: str = "earliest"
+    batch_base: int = 0            # added to batch ids in the sink: one range per query
 
     def with_paths(self, workdir: Path) -> DriverConfig:
         return replace(self, status_path=str(workdir / "status.json"),

@@ -9,7 +9,8 @@ batch that the sink has but the checkpoint does not, and a restart re-executes i
   delay-commit     request: milliseconds to hold the next batch that wrote rows
   hold-commit      request: hold the next batch that wrote rows until the driver dies
   held-<N>.json    the driver's answer: batch N wrote `rows` rows and is held from `at_ms`
-                   until `until_ms` (null: until the driver dies)
+                   until `until_ms` (for hold-commit, HOLD_CEILING_MS: the driver should
+                   be killed long before)
   kill-executor    request: the index of an executor (in Spark's id order) to kill through
                    SparkContext.killAndReplaceExecutor (what Spark itself calls for a lost
                    executor; Scala-private, public to py4j), or where that is missing,
@@ -52,7 +53,7 @@ def held_batches(control_dir: Path) -> list[dict]:
 def holding(control_dir: Path) -> dict | None:
     """The batch held in the commit window right now, if any."""
     now_ms = time.time_ns() // 1_000_000
-    held = [h for h in held_batches(control_dir) if h.get("until_ms") is None or h["until_ms"] > now_ms]
+    held = [h for h in held_batches(control_dir) if h["until_ms"] > now_ms]
     return held[-1] if held else None
 
 
@@ -98,15 +99,24 @@ def _kill_and_replace(sc, executor_id: str) -> bool:
         return bool(sc.killExecutor(executor_id)) and bool(sc.requestExecutors(1))
 
 
-class CommitGate:
-    """`foreachBatch` callable: the sink's write, then whatever the control directory asks."""
+HOLD_CEILING_MS = 120_000   # a hold "until the driver dies" ends anyway if nobody kills it
 
-    def __init__(self, write: Callable, control_dir: Path, rows: Callable[[], int | None]):
+
+class CommitGate:
+    """`foreachBatch` callable: the sink's write, then whatever the control directory asks.
+
+    The sink gets `batch_base + batch_id`: a query restarted on a fresh checkpoint numbers
+    its batches from 0 again, and the base (QUERY_ID_STRIDE times the query's index) keeps
+    its ids apart from the earlier query's in the sink, as the checker numbers them."""
+
+    def __init__(self, write: Callable, control_dir: Path, rows: Callable[[], int | None],
+                 batch_base: int = 0):
         self.write, self.control_dir, self.rows = write, Path(control_dir), rows
+        self.batch_base = batch_base
         self.control_dir.mkdir(parents=True, exist_ok=True)
 
     def __call__(self, batch_df, batch_id: int) -> None:
-        self.write(batch_df, batch_id)
+        self.write(batch_df, self.batch_base + batch_id)
         delay, hold = self.control_dir / DELAY_COMMIT, self.control_dir / HOLD_COMMIT
         if not (delay.exists() or hold.exists()):
             return
@@ -116,12 +126,12 @@ class CommitGate:
         now_ms = time.time_ns() // 1_000_000
         forever = hold.exists()
         try:
-            until_ms = None if forever else now_ms + int(delay.read_text() or 0)
+            until_ms = now_ms + (HOLD_CEILING_MS if forever else int(delay.read_text() or 0))
         except (OSError, ValueError):
             return                  # withdrawn meanwhile
         hold.unlink(missing_ok=True)
         delay.unlink(missing_ok=True)   # one batch per request
         held_path(self.control_dir, batch_id).write_text(json.dumps(
-            {"batch_id": batch_id, "rows": rows, "at_ms": now_ms, "until_ms": until_ms}))
-        while until_ms is None or time.time_ns() // 1_000_000 < until_ms:
+            {"batch_id": batch_id, "rows": rows, "at_ms": now_ms, "until_ms": until_ms, "forever": forever}))
+        while time.time_ns() // 1_000_000 < until_ms:
             time.sleep(0.05)        # held: until the time is up, or the harness kills this driver

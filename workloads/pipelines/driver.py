@@ -101,7 +101,8 @@ def _start_query(spark, config: DriverConfig, sink):
     options = {"startingOffsets": config.starting_offsets}
     events = parse_events(read_kafka(spark, config.bootstrap_servers, config.topic, options))
     out = pipeline(config.pipeline).build(events, config.params)
-    gate = CommitGate(sink.write, Path(config.control_dir), lambda: getattr(sink, "last_rows", None))
+    gate = CommitGate(sink.write, Path(config.control_dir), lambda: getattr(sink, "last_rows", None),
+                      config.batch_base)
     return (out.writeStream.outputMode("append")
             .queryName(config.app_name)
             .trigger(processingTime=f"{config.trigger_ms} milliseconds")

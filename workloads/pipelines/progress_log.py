@@ -1,0 +1,33 @@
+"""The driver's progress log: one StreamingQueryProgress JSON per line, appended as batches end.
+
+Read while the driver writes, and after a driver killed mid-append: a line that does not
+parse (half written, or cut by SIGKILL) is passed over rather than failing the reader.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+
+def read(path: Path) -> list[dict]:
+    """The records in the order they ran (batch ids repeat when a restarted query replays a
+    batch, and start again at 0 on a fresh checkpoint)."""
+    if not Path(path).exists():
+        return []
+    records = []
+    for line in Path(path).read_text(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and "timestamp" in record and "batchId" in record:
+            records.append(record)
+    return sorted(records, key=lambda r: r["timestamp"])
+
+
+def end_ms(record: dict) -> float:
+    """When the batch ended, in epoch milliseconds."""
+    start = datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00")).timestamp() * 1000
+    return start + record.get("batchDuration", 0)
