@@ -59,14 +59,20 @@ class TestLagRecovered:
         """Before the fault (at 2.5 s) the lag peaked at 120; it is back under that at 5 s."""
         from harness.metrics import lag_recovered_s
 
-        assert lag_recovered_s(self.SERIES, started_ms=2500, ended_ms=3500) == 2.5
+        assert lag_recovered_s(self.SERIES, started_ms=2500, ended_ms=3500, before_ms=1500) == 2.5
 
     def test_is_none_when_the_lag_never_comes_back(self):
         from harness.metrics import lag_recovered_s
 
-        assert lag_recovered_s(self.SERIES[:4], started_ms=2500, ended_ms=3500) is None
+        assert lag_recovered_s(self.SERIES[:4], started_ms=2500, ended_ms=3500, before_ms=1500) is None
 
     def test_is_none_without_a_batch_before_the_fault(self):
         from harness.metrics import lag_recovered_s
 
         assert lag_recovered_s(self.SERIES, started_ms=500, ended_ms=900) is None
+
+    def test_is_none_when_the_run_is_younger_than_the_window_before(self):
+        """A fault 2.5 s into the run has no 10 s of history: no level to come back to."""
+        from harness.metrics import lag_recovered_s
+
+        assert lag_recovered_s(self.SERIES, started_ms=2500, ended_ms=3500) is None

@@ -89,9 +89,11 @@ def lag_recovered_s(series: list[tuple[float, int, float]], started_ms: float, e
                     before_ms: float = 10_000) -> float | None:
     """Seconds from a fault's start until the lag, after the fault ended, is back at its level
     before the fault: the largest lag at the ends of the batches in the `before_ms` before
-    it. None when no batch ended before the fault, or the lag never came back."""
+    it. None when the run had not yet run `before_ms` of batches when the fault came (no
+    level to come back to: a fault 1 s in would wait for the end of the run), or the lag
+    never came back."""
     level = [n for at, n, _ in series if started_ms - before_ms <= at < started_ms]
-    if not level:
+    if not level or series[0][0] > started_ms - before_ms:
         return None
     back = next((at for at, n, _ in series if at >= ended_ms and n <= max(level)), None)
     return None if back is None else round((back - started_ms) / 1000, 3)
