@@ -14,8 +14,7 @@ class RestartBroker(Fault):
 
     def _inject(self) -> None:
         self.broker = self.targets.service("broker")
-        for pid in self.broker.pids():
-            self.targets.process(pid)   # refuses a pid this run did not start
+        self.targets.processes(self.broker.pids())   # refuses a pid this run did not start
         self.target = f"broker (pid {self.broker.pid}, {self.spec.mode})"
         (self.broker.stop if self.spec.mode == "clean" else self.broker.kill)()
 

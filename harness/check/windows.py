@@ -120,14 +120,10 @@ def _control_rows(truth: pd.DataFrame, sink: pd.DataFrame, window_ms: int, slide
     return pd.Series(is_own & (sink["key"] == CONTROL_KEY).to_numpy(), index=sink.index)
 
 
-def oracle_params(params: dict) -> tuple[int, int]:
-    return params["window_ms"], params["slide_ms"]
-
-
 def final_watermark_ms(max_event_time_ms: int, params: dict) -> int:
     """The watermark at which every window holding an event up to `max_event_time_ms` is
     final: the end of the last such window."""
-    window_ms, slide_ms = oracle_params(params)
+    window_ms, slide_ms = params["window_ms"], params["slide_ms"]
     return max_event_time_ms - max_event_time_ms % slide_ms + window_ms
 
 
