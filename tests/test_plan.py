@@ -233,3 +233,36 @@ class TestDilation:
         assert error.min() > -1.001 and error.max() < 0.001, f"error {error.min():.3f}..{error.max():.3f} ms"
         span = event_ms[-1] / send_ms[-1]
         assert span == pytest.approx(dilation, rel=1e-3), f"event time ran {span:.4f}x send time"
+
+
+class TestDuplicates:
+    """workload.duplicates: a share of events re-sent later, as a producer retry would."""
+
+    def test_copies_repeat_their_event_later_and_leave_the_originals_unchanged(self, small_blocks):
+        plain = _plan(_spec(duration="3s"))
+        w = _spec(duration="3s", duplicates={"share": 0.1, "after": "250ms"})
+        got = _plan(w)
+        is_copy = ~_first_seen(got.event_id)
+        originals = np.flatnonzero(~is_copy)
+        assert np.array_equal(_identity(got)[originals], _identity(plain))
+        assert np.array_equal(got.intended_us[originals], plain.intended_us)
+        copies = np.flatnonzero(is_copy)
+        assert 0.07 < len(copies) / len(plain) < 0.13
+        by_id = dict(zip(plain.event_id, plain.intended_us, strict=True))
+        assert all(got.intended_us[i] - by_id[got.event_id[i]] == 250_000 for i in copies)
+        assert np.all(np.diff(got.intended_us) >= 0), "send order, across block boundaries too"
+
+    def test_every_generator_process_sends_the_copies_of_its_own_events(self):
+        w = _spec(duration="2s", duplicates={"share": 0.2})
+        whole = _plan(w)
+        parts = [_plan(w, share=(j, 3)) for j in range(3)]
+        assert sum(len(p) for p in parts) == len(whole)
+        assert all(np.all(p.event_id % 3 == j) for j, p in enumerate(parts))
+
+
+def _first_seen(ids: np.ndarray) -> np.ndarray:
+    """True where an id appears for the first time."""
+    _, first = np.unique(ids, return_index=True)
+    out = np.zeros(len(ids), bool)
+    out[first] = True
+    return out

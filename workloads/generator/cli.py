@@ -78,6 +78,9 @@ KNOBS: list[tuple[str, str, str, str]] = [
     ("payload.size", "BYTES", _INT, "pad each value to at least this many bytes (default: 0, no padding)"),
     ("payload.users", "N", _INT, "distinct users (default: 10000)"),
     ("payload.items", "N", _INT, "distinct items (default: 1000)"),
+    ("duplicates.share", "FRACTION", _NUM, "share of events sent a second time, same id and event time, "
+     "0..1 (default: 0)"),
+    ("duplicates.after", "DURATION", _STR, "how much later the copy is sent (default: 1s)"),
 ]
 
 
@@ -123,7 +126,7 @@ def parser() -> argparse.ArgumentParser:
                           "it fixes every event's key, event time and partition")
     how.add_argument("--processes", metavar="N", type=int, default=1,
                      help="generator processes sharing the plan, event_id mod N each (default: 1)")
-    for section in ("", "rate", "keys", "delay", "time", "payload"):
+    for section in ("", "rate", "keys", "delay", "time", "payload", "duplicates"):
         title = f"workload.{section}" if section else "workload"
         grp = g.add_argument_group(f"[{title}] knobs")
         for path, metavar, kind, text in KNOBS:

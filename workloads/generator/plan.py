@@ -25,6 +25,7 @@ from workloads.generator.spec import WorkloadSpec
 BLOCK_EVENTS = 65_536
 EVENT_TYPES = ("view", "login", "login-failed", "order", "payment")
 EVENT_TYPE_WEIGHTS = (0.55, 0.15, 0.05, 0.15, 0.10)
+_COPIES_STREAM = 0xD0B   # seeds the re-sent copies' own random stream, beside the plan's seed
 
 
 @dataclass(frozen=True)
@@ -63,12 +64,36 @@ class Planner:
 
     def __iter__(self) -> Iterator[Block]:
         rng = np.random.default_rng(self.spec.seed)
+        # the copies draw from a stream of their own: the originals are those of the same plan
+        # without duplicates, whatever the share
+        copies_rng = np.random.default_rng((self.spec.seed, _COPIES_STREAM))
         next_id = 0
+        pending: Block | None = None     # re-sent copies due after the block they were drawn in
         for offsets_s in _rebatch(shapes.schedule(self.spec.shape), self.block_events):
             block = self._block(rng, offsets_s, next_id)
             next_id += len(block)
-            j, n = self.share
-            yield block if n == 1 else block.take(block.event_id % n == j)
+            if self.spec.duplicates.share > 0 and len(block):
+                block, pending = self._with_copies(copies_rng, block, pending)
+            yield self._mine(block)
+        if pending is not None and len(pending):
+            yield self._mine(pending)
+
+    def _mine(self, block: Block) -> Block:
+        j, n = self.share
+        return block if n == 1 else block.take(block.event_id % n == j)
+
+    def _with_copies(self, rng: np.random.Generator, block: Block, pending: Block | None):
+        """The block with the copies due by its last send time merged in, in send order, and
+        the copies due later. A copy repeats its event (id, key, event time, fields, partition)
+        `after` later."""
+        dup = self.spec.duplicates
+        copies = block.take(rng.random(len(block)) < dup.share)
+        copies = Block(**{**_fields(copies), "intended_us": copies.intended_us + dup.after_ms * 1000})
+        pool = copies if pending is None else concat([pending, copies])
+        cut = block.intended_us[-1]
+        merged = concat([block, pool.take(pool.intended_us <= cut)])
+        merged = merged.take(np.argsort(merged.intended_us, kind="stable"))
+        return merged, pool.take(pool.intended_us > cut)
 
     def _block(self, rng: np.random.Generator, offsets_s: np.ndarray, first_id: int) -> Block:
         spec, n = self.spec, len(offsets_s)
@@ -126,9 +151,16 @@ def _rebatch(slices, size: int) -> Iterator[np.ndarray]:
         yield np.concatenate(pending)
 
 
-def plan_all(spec: WorkloadSpec, start_ms: int) -> Block:
-    """The whole plan as one block (for tests and previews of small workloads)."""
-    blocks = list(Planner(spec, start_ms))
+def _fields(block: Block) -> dict[str, np.ndarray]:
+    return {f: getattr(block, f) for f in Block.__dataclass_fields__}
+
+
+def concat(blocks: list[Block]) -> Block:
     if not blocks:
         return Block(*(np.empty(0, dtype=np.int64) for _ in Block.__dataclass_fields__))
     return Block(*(np.concatenate([getattr(b, f) for b in blocks]) for f in Block.__dataclass_fields__))
+
+
+def plan_all(spec: WorkloadSpec, start_ms: int) -> Block:
+    """The whole plan as one block (for tests and previews of small workloads)."""
+    return concat(list(Planner(spec, start_ms)))

@@ -12,6 +12,8 @@ same knobs with the same checks; the CLI names an option after its path in the t
                           | groups, with its parameters; late_share, late_by
     [workload.time]       dilation, clock_skew, idle (partitions that pause)
     [workload.payload]    format, fields, size, users, items
+    [workload.duplicates] share, after: re-send that share of events (same id, same
+                          event time, same fields) `after` later, as a producer retry would
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")  # Kafka's own rule for topic names
 PAYLOAD_FIELDS = ("user", "item", "amount", "type")
 FORMATS = ("json",)
 
-_TOP = ("topic", "partitions", "duration", "seed", "rate", "keys", "delay", "time", "payload")
+_TOP = ("topic", "partitions", "duration", "seed", "rate", "keys", "delay", "time", "payload", "duplicates")
 # the keys each rate shape uses (besides `shape`)
 RATE_KEYS = {
     "constant": ("eps",),
@@ -82,6 +84,12 @@ class PayloadSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DuplicatesSpec:
+    share: float = 0.0                        # of events sent a second time
+    after_ms: int = 1000                      # how much later the copy is sent
+
+
+@dataclass(frozen=True, kw_only=True)
 class WorkloadSpec:
     """What the generator offers. `rate` is a shape already bounded by `duration_s`."""
 
@@ -94,6 +102,7 @@ class WorkloadSpec:
     delay: DelaySpec = field(default_factory=DelaySpec)
     time: TimeSpec = field(default_factory=TimeSpec)
     payload: PayloadSpec = field(default_factory=PayloadSpec)
+    duplicates: DuplicatesSpec = field(default_factory=DuplicatesSpec)
 
     @property
     def shape(self) -> shapes.Bounded:
@@ -103,7 +112,7 @@ class WorkloadSpec:
         """Plain JSON types, for summaries and reports."""
         return {"topic": self.topic, "partitions": self.partitions, "duration_s": self.duration_s,
                 "seed": self.seed, "rate": shapes.describe(self.rate),
-                **{k: asdict(getattr(self, k)) for k in ("keys", "delay", "time", "payload")}}
+                **{k: asdict(getattr(self, k)) for k in ("keys", "delay", "time", "payload", "duplicates")}}
 
 
 def parse(raw: Any, path: str = "workload") -> WorkloadSpec:
@@ -121,9 +130,15 @@ def parse(raw: Any, path: str = "workload") -> WorkloadSpec:
         delay=_delay(s.table("delay", _ALL_DELAY_KEYS)),
         time=_time(s.table("time", ("dilation", "clock_skew", "idle")), partitions, duration_ms),
         payload=_payload(s.table("payload", ("format", "fields", "size", "users", "items"))),
+        duplicates=_duplicates(s.table("duplicates", ("share", "after"))),
     )
     _check_sends_events(spec, path)
     return spec
+
+
+def _duplicates(s: Section) -> DuplicatesSpec:
+    return DuplicatesSpec(share=s.number("share", 0.0, ge=0, le=1),
+                          after_ms=s.duration_ms("after", "1s", ge=0))
 
 
 def _only(s: Section, choice: str, what: str, used: dict[str, tuple[str, ...]], always: tuple[str, ...]):
