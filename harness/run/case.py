@@ -16,7 +16,6 @@ from harness.scenario import Case as CaseSpec
 from harness.scenario import Scenario
 from harness.services.base import Registry
 from harness.services.spark import SparkDriver
-from workloads.pipelines import pipeline as pipeline_module
 from workloads.pipelines.config import QUERY_ID_STRIDE, DriverConfig
 from workloads.progress import Progress
 from workloads.sinks import SinkContext
@@ -40,6 +39,7 @@ class Case:
     planned: int = 0
     warmup: list[dict] = field(default_factory=list)
     report: dict | None = None
+    flush_offsets: dict[int, int] = field(default_factory=dict)   # partition -> end offset after the flush
     failure: str | None = None     # why the case failed while it ran (a dead driver)
     expect_down: bool = False      # a fault killed the driver on purpose: not a failure
     driver_up: threading.Event = field(default_factory=threading.Event)   # clear while it restarts
@@ -60,6 +60,11 @@ class Case:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def pipeline(self):
+        """The case's own [cases.pipeline], else the scenario's [pipeline]."""
+        return self.spec.pipeline or self.scenario.pipeline
 
     @property
     def suffix(self) -> str:
@@ -85,7 +90,7 @@ class Case:
 
     def sink_context(self) -> SinkContext:
         return SinkContext(name=self.sink_name, guarantee=self.spec.guarantee,
-                           columns=dict(pipeline_module(self.scenario.pipeline.kind).COLUMNS),
+                           columns=dict(self.pipeline.columns),
                            workdir=str(self.dir), postgres_url=self.stack.postgres_url,
                            bootstrap_servers=self.stack.bootstrap_servers)
 
@@ -95,13 +100,15 @@ class Case:
                        bootstrap_servers=self.stack.spark_bootstrap_servers)
 
     def driver_config(self, starting_offsets: str = "earliest") -> DriverConfig:
-        sc, pl = self.scenario, self.scenario.pipeline
+        sc, pl = self.scenario, self.pipeline
         return DriverConfig(starting_offsets=starting_offsets,
             app_name=f"harness-{self.name}", master=sc.services.spark.master,
             spark_conf=dict(sc.services.spark.conf), jars=[str(p) for p in jvm.spark_connector_jars()],
             bootstrap_servers=self.stack.spark_bootstrap_servers, topic=self.topic,
             checkpoint=str(self.checkpoint), pipeline=pl.kind, params=pl.params(),
-            trigger_ms=pl.trigger_ms, sink=self.spec.sink, sink_context=self.driver_sink_context())
+            trigger_ms=pl.trigger_ms, sink=self.spec.sink, sink_context=self.driver_sink_context(),
+            build=pl.build or "", sink_class=self.spec.sink_class or "",
+            import_paths=[str(sc.path.parent)])
 
     def start_driver(self) -> SparkDriver:
         """Start the case's first driver, on its checkpoint, reading from the earliest offsets."""

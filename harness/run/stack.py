@@ -13,7 +13,7 @@ from harness.services.kafka import KafkaBroker, cluster_answers
 from harness.services.postgres import PostgresServer
 from harness.services.toxiproxy import ToxiproxyServer
 from workloads.progress import Progress
-from workloads.sinks import SINKS
+from workloads.sinks import CUSTOM_SINK, SINKS
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,8 @@ class Stack:
 
 def needs_postgres(scenario) -> bool:
     """Whether the harness must start its own PostgreSQL for the scenario's sinks."""
-    wanted = any(SINKS[c.sink].needs_postgres for c in scenario.cases)
+    # a scenario's own sink is handed a postgres_url: it may well write there
+    wanted = any(c.sink == CUSTOM_SINK or SINKS[c.sink].needs_postgres for c in scenario.cases)
     return wanted and scenario.services.postgres.url is None
 
 

@@ -21,23 +21,22 @@ from harness.scenario.model import (
     GUARANTEES,
     Case,
     KafkaConfig,
-    Pipeline,
     PostgresConfig,
     Scenario,
     Services,
     SparkConfig,
 )
+from harness.scenario.pipeline import parse as parse_pipeline
 from workloads.generator._validate import Section, bad, wrong_type
 from workloads.generator.spec import WorkloadSpec
 from workloads.generator.spec import parse as parse_workload
-from workloads.pipelines import PIPELINES
-from workloads.pipelines import pipeline as pipeline_module
-from workloads.sinks import SINKS
+from workloads.plugins import add_import_paths, sink_class
+from workloads.sinks import CUSTOM_SINK, SINKS
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")     # names become directory and table names
 _TOP_KEYS = ("name", "description", "drain_timeout", "services", "workload", "pipeline", "cases",
              "matrix", "faults", "nemesis", "quick")
-_CASE_KEYS = ("name", "guarantee", "sink", "faults")
+_CASE_KEYS = ("name", "guarantee", "sink", "sink_class", "pipeline", "faults")
 _SHIPPED = Path(__file__).parent / "scenarios"
 
 
@@ -54,6 +53,8 @@ def load(path: str | Path, quick: bool = False) -> Scenario:
         raise ScenarioError(f"cannot read scenario file {path}: {exc}", "pass a readable TOML file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{path}: not valid TOML: {exc}", "fix the syntax at that line") from None
+    # the user's pipeline, oracle and sink live beside the scenario (workloads/plugins.py)
+    add_import_paths([str(path.parent)])
     try:
         return _scenario(raw, path, quick)
     except ScenarioError as exc:
@@ -70,8 +71,8 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     quick_raw = top.raw("quick", {})
     quick_faults = quick_raw.pop("faults", None) if isinstance(quick_raw, dict) else None
     workload = _workload(top.raw("workload", {}), quick_raw, quick)
-    pipeline = _pipeline(top)
-    cases = _cases(top.raw("cases"), top.table("matrix", ("guarantee", "sink")))
+    pipeline = parse_pipeline(top, path.parent)
+    cases = _cases(top.raw("cases"), top.table("matrix", ("guarantee", "sink")), path.parent)
     faults = _faults(top.raw("faults"), quick_faults, quick, workload, services.spark.master)
     nemesis = top.table("nemesis", ("kinds", "interval", "seed"))
     chaos = parse_nemesis(nemesis, workload.duration_s, workload.seed)
@@ -150,39 +151,14 @@ def _overlay(base: Any, top: dict) -> dict:
     return out
 
 
-def _pipeline(top: Section) -> Pipeline:
-    kind = Section(top.raw("pipeline", {}), "pipeline", ("kind", *_any_pipeline_key())).choice(
-        "kind", tuple(PIPELINES), "tumbling_count")
-    s = top.table("pipeline", ("kind", "trigger", *pipeline_module(kind).PARAMS))
-    window = s.duration_ms("window", gt=0)
-    slide = s.duration_ms("slide", s.raw("window"), gt=0)
-    window_text, slide_text = s.raw("window"), s.raw("slide", s.raw("window"))
-    if window < slide:
-        raise ScenarioError(
-            f"pipeline.window ({window_text}) is shorter than pipeline.slide ({slide_text})",
-            "make the window at least as long as the slide, or drop slide for tumbling windows")
-    if window % slide:
-        raise ScenarioError(
-            f"pipeline.window ({window_text}) is not a multiple of pipeline.slide ({slide_text})",
-            "choose a slide that divides the window, e.g. window 10s with slide 5s")
-    return Pipeline(kind=kind, window_ms=window, slide_ms=slide,
-                    watermark_ms=s.duration_ms("watermark"),
-                    trigger_ms=s.duration_ms("trigger", "1s", gt=0))
-
-
-def _any_pipeline_key() -> tuple[str, ...]:
-    """Every key some pipeline takes: the kind is read before its own keys are known."""
-    return ("trigger", *sorted({key for kind in PIPELINES for key in pipeline_module(kind).PARAMS}))
-
-
-def _cases(raw: Any, matrix: Section) -> tuple[Case, ...]:
+def _cases(raw: Any, matrix: Section, scenario_dir: Path) -> tuple[Case, ...]:
     """[[cases]], plus one case per combination of [matrix] guarantee and sink (ducktape's
     @matrix): the same workload and faults under each guarantee."""
     listed: list = [] if raw is None else raw
     if not isinstance(listed, list):
         raise bad("cases", raw, "expected an array of tables", "write each case as a [[cases]] table")
-    cases = [_case(Section(item, f"cases[{i}]", _CASE_KEYS)) for i, item in enumerate(listed)]
-    cases += _matrix(matrix)
+    cases = [_case(Section(item, f"cases[{i}]", _CASE_KEYS), scenario_dir) for i, item in enumerate(listed)]
+    cases += _matrix(matrix, scenario_dir)
     if not cases:
         raise ScenarioError("cases is missing or empty: a scenario needs at least one case",
                             'add a [[cases]] table with name and guarantee, e.g. guarantee = "exactly-once", '
@@ -196,7 +172,7 @@ def _cases(raw: Any, matrix: Section) -> tuple[Case, ...]:
     return tuple(cases)
 
 
-def _matrix(s: Section) -> list[Case]:
+def _matrix(s: Section, scenario_dir: Path) -> list[Case]:
     if not s.data:
         return []
     axes = {"guarantee": s.raw("guarantee", list(GUARANTEES)), "sink": s.raw("sink", ["postgres"])}
@@ -207,19 +183,33 @@ def _matrix(s: Section) -> list[Case]:
     for guarantee in axes["guarantee"]:
         for sink in axes["sink"]:
             item = {"name": f"{guarantee}-{sink}", "guarantee": guarantee, "sink": sink}
-            cases.append(_case(Section(item, f"matrix[{guarantee}, {sink}]", _CASE_KEYS)))
+            cases.append(_case(Section(item, f"matrix[{guarantee}, {sink}]", _CASE_KEYS), scenario_dir))
     return cases
 
 
-def _case(s: Section) -> Case:
+def _case(s: Section, scenario_dir: Path) -> Case:
     if s.raw("faults", []) != []:   # an empty list was always accepted, and still is
         raise bad(s.field("faults"), s.raw("faults"), "faults are not a key of a case",
                   "declare them at the top level as [[faults]] tables: they apply to every case")
+    own = parse_pipeline(s, scenario_dir, s.field("pipeline")) if "pipeline" in s else None
     case = Case(name=s.string("name", pattern=_NAME), guarantee=s.choice("guarantee", GUARANTEES),
-                sink=s.choice("sink", tuple(SINKS), "postgres"))
+                sink=s.choice("sink", (*SINKS, CUSTOM_SINK), "postgres"),
+                sink_class=s.string("sink_class", None), pipeline=own)
+    if case.sink == CUSTOM_SINK:
+        if case.sink_class is None:
+            raise ScenarioError(f'{s.field("sink")} = "custom" needs {s.field("sink_class")}',
+                                'add sink_class = "my_module:MySink", a class built as MySink(ctx) '
+                                "in my_module.py beside the scenario")
+        # the user's claim is the case's guarantee: whatever it is, the verdict tests it
+        sink_class(case.sink_class, s.field("sink_class"), scenario_dir)
+        return case
+    if case.sink_class is not None:
+        raise bad(s.field("sink_class"), case.sink_class, f"is used only with sink = \"{CUSTOM_SINK}\"",
+                  f'drop it, or set sink = "{CUSTOM_SINK}"')
     offered = SINKS[case.sink].guarantees
     if case.guarantee not in offered:
-        raise bad(s.field("guarantee"), case.guarantee, f"the {case.sink} sink does not offer it yet",
-                  f"use one of {', '.join(offered)} with sink {case.sink!r}")
+        why = SINKS[case.sink].why_not.get(case.guarantee, "")
+        raise bad(s.field("guarantee"), case.guarantee,
+                  f"the {case.sink} sink cannot give it" + (f": {why}" if why else ""),
+                  f"use one of {', '.join(offered)} with sink {case.sink!r}, or another sink")
     return case
-

@@ -48,17 +48,33 @@ class Services:
 
 @dataclass(frozen=True, kw_only=True)
 class Pipeline:
-    """The streaming query under test."""
+    """The streaming query under test: a kind (its oracle), its keys, and whose code builds it."""
 
     kind: str = "tumbling_count"
-    window_ms: int
-    slide_ms: int
-    watermark_ms: int
+    # the kind's keys in milliseconds and counts, as `build(events_df, params)` takes them
+    values: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}), hash=False)
     trigger_ms: int = 1000
+    build: str | None = None      # the user's "module:function" in place of the kind's own
+    oracle: str | None = None     # kind "custom": the user's "module:function"
+    key: tuple[str, ...] = ()     # kind "custom" with an oracle: the columns that identify a row
+    # the output columns -> Spark SQL type (the kind's own, or a custom pipeline's declared ones)
+    columns: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), hash=False)
 
     def params(self) -> dict:
-        """The pipeline's keys in milliseconds, as `build(events_df, params)` takes them."""
-        return {"window_ms": self.window_ms, "slide_ms": self.slide_ms, "watermark_ms": self.watermark_ms}
+        return dict(self.values)
+
+    @property
+    def window_ms(self) -> int | None:
+        return self.values.get("window_ms")
+
+    @property
+    def slide_ms(self) -> int | None:
+        return self.values.get("slide_ms")
+
+    @property
+    def watermark_ms(self) -> int:
+        """The declared watermark delay (0 for a pipeline without one)."""
+        return self.values.get("watermark_ms") or 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,6 +84,8 @@ class Case:
     name: str
     guarantee: str
     sink: str = "postgres"
+    sink_class: str | None = None   # sink "custom": the user's "module:Class"
+    pipeline: Pipeline | None = None   # [cases.pipeline]: this case's own; None: the scenario's
 
 
 @dataclass(frozen=True, kw_only=True)

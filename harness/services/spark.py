@@ -60,7 +60,10 @@ class SparkDriver(Service):
 
     def env(self) -> dict:
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+        # the scenario's directory first (the user's pipeline and sink), then ours; executors
+        # and their Python workers inherit it from the driver's JVM in local-cluster mode
+        paths = [*self.config.import_paths, str(REPO_ROOT), env.get("PYTHONPATH")]
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
         env.setdefault("PYSPARK_PYTHON", sys.executable)
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         return env

@@ -22,11 +22,14 @@ class DriverConfig:
     bootstrap_servers: str
     topic: str
     checkpoint: str
-    pipeline: str                  # a kind in workloads.pipelines.PIPELINES
+    pipeline: str                  # a kind in workloads.pipelines.PIPELINES, or "custom"
     params: dict                   # the pipeline's keys in ms and counts
     trigger_ms: int
-    sink: str                      # a name in workloads.sinks.SINKS
+    sink: str                      # a name in workloads.sinks.SINKS, or "custom"
     sink_context: SinkContext
+    build: str = ""                # "module:function" that builds the query ("": the kind's own)
+    sink_class: str = ""           # "module:Class" of the sink ("": the named sink's own)
+    import_paths: list[str] = field(default_factory=list)   # the scenario's directory: the user's code
     # files the driver writes and watches, in the case directory
     status_path: str = ""
     progress_path: str = ""

@@ -18,11 +18,12 @@ import time
 import traceback
 from pathlib import Path
 
-from workloads.pipelines import control, pipeline
+from workloads import plugins
+from workloads.pipelines import builder_target, control
 from workloads.pipelines.config import DriverConfig
 from workloads.pipelines.control import CommitGate
 from workloads.pipelines.source import parse_events, read_kafka
-from workloads.sinks import SINKS
+from workloads.sinks import sink_target
 
 DEFAULT_CONF = {
     "spark.ui.enabled": "false",
@@ -46,8 +47,10 @@ def main(argv: list[str]) -> int:
 
 
 def run(config: DriverConfig, status: Path) -> int:
+    plugins.add_import_paths(config.import_paths)
     spark = _session(config)
-    sink = SINKS[config.sink].load()(config.sink_context)
+    sink_class = plugins.load(config.sink_class or sink_target(config.sink, None), "sink_class")
+    sink = sink_class(config.sink_context)
     sink.setup()
     query = _start_query(spark, config, sink)
     _write_status(status, state="running", query_id=str(query.id), run_id=str(query.runId))
@@ -100,7 +103,8 @@ def _progress_listener(path: Path):
 def _start_query(spark, config: DriverConfig, sink):
     options = {"startingOffsets": config.starting_offsets}
     events = parse_events(read_kafka(spark, config.bootstrap_servers, config.topic, options))
-    out = pipeline(config.pipeline).build(events, config.params)
+    build = plugins.load(config.build or builder_target(config.pipeline), "pipeline.build")
+    out = _checked_output(build(events, dict(config.params)), config)
     gate = CommitGate(sink.write, Path(config.control_dir), lambda: getattr(sink, "last_rows", None),
                       config.batch_base)
     return (out.writeStream.outputMode("append")
@@ -109,6 +113,22 @@ def _start_query(spark, config: DriverConfig, sink):
             .option("checkpointLocation", config.checkpoint)
             .foreachBatch(gate)
             .start())
+
+
+def _checked_output(out, config: DriverConfig):
+    """The built query's output, as the sink's columns; a build that returns something else
+    fails the driver with what it returned and what the kind expects."""
+    from pyspark.sql import DataFrame
+
+    where = config.build or builder_target(config.pipeline)
+    if not isinstance(out, DataFrame) or not out.isStreaming:
+        raise TypeError(f"pipeline.build {where} returned {type(out).__name__}, not a streaming DataFrame")
+    wanted = list(config.sink_context.columns)
+    missing = [c for c in wanted if c not in out.columns]
+    if missing:
+        raise ValueError(f"pipeline.build {where} returned columns {out.columns}; "
+                         f"{config.pipeline} output needs {wanted} (missing {missing})")
+    return out.select(*wanted)
 
 
 def _write_status(path: Path, **fields) -> None:

@@ -5,9 +5,11 @@ A sink is a class built as `Sink(ctx)` from a `SinkContext`, with four methods:
   write(batch_df, batch_id)    one micro-batch; the driver passes it to `foreachBatch`
   read()                       in the harness: what a consumer sees, as a pandas DataFrame
                                with the output columns plus `committed_ms` (when a reader
-                               could first see each row) and `batch_id`
+                               could first see each row) and, if it knows it, `batch_id`
   close()                      release connections
-`SINKS` maps a scenario's sink name to its class and the guarantees it can give.
+`SINKS` maps a scenario's sink name to its class and the guarantees it can give. A
+scenario's own sink is `sink = "custom"` with `sink_class = "module:Class"` (the same
+contract; the case's guarantee is what its author claims for it, and the verdict tests it).
 """
 
 from __future__ import annotations
@@ -47,10 +49,11 @@ class SinkKind:
     target: str                  # "module:Class"
     guarantees: tuple[str, ...]
     needs_postgres: bool = False
+    checked: bool = True         # False: a speed run's sink, nothing to read back, no verdict
+    why_not: dict[str, str] = field(default_factory=dict)   # guarantee -> why it cannot give it
 
     def load(self) -> type:
-        module, _, name = self.target.partition(":")
-        return getattr(importlib.import_module(module), name)
+        return load(self.target)
 
 
 # at-most-once comes from how the driver restarts (a fresh checkpoint at the latest offsets),
@@ -58,4 +61,22 @@ class SinkKind:
 SINKS = {
     "postgres": SinkKind("workloads.sinks.postgres:PostgresSink",
                          ("at-most-once", "at-least-once", "exactly-once"), needs_postgres=True),
+    "noop": SinkKind("workloads.sinks.noop:NoopSink", ("at-most-once", "at-least-once", "exactly-once"),
+                     checked=False),
 }
+CUSTOM_SINK = "custom"   # the scenario's own class, named by the case's sink_class
+
+
+def sink_target(sink: str, sink_class: str | None) -> str:
+    """The "module:Class" of a case's sink."""
+    if sink == CUSTOM_SINK:
+        if sink_class is None:
+            raise ValueError('sink "custom" needs a sink_class')
+        return sink_class
+    return SINKS[sink].target
+
+
+def load(target: str) -> type:
+    """The sink class named "module:Class" (already validated by the scenario loader)."""
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)

@@ -38,7 +38,7 @@ class PostgresSink:
         self.last_rows: int | None = None    # rows of the last batch written (the commit gate reads it)
 
     def setup(self) -> None:
-        cols = ", ".join(f"{c} {_SQL_TYPES[t.upper()]}" for c, t in self.ctx.columns.items())
+        cols = ", ".join(f'"{c}" {_SQL_TYPES[t.upper()]}' for c, t in self.ctx.columns.items())
         pk = "PRIMARY KEY" if self.ctx.guarantee == "exactly-once" else ""
         conn = self._connection()
         with conn.transaction():
@@ -58,7 +58,7 @@ class PostgresSink:
         with conn.transaction():
             if self.ctx.guarantee == "exactly-once" and self._committed(batch_id):
                 return  # committed before a restart: Spark is replaying it
-            names = ", ".join(["batch_id", *self.columns])
+            names = ", ".join(["batch_id", *(f'"{c}"' for c in self.columns)])
             with conn.cursor().copy(f"COPY {self.table} ({names}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row((batch_id, *row))
@@ -73,7 +73,7 @@ class PostgresSink:
         import pandas as pd
         import psycopg
 
-        cols = ", ".join(f"s.{c}" for c in self.columns)
+        cols = ", ".join(f's."{c}"' for c in self.columns)   # quoted: offset is a keyword
         query = (f"SELECT {cols}, s.batch_id, b.committed_ms FROM {self.table} s "
                  f"JOIN (SELECT batch_id, min(committed_ms) AS committed_ms FROM {self.table}_batches "
                  f"GROUP BY batch_id) b USING (batch_id) ORDER BY s.batch_id")

@@ -1,0 +1,107 @@
+"""[pipeline]: the kind, its keys, and the user's own build or oracle.
+
+    [pipeline]
+    kind = "tumbling_count"          # a built-in kind (its oracle checks the output)
+    window = "5s"                    # the kind's keys (workloads/pipelines/<kind>.py PARAMS)
+    build = "my_job:build"           # optional: the user's build(events_df, params) in place of ours
+
+    [pipeline]
+    kind = "custom"                  # the user's query and the user's oracle
+    build = "my_job:build"
+    oracle = "my_job:expected"       # oracle(truth_df, batches, params) -> expected rows
+    key = ["user", "window_start_ms"]
+    columns = { user = "STRING", window_start_ms = "LONG", n = "LONG" }
+
+A custom pipeline without an oracle must output `event_id`: it is checked event by event.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import MappingProxyType
+
+from harness.errors import ScenarioError
+from harness.scenario.model import Pipeline
+from workloads import plugins
+from workloads.generator._validate import Section, bad
+from workloads.pipelines import CUSTOM, PIPELINES, pipeline
+from workloads.pipelines import params as param_mod
+
+_OWN = ("kind", "trigger", "build")
+_CUSTOM = ("oracle", "key", "columns")
+COLUMN_TYPES = ("STRING", "LONG", "INT", "DOUBLE", "BOOLEAN")
+
+
+def parse(top: Section, scenario_dir: Path, where: str = "pipeline") -> Pipeline:
+    """The `pipeline` table of `top` (the scenario, or a case with its own), named `where`."""
+    raw = top.raw("pipeline", {})
+    every_key = (*_OWN, *_CUSTOM, *(p.key for p in param_mod.COMMON))
+    kind = Section(raw, where, every_key).choice("kind", (*PIPELINES, CUSTOM), "tumbling_count")
+    if kind == CUSTOM:
+        return _custom(top.table("pipeline", (*_OWN, *_CUSTOM, *(p.key for p in param_mod.COMMON))),
+                       scenario_dir)
+    module = pipeline(kind)
+    s = top.table("pipeline", (*_OWN, *(p.key for p in module.PARAMS)))
+    values = param_mod.read(s, module.PARAMS)
+    check = getattr(module, "check_params", None)
+    if check is not None:
+        check(values)
+    build = s.string("build", None)
+    if build is not None:
+        plugins.function(build, s.field("build"), ("events_df", "params"), scenario_dir)
+    return Pipeline(kind=kind, values=MappingProxyType(values), trigger_ms=_trigger(s),
+                    build=build, columns=MappingProxyType(dict(module.COLUMNS)))
+
+
+def _custom(s: Section, scenario_dir: Path) -> Pipeline:
+    build = s.string("build", None)
+    if build is None:
+        raise ScenarioError(f'{s.field("kind")} = "custom" needs {s.field("build")}',
+                            'add build = "my_module:build", a function build(events_df, params) '
+                            "in my_module.py beside the scenario")
+    plugins.function(build, s.field("build"), ("events_df", "params"), scenario_dir)
+    columns = _columns(s)
+    oracle = s.string("oracle", None)
+    key: tuple[str, ...] = ()
+    if oracle is not None:
+        plugins.function(oracle, s.field("oracle"), ("truth_df", "batches", "params"), scenario_dir)
+        key = _key(s, columns)
+    elif "event_id" not in columns:
+        raise ScenarioError(f"a custom pipeline without {s.field('oracle')} is checked event by event, "
+                            f"but {s.field('columns')} has no event_id",
+                            'output event_id on every row, or add oracle = "module:function" and key = [...]')
+    elif "key" in s:
+        raise bad(s.field("key"), s.raw("key"), f"is used only with {s.field('oracle')}",
+                  "drop it, or add oracle = \"module:function\"")
+    values = param_mod.read(s, param_mod.COMMON, required=False)
+    return Pipeline(kind=CUSTOM, values=MappingProxyType(values), trigger_ms=_trigger(s),
+                    build=build, oracle=oracle, key=key, columns=MappingProxyType(columns))
+
+
+def _trigger(s: Section) -> int:
+    return s.duration_ms("trigger", "1s", gt=0)
+
+
+def _columns(s: Section) -> dict[str, str]:
+    columns = s.raw("columns")
+    example = 'columns = { event_id = "LONG", key = "STRING" }'
+    if not isinstance(columns, dict) or not columns:
+        raise bad(s.field("columns"), columns, "a custom pipeline declares its output columns",
+                  f"write {example}, the columns build() returns, in order")
+    for name, kind in columns.items():
+        if not isinstance(kind, str) or kind.upper() not in COLUMN_TYPES:
+            raise bad(f"{s.field('columns')}.{name}", kind, "is not a column type the sinks know",
+                      f"use one of {', '.join(COLUMN_TYPES)}")
+    return {name: kind.upper() for name, kind in columns.items()}
+
+
+def _key(s: Section, columns: dict[str, str]) -> tuple[str, ...]:
+    key = s.raw("key")
+    if not isinstance(key, list) or not key or not all(isinstance(k, str) for k in key):
+        raise bad(s.field("key"), key, "an oracle's rows are matched by key columns",
+                  'write key = ["column", ...]: the columns that identify one output row')
+    unknown = [k for k in key if k not in columns]
+    if unknown:
+        raise bad(s.field("key"), key, f"{', '.join(unknown)} not in {s.field('columns')}",
+                  f"choose from {', '.join(columns)}")
+    return tuple(key)
