@@ -1,11 +1,17 @@
 """The checker: what the sink holds against ground truth, through each pipeline's oracle.
 
   checkpoint.py   Spark's offset and commit logs: which batch read which offsets, and its watermark
-  windows.py      the oracle of windowed aggregations (tumbling_count)
+  replay.py       Spark's rules replayed on ground truth: each event's batch, late watermarks
+  watermark.py    the independent watermark oracle: what each batch's watermark must be
+  events.py       event-by-event accounting (Jepsen's total queue): lost, duplicated, unexpected
+  rows.py         row-by-row accounting of a keyed output (sessions, rankings, a custom oracle)
+  windows.py passthrough.py ...   one oracle per built-in pipeline kind
+  custom.py       a scenario's own oracle, or event-by-event accounting without one
 
-An oracle module has `check(truth, sink, batches, *params)` returning a CheckResult, and
+An oracle module has `check(truth, sink, batches, params)` returning a CheckResult, and
 `final_watermark_ms(max_event_time_ms, params)`: the watermark at which all of a run's
-output is final, so the runner knows when the pipeline has drained.
+output is final (None for a pipeline without a watermark: its output is final once its
+batches have read every offset), so the runner knows when the pipeline has drained.
 """
 
 from __future__ import annotations
@@ -13,12 +19,45 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+import pandas as pd
+
+from harness.check import custom, watermark
+from harness.check.checkpoint import Batch
+from harness.check.result import CheckResult
+from workloads.pipelines import CUSTOM
+
 ORACLES = {
+    "passthrough": "harness.check.passthrough",
     "tumbling_count": "harness.check.windows",
     "windowed_count": "harness.check.windows",
+    "sliding_top_n": "harness.check.topn",
+    "session_count": "harness.check.sessions",
+    "dedup": "harness.check.dedup",
 }
 
 
 def oracle(kind: str) -> ModuleType:
     """The oracle module for pipeline `kind`."""
     return importlib.import_module(ORACLES[kind])
+
+
+def check(pipeline, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch]) -> CheckResult:
+    """The case's output against ground truth, and its watermark against the declared one."""
+    if pipeline.kind == CUSTOM:
+        result = custom.check(pipeline, truth, sink, batches)
+    else:
+        result = oracle(pipeline.kind).check(truth, sink, batches, pipeline.params())
+    if pipeline.values.get("watermark_ms") is not None:
+        result = result.with_problems(watermark.check(truth, batches, pipeline.watermark_ms))
+    return result
+
+
+def final_watermark_ms(pipeline, max_event_time_ms: int) -> int | None:
+    """The watermark at which the pipeline's output is final, None without a watermark."""
+    if pipeline.kind != CUSTOM:
+        return oracle(pipeline.kind).final_watermark_ms(max_event_time_ms, pipeline.params())
+    if pipeline.values.get("watermark_ms") is None:
+        return None
+    # a custom query's windows or sessions are its own: any key it declares bounds them
+    reach = max(pipeline.values.get(k) or 0 for k in ("window_ms", "gap_ms", "bound_ms", "within_ms"))
+    return max_event_time_ms + reach + 1

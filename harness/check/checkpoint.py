@@ -80,3 +80,9 @@ def read_queries(checkpoints: list[Path], topic: str) -> list[Batch]:
 def committed_watermark(checkpoint: Path, topic: str) -> int:
     """The highest watermark a committed batch ran with (-1 when none is committed)."""
     return max((b.watermark_ms for b in read_batches(checkpoint, topic) if b.committed), default=-1)
+
+
+def committed_offsets(checkpoint: Path, topic: str) -> dict[int, int]:
+    """Partition -> the end offset of the last committed batch (what the query has read)."""
+    done = [b for b in read_batches(checkpoint, topic) if b.committed]
+    return dict(done[-1].end_offsets) if done else {}

@@ -10,31 +10,15 @@ tumbling windows that is one per event.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 
 from harness.check.checkpoint import Batch
+from harness.check.replay import assign_batches, last_watermark, late_watermarks
+from harness.check.result import CheckResult, concat, discrepancies, plural
 from workloads.wire import CONTROL_KEY
 
 WINDOW = ["key", "window_start_ms", "window_end_ms"]
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    counts: dict                 # produced, expected, delivered, lost, duplicated, unexpected, dropped_late
-    mismatched_windows: int      # windows whose count matches but whose sum does not
-    event_time_latency_ms: np.ndarray
-    processing_time_latency_ms: np.ndarray
-
-    @property
-    def problems(self) -> list[str]:
-        """What failed beyond the counts, each as a phrase for the verdict."""
-        n = self.mismatched_windows
-        if not n:
-            return []
-        return [f"{n:,} window{'s have' if n != 1 else ' has'} the right count but a wrong sum"]
 
 
 def assign_windows(events: pd.DataFrame, window_ms: int, slide_ms: int) -> pd.DataFrame:
@@ -48,37 +32,6 @@ def assign_windows(events: pd.DataFrame, window_ms: int, slide_ms: int) -> pd.Da
     return pd.concat(parts, ignore_index=True)
 
 
-def assign_batches(events: pd.DataFrame, batches: list[Batch]) -> pd.Series:
-    """The id of the committed batch that read each event, -1 when none did (an event
-    between one query's last batch and a fresh query's latest offsets is read by none)."""
-    batch_of = np.full(len(events), -1, dtype=np.int64)
-    part, off = events["partition"].to_numpy(), events["offset"].to_numpy()
-    chained: dict[int, int] = {}
-    for batch in batches:
-        start = batch.start_offsets if batch.start_offsets is not None else chained
-        if batch.committed:
-            for p, end in batch.end_offsets.items():
-                hit = (part == p) & (off >= start.get(p, 0)) & (off < end)
-                batch_of[hit] = batch.batch_id
-        chained = {**start, **batch.end_offsets}
-    return pd.Series(batch_of, index=events.index)
-
-
-def late_watermarks(batches: list[Batch]) -> dict[int, int]:
-    """Batch id -> watermark used to drop late rows in that batch.
-
-    Since Spark 3.4 (multiple stateful operators allowed, the default) late rows are
-    filtered with the previous batch's watermark, state is evicted with the current one.
-    A query's first batch has no previous one: a fresh checkpoint starts with no watermark.
-    """
-    marks, previous = {}, None
-    for batch in batches:
-        source = previous if previous is not None and previous.query == batch.query else batch
-        marks[batch.batch_id] = source.watermark_ms
-        previous = batch
-    return marks
-
-
 def expected_pairs(truth: pd.DataFrame, batches: list[Batch], window_ms: int, slide_ms: int):
     """(event, window) pairs of real events, with `late` set where Spark drops them."""
     real = truth[~truth["control"]].copy()
@@ -90,24 +43,59 @@ def expected_pairs(truth: pd.DataFrame, batches: list[Batch], window_ms: int, sl
     return real, pairs
 
 
-def check(truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch],
-          window_ms: int, slide_ms: int) -> CheckResult:
+def check(truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch], params: dict) -> CheckResult:
     """Event-level accounting of a windowed count sink against ground truth.
 
     `sink` has columns key, window_start_ms, window_end_ms, count, sum_amount, committed_ms.
+    A window the last query's watermark had not passed when the run ended, and that is not
+    in the sink, is open: its events are reported as `open`, not expected and not lost.
     """
+    window_ms, slide_ms = params["window_ms"], params["slide_ms"]
     real, pairs = expected_pairs(truth, batches, window_ms, slide_ms)
-    kept = pairs[~pairs["late"]]
-    expected = kept.groupby(WINDOW).agg(e_count=("event_id", "size"), e_sum=("amount", "sum"))
     rows = sink[~_control_rows(truth, sink, window_ms, slide_ms)]
     got = rows.groupby(WINDOW).agg(n_rows=("count", "size"), d_total=("count", "sum"),
                                    d_max=("count", "max"), d_sum=("sum_amount", "first"),
                                    first_ms=("committed_ms", "min"))
+    emitted = (pd.MultiIndex.from_frame(pairs[WINDOW]).isin(got.index) if len(got)
+               else np.zeros(len(pairs), bool))
+    still_open = (pairs["window_end_ms"] > last_watermark(batches)).to_numpy() & ~emitted
+    kept = pairs[~pairs["late"].to_numpy() & ~still_open]
+    expected = kept.groupby(WINDOW).agg(e_count=("event_id", "size"), e_sum=("amount", "sum"))
     both = expected.join(got, how="outer").fillna(0)
     counts = _counts(real, pairs, both)
-    mismatched = int(((both["d_max"] == both["e_count"]) & (both["d_sum"] != both["e_sum"])
-                      & (both["e_count"] > 0)).sum())
-    return CheckResult(counts, mismatched, *_latencies(kept, got))
+    counts["open"] = int((still_open & ~pairs["late"].to_numpy()).sum())
+    # Spark counts late rows after partial aggregation: one per (batch, key, window)
+    counts["dropped_late_spark"] = int(len(pairs[pairs["late"]].drop_duplicates(["batch", *WINDOW])))
+    wrong_sum = (both["d_max"] == both["e_count"]) & (both["d_sum"] != both["e_sum"]) & (both["e_count"] > 0)
+    problems = []
+    if wrong_sum.any():
+        n = int(wrong_sum.sum())
+        verb = "has" if n == 1 else "have"
+        problems.append(f"{plural(n, 'window')} {verb} the right count but a wrong sum")
+    return CheckResult(counts, *_latencies(kept, got), problems, _discrepancies(both, wrong_sum))
+
+
+def _discrepancies(both: pd.DataFrame, wrong_sum: pd.Series) -> pd.DataFrame:
+    """Window by window: expected count and sum against what the sink holds."""
+    e, total, n = both["e_count"], both["d_total"], both["n_rows"]
+    kinds = {"lost": (e > 0) & (n == 0), "unexpected": (e == 0) & (n > 0),
+             "duplicated": (e > 0) & (n > 1) & (total > e),
+             "wrong": ((e > 0) & (n >= 1) & (total < e)) | wrong_sum}
+    frames = []
+    for kind, mask in kinds.items():
+        d = both[mask]
+        item = d.index.to_frame(index=False)
+        text = ("key=" + item["key"].astype(str) + " window=[" + item["window_start_ms"].astype(str) + ","
+                + item["window_end_ms"].astype(str) + ")")
+        expected = "count=" + _ints(d["e_count"]) + " sum=" + _ints(d["e_sum"])
+        actual = _ints(d["n_rows"]) + " rows, count=" + _ints(d["d_total"]) + " sum=" + _ints(d["d_sum"])
+        frames.append(discrepancies(kind, text, expected.reset_index(drop=True),
+                                    actual.reset_index(drop=True)))
+    return concat(frames)
+
+
+def _ints(values: pd.Series) -> pd.Series:
+    return values.astype(np.int64).astype(str)
 
 
 def _control_rows(truth: pd.DataFrame, sink: pd.DataFrame, window_ms: int, slide_ms: int) -> pd.Series:

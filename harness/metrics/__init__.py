@@ -34,6 +34,12 @@ def read_progress(path: Path) -> list[dict]:
 _end_ms = progress_log.end_ms
 
 
+def dropped_by_watermark(progress: list[dict]) -> int:
+    """Spark's own count of late rows dropped, over every batch and stateful operator."""
+    return sum(int(op.get("numRowsDroppedByWatermark", 0)) for p in progress
+               for op in p.get("stateOperators", []))
+
+
 def offered_eps(truth: pd.DataFrame) -> float:
     """Events sent per second of sending."""
     sent = truth.loc[~truth["control"], "sent_ms"]

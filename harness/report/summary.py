@@ -69,6 +69,15 @@ def verdict(expected: str, lost: int, duplicated: int, unexpected: int, expected
     return {"expected": expected, "observed": observed, "holds": not failures, "detail": detail}
 
 
+def unchecked(expected: str, failure: str | None) -> dict:
+    """The verdict of a speed run into a sink with nothing to read back: delivery is not
+    judged; it fails only when the run itself failed."""
+    if failure:
+        return {"expected": expected, "observed": "unchecked", "holds": False, "detail": f"FAILED: {failure}"}
+    return {"expected": expected, "observed": "unchecked", "holds": True,
+            "detail": "not checked: the sink keeps nothing to read back (a speed run)"}
+
+
 def write(run_dir: Path, summary: dict) -> Path:
     """Validate, then write run_dir/summary.json atomically. A summary of another run is
     never overwritten."""

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
+from harness import check as checker
 from harness import environment, jvm, metrics, tools
-from harness.check import checkpoint, oracle
+from harness.check import checkpoint
 from harness.errors import HarnessError, RunAborted
 from harness.report import summary as summary_mod
 from harness.run.case import Case
@@ -22,6 +24,7 @@ from harness.scenario.faults import needs_proxy
 from harness.services.base import Registry
 from harness.services.spark import DriverDied
 from harness.wait import WaitTimeout, wait_until
+from workloads.errors import Problem
 from workloads.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -176,26 +179,37 @@ def _offer_load(case: Case, schedule: FaultRunner) -> None:
     if not report["events"]:
         raise HarnessError("the workload sent no event (idle partitions or a custom shape ended at once)",
                            "check [workload] in the scenario")
-    pl = case.scenario.pipeline
-    final_wm = oracle(pl.kind).final_watermark_ms(report["event_time_ms"]["max"], pl.params())
+    pl = case.pipeline
+    max_ms = report["event_time_ms"]["max"]
+    final_wm = checker.final_watermark_ms(pl, max_ms)
     # Spark's watermark is the largest event time read by earlier batches minus the delay
-    flush_ms = final_wm + pl.watermark_ms + pl.trigger_ms + 1000
+    flush_ms = (max_ms if final_wm is None else final_wm) + pl.watermark_ms + pl.trigger_ms + 1000
     control = generator.send_control(case.stack.bootstrap_servers, case.topic, wl.partitions,
                                      report["events"], flush_ms)
     truth.write_control(case.truth_dir, case.warmup + control)
+    case.flush_offsets = {c["partition"]: c["offset"] + 1 for c in control}
 
 
 def _drain(case: Case) -> None:
-    """Wait until a committed batch ran with a watermark at which all output is final:
-    every result has then been emitted and committed to the sink."""
-    pl, timeout_s = case.scenario.pipeline, case.scenario.drain_timeout_s
+    """Wait until a committed batch ran with a watermark at which all output is final (or,
+    for a pipeline without a watermark, until the batches have read every offset): every
+    result has then been emitted and committed to the sink."""
+    pl, timeout_s = case.pipeline, case.scenario.drain_timeout_s
     assert case.report is not None, "drain after the load"
-    final_wm = oracle(pl.kind).final_watermark_ms(case.report["event_time_ms"]["max"], pl.params())
+    final_wm = checker.final_watermark_ms(pl, case.report["event_time_ms"]["max"])
     case.phase = "draining"
     case.progress.step(f"waiting for the pipeline to emit every result (up to {timeout_s:.0f}s)")
 
+    def behind() -> int:
+        read = checkpoint.committed_offsets(case.checkpoint, case.topic)
+        return sum(max(0, end - read.get(p, 0)) for p, end in case.flush_offsets.items())
+
     def drained() -> bool:
         case.spark.check_alive()
+        if final_wm is None:
+            left = behind()
+            case.progress.update(f"{left:,} records not yet read by a committed batch")
+            return left == 0
         wm = checkpoint.committed_watermark(case.checkpoint, case.topic)
         if wm > 0:
             case.progress.update(f"watermark {(wm - final_wm) / 1000:+,.1f} s from the last window end")
@@ -206,20 +220,24 @@ def _drain(case: Case) -> None:
     except WaitTimeout:
         # a result of the system under test, not bad input: this case fails, the checker
         # still reads what the sink holds, and the next case runs
-        wm = checkpoint.committed_watermark(case.checkpoint, case.topic)
-        where = f"{(wm - final_wm) / 1000:+,.1f} s from" if wm > 0 else "never past the start of"
+        if final_wm is None:
+            where = f"{behind():,} records were still unread by a committed batch"
+        else:
+            wm = checkpoint.committed_watermark(case.checkpoint, case.topic)
+            where = ("its watermark stayed " + (f"{(wm - final_wm) / 1000:+,.1f} s from" if wm > 0
+                                                 else "never past the start of") + " the last window end")
         case.failure = (f"the pipeline did not emit every result within drain_timeout ({timeout_s:.0f}s): "
-                        f"its watermark stayed {where} the last window end; read {case.spark.log_path}")
+                        f"{where}; read {case.spark.log_path}")
         case.progress.step(f"FAILED: {case.failure}")
 
 
 def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict:
     """Check the sink against ground truth and build the case's summary entry."""
     from workloads.generator import truth as truth_mod
-    from workloads.sinks import SINKS
+    from workloads.sinks import CUSTOM_SINK, SINKS
 
-    pl, spec = case.scenario.pipeline, case.spec
-    sink = SINKS[spec.sink].load()(case.sink_context()).read()
+    pl, spec = case.pipeline, case.spec
+    sink = _read_sink(case)
     sink.to_parquet(case.dir / "sink.parquet", index=False)
     truth = truth_mod.read(case.truth_dir) if truth_mod.has_parts(case.truth_dir) else None
     progress_records = metrics.read_progress(case.dir / "progress.jsonl")
@@ -229,26 +247,69 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
               "topic": case.topic,
               "sink_table": case.sink_name,
               "spark_pids": {"driver": case.driver.pid if case.driver else None,
-                             "executors": sorted(case.driver.seen_executor_pids) if case.driver else []}}
+                             "executors": sorted(case.driver.seen_executor_pids) if case.driver else []},
+              "spark_dropped_by_watermark": metrics.dropped_by_watermark(progress_records)}
+    if pl.build:
+        result["build"] = pl.build
+    if spec.sink == CUSTOM_SINK:
+        result["sink_class"] = spec.sink_class
     if case.report is not None:
         result["generator"] = _generator_summary(case.report)
     if truth is None:   # died before sending: nothing to check
         return {**result, **_nothing_checked(spec.guarantee, failure)}
+    speed = {"throughput_eps": {"offered": metrics.offered_eps(truth),
+                                "processed": metrics.processed_eps(progress_records, _first_send_ms(truth))},
+             "backpressure": metrics.backpressure(truth, progress_records, case.topic)}
+    if spec.sink != CUSTOM_SINK and not SINKS[spec.sink].checked:   # a speed run: nothing to read back
+        unchecked = _nothing_checked(spec.guarantee, failure, checked=False)
+        return {**result, **unchecked, **speed, "faults": result["faults"]}
     batches = checkpoint.read_queries(case.checkpoints, case.topic)
-    checked = oracle(pl.kind).check(truth, sink, batches, pl.window_ms, pl.slide_ms)
+    try:
+        checked = checker.check(pl, truth, sink, batches)
+    except Problem:
+        raise   # the user's oracle returned the wrong shape: named with the fix, exit 2
+    except Exception as exc:  # noqa: BLE001 - an oracle that raises fails its case, not the run
+        where = case.dir / "checker-error.txt"
+        where.write_text(traceback.format_exc())
+        why = f"the checker raised {type(exc).__name__}: {exc}; traceback in {where}"
+        case.progress.step(f"FAILED: {why}")
+        failed = _nothing_checked(spec.guarantee, "; ".join(filter(None, [failure, why])))
+        return {**result, **failed, **speed, "faults": result["faults"]}
+    checked.write_discrepancies(case.dir / "discrepancies.parquet")
+    for line in checked.first_discrepancies():
+        case.progress.step(f"  {line}")
     c = checked.counts
     problems = ([failure] if failure else []) + schedule.problems() + checked.problems
     verdict = summary_mod.verdict(spec.guarantee, c["lost"], c["duplicated"], c["unexpected"],
                                   expected_count=c["expected"], problems=problems)
     return {
-        **result, "events": c, "verdict": verdict,
-        "throughput_eps": {"offered": metrics.offered_eps(truth),
-                           "processed": metrics.processed_eps(progress_records, _first_send_ms(truth))},
+        **result, "events": c, "verdict": verdict, "unit": checked.unit,
+        "discrepancies": checked.discrepancies["kind"].value_counts().to_dict(),
+        **speed,
         "latency_ms": {"event_time": metrics.percentiles(checked.event_time_latency_ms),
                        "processing_time": metrics.percentiles(checked.processing_time_latency_ms)},
-        "backpressure": metrics.backpressure(truth, progress_records, case.topic),
     } | {"faults": _with_lag_recovery(result["faults"], schedule.t0,
                                       metrics.lag_series(truth, progress_records, case.topic))}
+
+
+def _read_sink(case: Case):
+    """What a consumer of the case's sink sees: the output columns plus committed_ms. A
+    scenario's own sink whose read() returns something else is named with the fix."""
+    import pandas as pd
+
+    from workloads.sinks import load, sink_target
+
+    spec, columns = case.spec, list(case.pipeline.columns)
+    target = sink_target(spec.sink, spec.sink_class)
+    out = load(target)(case.sink_context()).read()
+    wanted = [*columns, "committed_ms"]
+    if not isinstance(out, pd.DataFrame) or any(c not in out.columns for c in wanted):
+        got = list(out.columns) if isinstance(out, pd.DataFrame) else type(out).__name__
+        raise HarnessError(f"the sink {target} of case {spec.name}: read() returned {got}, "
+                           f"not a pandas DataFrame with the columns {wanted}",
+                           "return the pipeline's output columns plus committed_ms (epoch ms at which "
+                           "a reader could first see each row) from read()")
+    return out
 
 
 def _with_lag_recovery(faults: list[dict], t0: float | None, series) -> list[dict]:
@@ -261,14 +322,19 @@ def _with_lag_recovery(faults: list[dict], t0: float | None, series) -> list[dic
     return faults
 
 
-def _nothing_checked(guarantee: str, failure: str | None) -> dict:
+def _nothing_checked(guarantee: str, failure: str | None, checked: bool = True) -> dict:
+    """The summary of a case whose output was not checked: nothing was sent, or its sink
+    keeps nothing to read back (a speed run: its verdict holds unless the run failed)."""
     import numpy as np
 
     none = metrics.percentiles(np.array([]))
     counts = dict.fromkeys(("produced", "expected", "delivered", "lost", "duplicated", "unexpected",
                             "dropped_late"), 0)
-    return {"events": counts,
-            "verdict": summary_mod.verdict(guarantee, 0, 0, 0, problems=[failure or "nothing was sent"]),
+    if checked:
+        verdict = summary_mod.verdict(guarantee, 0, 0, 0, problems=[failure or "nothing was sent"])
+    else:
+        verdict = summary_mod.unchecked(guarantee, failure)
+    return {"events": counts, "verdict": verdict,
             "throughput_eps": {"offered": 0.0, "processed": 0.0},
             "latency_ms": {"event_time": none, "processing_time": none},
             "backpressure": {"max_lag_records": 0, "max_lag_s": 0.0, "recovery_s": None}}

@@ -1,0 +1,72 @@
+"""The oracle of `dedup`: Spark's dropDuplicatesWithinWatermark replayed batch by batch.
+
+Spark 4.2's rules (StreamingDeduplicateWithinWatermarkExec), on the records each
+committed batch read:
+  - a record is dropped as late when its event time <= the previous batch's watermark
+    (counted per record in numRowsDroppedByWatermark);
+  - a surviving record whose event_id is not in the state comes out, and its id is kept
+    until the watermark reaches its event time + the delay; later copies are dropped.
+So each event comes out once unless every copy of it came late.
+A fresh checkpoint (an at-most-once restart) starts with an empty state.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from harness.check import events
+from harness.check.checkpoint import Batch
+from harness.check.replay import assign_batches, late_watermarks
+from harness.check.result import CheckResult
+from workloads.pipelines import dedup
+
+
+def replay(truth: pd.DataFrame, batches: list[Batch], delay_ms: int):
+    """(the records that come out, with their batch; the number of late records)."""
+    recs = truth.assign(batch=assign_batches(truth, batches))
+    late_mark = late_watermarks(batches)
+    by_batch = dict(tuple(recs[recs["batch"] >= 0].groupby("batch", sort=False)))
+    seen = pd.Series(dtype=np.int64)          # event_id -> expires at (ms)
+    out, late_total, query = [], 0, None
+    for batch in batches:
+        if not batch.committed:
+            continue
+        if batch.query != query:
+            seen, query = pd.Series(dtype=np.int64), batch.query
+        read = by_batch.get(batch.batch_id)
+        if read is not None:
+            late = read["event_time_ms"].to_numpy() <= late_mark[batch.batch_id]
+            late_total += int(late.sum())
+            fresh = read[~late & ~read["event_id"].isin(seen.index).to_numpy()]
+            first = fresh.drop_duplicates("event_id")
+            out.append(first)
+            seen = pd.concat([seen, pd.Series(first["event_time_ms"].to_numpy() + delay_ms,
+                                              index=first["event_id"].to_numpy())])
+        seen = seen[seen > batch.watermark_ms]
+    emitted = pd.concat(out, ignore_index=True) if out else recs.iloc[:0]
+    return emitted, late_total
+
+
+def check(truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch], params: dict) -> CheckResult:
+    emitted, spark_late = replay(truth, batches, params["watermark_ms"])
+    control_ids = truth.loc[truth["control"], "event_id"]
+    ours = sink["event_id"].isin(control_ids) & sink["event_id"].isin(emitted["event_id"])
+    real = truth[~truth["control"]].assign(batch=lambda t: assign_batches(t, batches))
+    unique = real["event_id"].nunique()
+    # an event no committed batch read (skipped by an at-most-once restart) is expected, and lost
+    unread_ids = real.groupby("event_id")["batch"].max()
+    unread = real[real["event_id"].isin(unread_ids[unread_ids < 0].index)].drop_duplicates("event_id")
+    expected = pd.concat([emitted[~emitted["control"]], unread], ignore_index=True)
+    # an event is dropped late when every copy of it that was read came late
+    dropped = unique - len(expected)
+    values = [c for c in dedup.COLUMNS if c != "event_id"]
+    result = events.check(expected, sink[~ours], values, unique, dropped_late=int(dropped),
+                          extra_counts={"resent": int(len(real) - unique)})
+    result.counts["dropped_late_spark"] = spark_late
+    return result
+
+
+def final_watermark_ms(max_event_time_ms: int, params: dict) -> None:
+    """An event comes out in the batch that reads it: final once every offset is read."""
+    return None

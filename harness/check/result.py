@@ -1,0 +1,59 @@
+"""What an oracle returns: the counts, the problems, the latencies and the discrepancies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+KINDS = ("lost", "duplicated", "unexpected", "wrong", "open")
+# discrepancies.parquet: the first ones of each kind
+COLUMNS = ["kind", "item", "expected", "actual", "batch_id"]
+KEEP_PER_KIND = 100
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    counts: dict                 # produced, expected, delivered, lost, duplicated, unexpected, ...
+    event_time_latency_ms: np.ndarray
+    processing_time_latency_ms: np.ndarray
+    problems: list[str] = field(default_factory=list)   # what failed beyond the counts
+    # kind, item (an event id or a row's key), expected, actual, batch_id (-1: unknown)
+    discrepancies: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COLUMNS))
+    unit: str = "events"         # what the counts count: events, or output rows
+
+    def with_problems(self, more: list[str]) -> CheckResult:
+        return CheckResult(self.counts, self.event_time_latency_ms, self.processing_time_latency_ms,
+                           [*self.problems, *more], self.discrepancies, self.unit)
+
+    def write_discrepancies(self, path: Path) -> Path:
+        self.discrepancies.to_parquet(path, index=False)
+        return path
+
+    def first_discrepancies(self, limit: int = 5) -> list[str]:
+        """The first few, one line each, for the CLI."""
+        d = self.discrepancies.head(limit)
+        return [f"{r.kind}: {r.item}: expected {r.expected}, got {r.actual}"
+                + (f" (batch {r.batch_id})" if r.batch_id >= 0 else "") for r in d.itertuples()]
+
+
+def discrepancies(kind: str, item: pd.Series, expected: pd.Series, actual: pd.Series,
+                  batch_id: pd.Series | None = None) -> pd.DataFrame:
+    """The first KEEP_PER_KIND discrepancies of one kind, as strings."""
+    n = min(len(item), KEEP_PER_KIND)
+    batch = (pd.Series(np.full(n, -1, np.int64)) if batch_id is None
+             else batch_id.iloc[:n].fillna(-1).astype(np.int64).reset_index(drop=True))
+    return pd.DataFrame({"kind": kind, "item": item.iloc[:n].astype(str).to_numpy(),
+                         "expected": expected.iloc[:n].astype(str).to_numpy(),
+                         "actual": actual.iloc[:n].astype(str).to_numpy(), "batch_id": batch.to_numpy()})
+
+
+def concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"

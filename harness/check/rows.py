@@ -1,0 +1,83 @@
+"""Row-by-row accounting of an output keyed by some columns (a session, a window's rank,
+a custom oracle's rows): each expected row must come out exactly once, with its values.
+
+  lost         an expected key with no row
+  duplicated   rows beyond the first for an expected key
+  unexpected   a row whose key the oracle never expected
+  wrong        an expected key whose rows all carry other values
+  open         an expected key the watermark had not yet closed when the run ended:
+               reported, never counted as lost
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from harness.check.result import CheckResult, concat, discrepancies, plural
+
+
+def check(expected: pd.DataFrame, sink: pd.DataFrame, key: list[str], produced: int,
+          dropped_late: int = 0, open_rows: pd.DataFrame | None = None,
+          time_col: str | None = None) -> CheckResult:
+    """`expected` and `sink` share the output columns; `sink` adds committed_ms (and maybe
+    batch_id). `time_col` names the expected column holding the event time a row's result
+    became possible at (a window's or session's end): event-time latency counts from it."""
+    values = [c for c in expected.columns if c not in key and c in sink.columns and c != "committed_ms"]
+    open_rows = open_rows if open_rows is not None else expected.iloc[:0]
+    exp = expected.drop_duplicates(key)
+    e_keys = pd.MultiIndex.from_frame(exp[key])
+    s_keys = pd.MultiIndex.from_frame(sink[key]) if len(sink) else pd.MultiIndex.from_tuples([], names=key)
+    known = s_keys.isin(e_keys)
+    is_open = (s_keys.isin(pd.MultiIndex.from_frame(open_rows[key])) if len(open_rows)
+               else np.zeros(len(sink), bool))
+    got = sink[known]
+    copies = got.groupby(key, sort=False).size()
+    lost_mask = ~e_keys.isin(copies.index)
+    dup = copies[copies > 1]
+    # a key is right when any of its copies carries the expected values
+    merged = got.merge(exp, on=key, suffixes=("", "_expected"))
+    match = np.ones(len(merged), bool)
+    for col in values:
+        a, b = merged[col], merged[f"{col}_expected"]
+        match &= (a.to_numpy() == b.to_numpy()) | (a.isna().to_numpy() & b.isna().to_numpy())
+    merged["match"] = match
+    right = merged.groupby(key, sort=False)["match"].any()
+    wrong_keys = right[~right].index
+    wrong = merged.set_index(key).loc[wrong_keys].reset_index() if len(wrong_keys) else merged.iloc[:0]
+    wrong = wrong.drop_duplicates(key)
+    unexpected = sink[~known & ~is_open]
+    counts = {"produced": produced, "expected": len(exp), "delivered": int(len(got)),
+              "lost": int(lost_mask.sum()), "duplicated": int((dup - 1).sum()),
+              "unexpected": int(len(unexpected)), "dropped_late": dropped_late, "open": int(len(open_rows))}
+    lost = exp[lost_mask]
+    found = concat([
+        discrepancies("lost", _text(lost, key), _text(lost, values), pd.Series(["none"] * len(lost))),
+        discrepancies("duplicated", _index_text(dup, key), pd.Series(["1 row"] * len(dup)),
+                      dup.astype(str).reset_index(drop=True) + " rows"),
+        discrepancies("unexpected", _text(unexpected, key), pd.Series(["no row"] * len(unexpected)),
+                      _text(unexpected, values), unexpected.get("batch_id")),
+        discrepancies("wrong", _text(wrong, key), _text(wrong, [f"{c}_expected" for c in values], values),
+                      _text(wrong, values), wrong.get("batch_id")),
+        discrepancies("open", _text(open_rows, key), _text(open_rows, values),
+                      pd.Series(["not yet final"] * len(open_rows))),
+    ])
+    problems = [f"{plural(len(wrong), 'row')} came out with wrong values"] if len(wrong) else []
+    first = got.groupby(key, sort=False)["committed_ms"].min().rename("first_ms")
+    timed = exp.join(first, on=key, how="inner")
+    event_time = (timed["first_ms"] - timed[time_col]).to_numpy(dtype=float) if time_col else np.array([])
+    return CheckResult(counts, event_time, np.array([]), problems, found, unit="rows")
+
+
+def _text(df: pd.DataFrame, cols: list[str], names: list[str] | None = None) -> pd.Series:
+    names = names or cols
+    if not len(df) or not cols:
+        return pd.Series([""] * len(df), dtype=str)
+    out = names[0] + "=" + df[cols[0]].astype(str)
+    for name, col in zip(names[1:], cols[1:], strict=True):
+        out = out + " " + name + "=" + df[col].astype(str)
+    return out.reset_index(drop=True)
+
+
+def _index_text(counts: pd.Series, key: list[str]) -> pd.Series:
+    return _text(counts.index.to_frame(index=False), key)
