@@ -32,7 +32,7 @@ def _error(path: Path) -> ScenarioError:
 
 
 class TestShippedScenarios:
-    @pytest.mark.parametrize("name, n_cases", [("smoke", 1), ("bench", 3), ("faults", 3), ("pipelines", 5)])
+    @pytest.mark.parametrize("name, n_cases", [("smoke", 1), ("bench", 3), ("faults", 3), ("pipelines", 6)])
     def test_each_shipped_scenario_loads(self, name, n_cases):
         """The files the README points at validate, with quick and without."""
         for quick in (False, True):
@@ -316,3 +316,21 @@ class TestNemesis:
         bad_kind = self.NEMESIS.replace('"pause"', '"paus"')
         err = _error(self._long(tmp_path, bad_kind))
         assert "nemesis.kinds[1]" in err.problem and "did you mean 'pause'" in err.fix
+
+
+class TestSparkSettings:
+    def test_the_defaults_are_the_hdfs_store_and_two_shuffle_partitions(self, tmp_path):
+        spark = load(_write(tmp_path, GOOD)).pipeline.spark
+        assert spark.conf() == {"spark.sql.shuffle.partitions": "2"} and spark.source_options() == {}
+
+    def test_rocksdb_with_changelog_and_a_cap_per_trigger(self, tmp_path):
+        text = GOOD.replace("[pipeline]\n", '[pipeline]\nstate_store = "rocksdb-changelog"\n'
+                            "shuffle_partitions = 4\nmax_offsets_per_trigger = 5000\n", 1)
+        spark = load(_write(tmp_path, text)).pipeline.spark
+        assert spark.conf()["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] == "true"
+        assert spark.conf()["spark.sql.shuffle.partitions"] == "4"
+        assert spark.source_options() == {"maxOffsetsPerTrigger": "5000"}
+
+    def test_an_unknown_state_store_is_named(self, tmp_path):
+        text = GOOD.replace("[pipeline]\n", '[pipeline]\nstate_store = "leveldb"\n', 1)
+        assert "pipeline.state_store" in _error(_write(tmp_path, text)).problem

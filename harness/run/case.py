@@ -103,7 +103,9 @@ class Case:
         sc, pl = self.scenario, self.pipeline
         return DriverConfig(starting_offsets=starting_offsets,
             app_name=f"harness-{self.name}", master=sc.services.spark.master,
-            spark_conf=dict(sc.services.spark.conf), jars=[str(p) for p in jvm.spark_connector_jars()],
+            # the pipeline's settings first: [services.spark] conf, the user's word, wins
+            spark_conf={**pl.spark.conf(), **sc.services.spark.conf},
+            jars=[str(p) for p in jvm.spark_connector_jars()], source_options=pl.spark.source_options(),
             bootstrap_servers=self.stack.spark_bootstrap_servers, topic=self.topic,
             checkpoint=str(self.checkpoint), pipeline=pl.kind, params=pl.params(),
             trigger_ms=pl.trigger_ms, sink=self.spec.sink, sink_context=self.driver_sink_context(),

@@ -248,7 +248,10 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
               "sink_table": case.sink_name,
               "spark_pids": {"driver": case.driver.pid if case.driver else None,
                              "executors": sorted(case.driver.seen_executor_pids) if case.driver else []},
-              "spark_dropped_by_watermark": metrics.dropped_by_watermark(progress_records)}
+              "spark_dropped_by_watermark": metrics.dropped_by_watermark(progress_records),
+              "spark_settings": {**pl.spark.describe(), "trigger_ms": pl.trigger_ms,
+                                 "watermark_ms": pl.values.get("watermark_ms"),
+                                 "conf": {**pl.spark.conf(), **case.scenario.services.spark.conf}}}
     if pl.build:
         result["build"] = pl.build
     if spec.sink == CUSTOM_SINK:

@@ -46,6 +46,39 @@ class Services:
     postgres: PostgresConfig = field(default_factory=PostgresConfig)
 
 
+STATE_STORES = {
+    "hdfs": {},   # Spark's default, HDFSBackedStateStoreProvider
+    "rocksdb": {"spark.sql.streaming.stateStore.providerClass":
+                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"},
+    "rocksdb-changelog": {"spark.sql.streaming.stateStore.providerClass":
+                          "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+                          "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"},
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SparkSettings:
+    """Settings of the query that change its cost and behaviour, as [pipeline] keys."""
+
+    state_store: str = "hdfs"
+    shuffle_partitions: int = 2     # Spark's 200 spends most of a batch scheduling tasks on 2 cores
+    max_offsets_per_trigger: int | None = None
+
+    def conf(self) -> dict[str, str]:
+        partitions = {"spark.sql.shuffle.partitions": str(self.shuffle_partitions)}
+        return {**STATE_STORES[self.state_store], **partitions}
+
+    def source_options(self) -> dict[str, str]:
+        if self.max_offsets_per_trigger is None:
+            return {}
+        return {"maxOffsetsPerTrigger": str(self.max_offsets_per_trigger)}
+
+    def describe(self) -> dict:
+        return {"state_store": self.state_store, "shuffle_partitions": self.shuffle_partitions,
+                "max_offsets_per_trigger": self.max_offsets_per_trigger, "conf": self.conf(),
+                "source_options": self.source_options()}
+
+
 @dataclass(frozen=True, kw_only=True)
 class Pipeline:
     """The streaming query under test: a kind (its oracle), its keys, and whose code builds it."""
@@ -59,6 +92,7 @@ class Pipeline:
     key: tuple[str, ...] = ()     # kind "custom" with an oracle: the columns that identify a row
     # the output columns -> Spark SQL type (the kind's own, or a custom pipeline's declared ones)
     columns: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+    spark: SparkSettings = field(default_factory=SparkSettings)
 
     def params(self) -> dict:
         return dict(self.values)

@@ -21,13 +21,13 @@ from pathlib import Path
 from types import MappingProxyType
 
 from harness.errors import ScenarioError
-from harness.scenario.model import Pipeline
+from harness.scenario.model import STATE_STORES, Pipeline, SparkSettings
 from workloads import plugins
 from workloads.generator._validate import Section, bad
 from workloads.pipelines import CUSTOM, PIPELINES, pipeline
 from workloads.pipelines import params as param_mod
 
-_OWN = ("kind", "trigger", "build")
+_OWN = ("kind", "trigger", "build", "state_store", "shuffle_partitions", "max_offsets_per_trigger")
 _CUSTOM = ("oracle", "key", "columns")
 COLUMN_TYPES = ("STRING", "LONG", "INT", "DOUBLE", "BOOLEAN")
 
@@ -49,8 +49,10 @@ def parse(top: Section, scenario_dir: Path, where: str = "pipeline") -> Pipeline
     build = s.string("build", None)
     if build is not None:
         plugins.function(build, s.field("build"), ("events_df", "params"), scenario_dir)
+    needs = getattr(module, "STATE_STORES", None)
+    spark = _spark(s, needs)
     return Pipeline(kind=kind, values=MappingProxyType(values), trigger_ms=_trigger(s),
-                    build=build, columns=MappingProxyType(dict(module.COLUMNS)))
+                    build=build, columns=MappingProxyType(dict(module.COLUMNS)), spark=spark)
 
 
 def _custom(s: Section, scenario_dir: Path) -> Pipeline:
@@ -75,7 +77,20 @@ def _custom(s: Section, scenario_dir: Path) -> Pipeline:
                   "drop it, or add oracle = \"module:function\"")
     values = param_mod.read(s, param_mod.COMMON, required=False)
     return Pipeline(kind=CUSTOM, values=MappingProxyType(values), trigger_ms=_trigger(s),
-                    build=build, oracle=oracle, key=key, columns=MappingProxyType(columns))
+                    build=build, oracle=oracle, key=key, columns=MappingProxyType(columns), spark=_spark(s))
+
+
+def _spark(s: Section, stores: tuple[str, ...] | None = None) -> SparkSettings:
+    """state_store, shuffle_partitions, max_offsets_per_trigger; `stores`: the state stores
+    the kind can run on (transformWithState needs RocksDB)."""
+    default = stores[0] if stores else "hdfs"
+    store = s.choice("state_store", tuple(STATE_STORES), default)
+    if stores and store not in stores:
+        raise bad(s.field("state_store"), store, f"{s.raw('kind')} runs only on {', '.join(stores)}",
+                  f'write state_store = "{stores[0]}", or leave it out')
+    offsets = s.integer("max_offsets_per_trigger", None, ge=1) if "max_offsets_per_trigger" in s else None
+    return SparkSettings(state_store=store, shuffle_partitions=s.integer("shuffle_partitions", 2, ge=1),
+                         max_offsets_per_trigger=offsets)
 
 
 def _trigger(s: Section) -> int:

@@ -30,6 +30,7 @@ class DriverConfig:
     build: str = ""                # "module:function" that builds the query ("": the kind's own)
     sink_class: str = ""           # "module:Class" of the sink ("": the named sink's own)
     import_paths: list[str] = field(default_factory=list)   # the scenario's directory: the user's code
+    source_options: dict[str, str] = field(default_factory=dict)   # e.g. maxOffsetsPerTrigger
     # files the driver writes and watches, in the case directory
     status_path: str = ""
     progress_path: str = ""

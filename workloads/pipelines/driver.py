@@ -101,7 +101,7 @@ def _progress_listener(path: Path):
 
 
 def _start_query(spark, config: DriverConfig, sink):
-    options = {"startingOffsets": config.starting_offsets}
+    options = {"startingOffsets": config.starting_offsets, **config.source_options}
     events = parse_events(read_kafka(spark, config.bootstrap_servers, config.topic, options))
     build = plugins.load(config.build or builder_target(config.pipeline), "pipeline.build")
     out = _checked_output(build(events, dict(config.params)), config)
