@@ -187,3 +187,25 @@ class TestWatermarkOracle:
                    Batch(1_000_000, 0, {0: 4}, True, {0: 2}, query=1),
                    Batch(1_000_001, 19_000, {0: 4}, True, query=1)]
         assert watermark.check(self.truth, batches, 1_000) == []
+
+
+class TestFailedLogins:
+    def test_the_scan_raises_on_attempts_within_the_bound_and_consumes_them(self):
+        from workloads.pipelines.failed_logins import alerts
+
+        found, kept = alerts([(0, 1), (500, 2), (900, 3), (950, 4), (5000, 5)], 3, 1000)
+        assert found == [(0, 900, 3)] and kept == [(950, 4), (5000, 5)]
+        found, kept = alerts([(0, 1), (1000, 2), (1500, 3)], 3, 1000)
+        assert found == [] and kept == [(0, 1), (1000, 2), (1500, 3)]
+
+    def test_failures_across_batches_and_a_resent_copy(self):
+        from harness.check import logins
+
+        times = [100, 300, 300, 600, 10_000]
+        truth = _truth(times, ["a"] * 5, ids=[0, 1, 1, 2, 3]).assign(
+            user=[7] * 5, event_type=["login-failed"] * 5)
+        emitted, late = logins.replay(truth, _batches(2, 5), 3, 1000)
+        assert list(emitted.itertuples(index=False, name=None)) == [(7, 1, 100, 600, 3, 1)] and late.empty
+        sink = _committed(emitted.drop(columns="batch"))
+        r = logins.check(truth, sink, _batches(2, 5), {"attempts": 3, "within_ms": 1000})
+        assert r.discrepancies.empty and r.counts["expected"] == 1

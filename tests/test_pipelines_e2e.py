@@ -18,7 +18,7 @@ from tests.helpers import REPO, run_cli
 pytestmark = pytest.mark.integration
 
 SCENARIO = REPO / "tests" / "scenarios" / "pipelines.toml"
-CASES = ["passthrough", "tumbling", "sliding-top-n", "sessions", "dedup", "user-build",
+CASES = ["passthrough", "sliding-top-n", "sessions", "dedup", "failed-logins", "user-build",
          "user-pipeline-and-sink"]
 
 
@@ -48,12 +48,13 @@ def test_the_oracle_and_spark_agree_exactly(pipelines_run, name):
     assert pd.read_parquet(run_dir / "cases" / name / "discrepancies.parquet").empty
 
 
-@pytest.mark.parametrize("name", ["tumbling", "sliding-top-n", "sessions", "dedup", "user-build"])
+@pytest.mark.parametrize("name", ["sliding-top-n", "sessions", "dedup", "failed-logins", "user-build"])
 def test_late_rows_are_dropped_as_spark_counts_them(pipelines_run, name):
     """The oracle's count of late rows, counted Spark's way, equals numRowsDroppedByWatermark."""
     case = pipelines_run[2][name]
-    assert case["events"]["dropped_late"] > 0, case["events"]
     assert case["events"]["dropped_late_spark"] == case["spark_dropped_by_watermark"], case
+    if name != "failed-logins":   # few failures: a run may have none late
+        assert case["events"]["dropped_late"] > 0, case["events"]
 
 
 def test_dedup_had_copies_to_drop(pipelines_run):

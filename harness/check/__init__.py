@@ -33,6 +33,7 @@ ORACLES = {
     "sliding_top_n": "harness.check.topn",
     "session_count": "harness.check.sessions",
     "dedup": "harness.check.dedup",
+    "failed_logins": "harness.check.logins",
 }
 
 

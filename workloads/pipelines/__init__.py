@@ -29,6 +29,7 @@ PIPELINES = {
     "sliding_top_n": "workloads.pipelines.sliding_top_n",
     "session_count": "workloads.pipelines.session_count",
     "dedup": "workloads.pipelines.dedup",
+    "failed_logins": "workloads.pipelines.failed_logins",
 }
 CUSTOM = "custom"   # the user's own query and oracle: no module of ours
 
