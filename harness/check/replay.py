@@ -60,11 +60,14 @@ def record_ident(events: pd.DataFrame) -> pd.Series:
     return events["partition"].astype(np.int64) * (1 << 40) + events["offset"].astype(np.int64)
 
 
-def real_events(truth: pd.DataFrame, batches: list[Batch]) -> pd.DataFrame:
-    """The workload's own events (not the harness's control events), each with the `batch`
-    that read it (-1: none committed did)."""
-    real = truth[~truth["control"]].copy()
-    real["batch"] = assign_batches(real, batches)
+def real_events(truth: pd.DataFrame, batches: list[Batch], columns: list[str] | None = None) -> pd.DataFrame:
+    """The workload's own events (not the harness's control events), with `columns` only
+    when given, each with the `batch` that read it (-1: none committed did). One copy of
+    the rows kept, nothing more."""
+    real = truth.take(np.flatnonzero(~truth["control"].to_numpy()))
+    if columns is not None:
+        real = real[[c for c in columns if c != "batch"]]
+    real["batch"] = assign_batches(real, batches).to_numpy()
     return real
 
 

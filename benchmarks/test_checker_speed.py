@@ -1,0 +1,276 @@
+"""Benchmarks of the checker (harness/check/): per-event accounting (the passthrough oracle)
+and a window oracle (tumbling_count) over BENCH_CHECK_EVENTS events (default 10,000,000).
+
+Goals (issue 10): per-event accounting of 10 million events in under 20 s, any window oracle
+over 10 million events in under 60 s, each under 3 GB of peak RSS, with only the truth columns
+the check needs. They are read from the recorded numbers (`seconds`, `peak_rss_bytes`), never
+asserted; a perfect sink checking clean (nothing lost, duplicated or unexpected) is asserted.
+
+No Kafka, no Spark: ground truth, the checkpoint's batches and a perfect sink are synthesised
+up front, outside the timed call. Truth holds exactly the columns the two checks read, with
+the dtypes `workloads.generator.truth.read` gives them (key as Python strings).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.check import passthrough, windows
+from harness.check.checkpoint import Batch
+from workloads.pipelines import passthrough as passthrough_pipeline
+from workloads.pipelines import tumbling_count
+
+DEFAULT_EVENTS = 10_000_000
+EPS = 3_000                  # events per second of event time: N events span N / 3000 s
+KEYS = 1_000
+PARTITIONS = 4
+BATCH_MS = 1_000             # one micro-batch per second of events
+WATERMARK_DELAY_MS = 4_000
+JITTER_MS = 2_000            # out of order by up to 2 s: less than the delay, so nothing is late
+T0_MS = 1_700_000_000_000
+WINDOW = {"window_ms": 5_000, "slide_ms": 5_000}   # 5 s tumbling windows
+SAMPLE_S = 0.05
+
+
+@pytest.fixture(scope="module")
+def events() -> int:
+    """How many events each check reads: BENCH_CHECK_EVENTS (default 10,000,000)."""
+    raw = os.environ.get("BENCH_CHECK_EVENTS", str(DEFAULT_EVENTS))
+    try:
+        n = int(raw)
+    except ValueError:
+        raise pytest.UsageError(f"BENCH_CHECK_EVENTS={raw!r} is not a number of events; "
+                                "set e.g. 1000000") from None
+    if n < 1:
+        raise pytest.UsageError(f"BENCH_CHECK_EVENTS={raw!r}: at least one event is needed")
+    return n
+
+
+@pytest.fixture(scope="module")
+def run(events):
+    """Ground truth of `events` events and the batches that read them, shared by both checks."""
+    return synthesise(events)
+
+
+def synthesise(n: int, seed: int = 10) -> tuple[pd.DataFrame, list[Batch], np.ndarray]:
+    """Truth (the checks' columns only), the batches reading it, and each batch's commit time.
+
+    Event i is meant for T0 + i/3 ms (3,000 events/s) and stamped up to JITTER_MS earlier, so
+    event times arrive out of order. Its key picks its partition (as Kafka's partitioner does),
+    offsets are dense per partition in event_id order. Batch b reads the events meant for its
+    second; it runs with the watermark of the batches before it (Spark's batchWatermarkMs:
+    the largest event time read so far minus WATERMARK_DELAY_MS). A last batch reads nothing
+    and has a watermark past every window, so every window is closed and emitted.
+    """
+    rng = np.random.default_rng(seed)
+    event_id = np.arange(n, dtype=np.int64)
+    intended = T0_MS + event_id * 1000 // EPS
+    key_idx = rng.integers(0, KEYS, n)
+    names = np.array([f"key-{k:04d}" for k in range(KEYS)], dtype=object)
+    part = (key_idx % PARTITIONS).astype(np.int32)
+    offset = np.empty(n, dtype=np.int64)
+    for p in range(PARTITIONS):
+        here = np.flatnonzero(part == p)
+        offset[here] = np.arange(len(here), dtype=np.int64)
+    event_time = intended - rng.integers(0, JITTER_MS, n)
+    truth = pd.DataFrame({
+        "event_id": event_id,
+        "key": names[key_idx],          # 1,000 shared str objects, as pyarrow's to_pandas gives them
+        "event_time_ms": event_time,
+        "amount": rng.integers(1, 100, n, dtype=np.int64),
+        "partition": part,
+        "offset": offset,
+        "append_ms": intended + rng.integers(1, 20, n),
+        "control": np.zeros(n, dtype=bool),
+    })
+    del key_idx, offset, intended
+
+    per_batch = EPS * BATCH_MS // 1000
+    batch_of = event_id // per_batch
+    n_batches = int(batch_of[-1]) + 1
+    read = np.bincount(batch_of * PARTITIONS + part, minlength=n_batches * PARTITIONS)
+    ends = read.reshape(n_batches, PARTITIONS).cumsum(axis=0)
+    max_time = np.maximum.accumulate(np.maximum.reduceat(event_time, np.arange(0, n, per_batch)))
+    batches, start = [], dict.fromkeys(range(PARTITIONS), 0)
+    watermark = 0
+    for b in range(n_batches):
+        end = {p: int(ends[b, p]) for p in range(PARTITIONS)}
+        batches.append(Batch(b, watermark, end, True, start))
+        watermark = max(watermark, int(max_time[b]) - WATERMARK_DELAY_MS)
+        start = end
+    # no data, a watermark past every window: what the harness's flush makes Spark run
+    batches.append(Batch(n_batches, int(max_time[-1]) + 86_400_000, dict(start), True, dict(start)))
+    commit_ms = T0_MS + (np.arange(n_batches + 1, dtype=np.int64) + 1) * BATCH_MS + 300
+    return truth, batches, commit_ms
+
+
+def passthrough_sink(truth: pd.DataFrame, batches: list[Batch], commit_ms: np.ndarray) -> pd.DataFrame:
+    """Every kept event exactly once, as the Postgres sink's read() returns it: the
+    pipeline's output columns, batch_id and committed_ms."""
+    kept, _ = passthrough.expected(truth, batches)
+    batch = kept["batch"].to_numpy()
+    sink = kept[list(passthrough_pipeline.COLUMNS)].reset_index(drop=True)
+    del kept
+    sink["partition"] = sink["partition"].astype(np.int64)   # INT columns are read back as int64
+    sink["batch_id"] = batch
+    sink["committed_ms"] = commit_ms[batch]
+    return sink
+
+
+def window_sink(truth: pd.DataFrame, batches: list[Batch], commit_ms: np.ndarray,
+                shape: dict = WINDOW) -> pd.DataFrame:
+    """Every (key, window) exactly once with its right count and sum, emitted by the first
+    batch whose watermark reached the window's end (append mode)."""
+    _, pairs = windows.expected_pairs(truth, batches, shape["window_ms"], shape["slide_ms"])
+    kept = pairs[~pairs["late"].to_numpy()]
+    del pairs
+    rows = (kept.groupby(windows.WINDOW, sort=False)
+            .agg(count=("event_id", "size"), sum_amount=("amount", "sum")).reset_index())
+    del kept
+    marks = np.array([b.watermark_ms for b in batches], dtype=np.int64)   # never decreasing
+    emitted_by = np.searchsorted(marks, rows["window_end_ms"].to_numpy(), side="left")
+    rows["batch_id"] = np.array([b.batch_id for b in batches], dtype=np.int64)[emitted_by]
+    rows["committed_ms"] = commit_ms[emitted_by]
+    rows["count"] = rows["count"].astype(np.int64)
+    return rows[[*tumbling_count.COLUMNS, "batch_id", "committed_ms"]]
+
+
+class PeakRss:
+    """The process's RSS sampled every SAMPLE_S by a background thread while the block runs:
+    before it (after a gc and a heap trim), the peak and the peak's growth over before. Where
+    Linux lets the peak (VmHWM) be reset, the kernel's own peak over the block too, which no
+    sampling interval misses."""
+
+    def __init__(self):
+        import psutil
+
+        self.process = psutil.Process()
+        self.before = self.peak = 0
+        self.kernel_peak: int | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _rss(self) -> int:
+        return self.process.memory_info().rss
+
+    def _sample(self) -> None:
+        while not self._stop.wait(SAMPLE_S):
+            self.peak = max(self.peak, self._rss())
+
+    def __enter__(self) -> PeakRss:
+        gc.collect()
+        _trim_heap()
+        self._hwm_reset = _reset_hwm()
+        self.before = self.peak = self._rss()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._rss())
+        if self._hwm_reset:
+            self.kernel_peak = _hwm()
+
+    def numbers(self) -> dict:
+        out = {"rss_before_bytes": self.before, "peak_rss_bytes": self.peak,
+               "peak_rss_growth_bytes": self.peak - self.before}
+        if self.kernel_peak is not None:
+            out.update(kernel_peak_rss_bytes=self.kernel_peak,
+                       kernel_peak_growth_bytes=self.kernel_peak - self.before)
+        return out
+
+
+def _trim_heap() -> None:
+    """Give the heap that building the sink freed back to the system (glibc), so that RSS before
+    the check is what the check starts with: truth, sink and the interpreter."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _reset_hwm() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _hwm() -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _measured(benchmark, events: int, fn):
+    """fn() timed once by pytest-benchmark, with the seconds and RSS it took recorded."""
+    took = {}
+
+    def timed():
+        start = time.perf_counter()
+        out = fn()
+        took["seconds"] = time.perf_counter() - start
+        return out
+
+    with PeakRss() as rss:
+        result = benchmark.pedantic(timed, rounds=1, iterations=1)
+    benchmark.extra_info.update({"events": events, "seconds": took["seconds"], **rss.numbers()})
+    return result
+
+
+def _assert_clean(result, expected: int) -> None:
+    c = result.counts
+    assert (c["lost"], c["duplicated"], c["unexpected"]) == (0, 0, 0), f"a perfect sink checked unclean: {c}"
+    assert c["expected"] == expected == c["delivered"], f"expected {expected:,}: {c}"
+    assert not result.problems and not len(result.discrepancies), (result.problems, result.discrepancies)
+
+
+@pytest.mark.benchmark(group="checker")
+def test_passthrough_check(benchmark, events, run):
+    """Per-event accounting: harness.check.passthrough.check on a perfect sink.
+
+    Setup: the shared truth and batches; the sink: every event with amount >= MIN_AMOUNT once,
+    with its tier, batch_id and its batch's commit time (about 9 in 10 events).
+    Steps: one check (the timed call), under the RSS sampler. Records events, seconds, RSS
+    before, the peak and the peak's growth during the check."""
+    truth, batches, commit_ms = run
+    sink = passthrough_sink(truth, batches, commit_ms)
+    result = _measured(benchmark, events, lambda: passthrough.check(truth, sink, batches, {}))
+    _assert_clean(result, len(sink))
+    assert result.counts["produced"] == events
+
+
+@pytest.mark.benchmark(group="checker")
+@pytest.mark.parametrize("shape", [WINDOW, {"window_ms": 10_000, "slide_ms": 5_000}],
+                         ids=["tumbling-5s", "sliding-10s-5s"])
+def test_window_check(benchmark, events, run, shape):
+    """A window oracle: harness.check.windows.check (tumbling_count: 5 s windows, and 10 s
+    windows every 5 s, two per event) on a perfect sink.
+
+    Setup: the shared truth and batches; the sink: one row per (key, window) with its count
+    and sum, committed by the first batch whose watermark reached the window's end (about
+    1,000 keys x N/15,000 windows).
+    Steps: one check (the timed call), under the RSS sampler. Records as the passthrough check."""
+    truth, batches, commit_ms = run
+    sink = window_sink(truth, batches, commit_ms, shape)
+    result = _measured(benchmark, events, lambda: windows.check(truth, sink, batches, dict(shape)))
+    _assert_clean(result, events * shape["window_ms"] // shape["slide_ms"])
+    assert (result.counts["open"], result.counts["dropped_late"]) == (0, 0), result.counts
+    benchmark.extra_info["windows"] = len(sink)
