@@ -18,8 +18,8 @@ from tests.helpers import REPO, run_cli
 pytestmark = pytest.mark.integration
 
 SCENARIO = REPO / "tests" / "scenarios" / "pipelines.toml"
-CASES = ["passthrough", "sliding-top-n", "sessions", "dedup", "failed-logins", "user-build",
-         "user-pipeline-and-sink"]
+CASES = ["passthrough", "passthrough-parquet", "sliding-top-n", "sessions", "dedup", "failed-logins",
+         "user-build", "user-pipeline-and-sink"]
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +66,9 @@ def test_the_user_sink_and_build_are_named_in_the_summary(pipelines_run):
     cases = pipelines_run[2]
     assert cases["user-pipeline-and-sink"]["sink_class"] == "my_job:JsonLinesSink"
     assert cases["user-build"]["build"] == "my_job:count_per_window"
+
+
+def test_the_parquet_sink_is_read_through_its_log(pipelines_run):
+    """Spark's file sink: every committed file is in _spark_metadata, none outside it."""
+    report = pipelines_run[2]["passthrough-parquet"]["sink_report"]
+    assert report["files_in_log"] > 0 and report["files_outside_log"] == 0, report

@@ -106,3 +106,16 @@ def test_a_case_may_run_its_own_pipeline(tmp_path):
     s = _load(tmp_path, TUMBLING + CASE + '[cases.pipeline]\nkind = "dedup"\nwatermark = "2s"\n')
     assert s.cases[0].pipeline.kind == "dedup" and s.cases[0].pipeline.values["watermark_ms"] == 2000
     assert s.pipeline.kind == "tumbling_count"
+
+
+def test_a_format_sink_refuses_a_weaker_claim_with_the_reason(tmp_path):
+    with pytest.raises(ScenarioError) as err:
+        _load(tmp_path, TUMBLING + '\n[[cases]]\nname = "c"\nguarantee = "at-least-once"\nsink = "parquet"\n')
+    assert "cases[0].guarantee" in str(err.value) and "_spark_metadata" in str(err.value)
+
+
+def test_a_commit_window_fault_is_refused_on_a_format_sink(tmp_path):
+    body = (TUMBLING + '\n[[cases]]\nname = "c"\nguarantee = "exactly-once"\nsink = "parquet"\n'
+            '\n[[faults]]\nkind = "delay-commit"\nat = "1s"\nduration = "1s"\n')
+    with pytest.raises(ScenarioError, match="delay-commit cannot hold its batches"):
+        _load(tmp_path, body)

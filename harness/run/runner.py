@@ -237,7 +237,7 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
     from workloads.sinks import CUSTOM_SINK, SINKS
 
     pl, spec = case.pipeline, case.spec
-    sink = _read_sink(case)
+    sink, sink_report = _read_sink(case)
     sink.to_parquet(case.dir / "sink.parquet", index=False)
     truth = truth_mod.read(case.truth_dir) if truth_mod.has_parts(case.truth_dir) else None
     progress_records = metrics.read_progress(case.dir / "progress.jsonl")
@@ -252,6 +252,8 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
               "spark_settings": {**pl.spark.describe(), "trigger_ms": pl.trigger_ms,
                                  "watermark_ms": pl.values.get("watermark_ms"),
                                  "conf": {**pl.spark.conf(), **case.scenario.services.spark.conf}}}
+    if sink_report:
+        result["sink_report"] = sink_report
     if pl.build:
         result["build"] = pl.build
     if spec.sink == CUSTOM_SINK:
@@ -295,7 +297,7 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
                                       metrics.lag_series(truth, progress_records, case.topic))}
 
 
-def _read_sink(case: Case):
+def _read_sink(case: Case) -> tuple[Any, dict | None]:
     """What a consumer of the case's sink sees: the output columns plus committed_ms. A
     scenario's own sink whose read() returns something else is named with the fix."""
     import pandas as pd
@@ -304,7 +306,8 @@ def _read_sink(case: Case):
 
     spec, columns = case.spec, list(case.pipeline.columns)
     target = sink_target(spec.sink, spec.sink_class)
-    out = load(target)(case.sink_context()).read()
+    sink = load(target)(case.sink_context())
+    out = sink.read()
     wanted = [*columns, "committed_ms"]
     if not isinstance(out, pd.DataFrame) or any(c not in out.columns for c in wanted):
         got = list(out.columns) if isinstance(out, pd.DataFrame) else type(out).__name__
@@ -312,7 +315,8 @@ def _read_sink(case: Case):
                            f"not a pandas DataFrame with the columns {wanted}",
                            "return the pipeline's output columns plus committed_ms (epoch ms at which "
                            "a reader could first see each row) from read()")
-    return out
+    report = sink.report() if callable(getattr(sink, "report", None)) else None
+    return out, report
 
 
 def _with_lag_recovery(faults: list[dict], t0: float | None, series) -> list[dict]:

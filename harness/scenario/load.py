@@ -78,6 +78,7 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     chaos = parse_nemesis(nemesis, workload.duration_s, workload.seed)
     faults = tuple(sorted(faults + chaos, key=lambda f: f.at_s))
     _own_services_for_network(faults, services)
+    _commit_window_faults(faults, cases)
     return Scenario(**head, path=path, services=services, workload=workload, pipeline=pipeline,
                     cases=cases, faults=faults)
 
@@ -88,6 +89,20 @@ def _faults(raw: Any, quick_raw: Any, quick: bool, workload: WorkloadSpec, maste
     if quick and quick_raw is not None:
         return parse_faults(quick_raw, workload.duration_s, master, "quick.faults")
     return parse_faults(raw, workload.duration_s, master)
+
+
+# faults that hold a batch between the sink's write and Spark's commit: a foreachBatch sink only
+_COMMIT_WINDOW = ("delay-commit", "replay-batch")
+
+
+def _commit_window_faults(faults, cases: tuple[Case, ...]) -> None:
+    """Refuse a commit-window fault with a sink that has no commit window of ours."""
+    held = sorted({f.kind for f in faults if f.kind in _COMMIT_WINDOW})
+    for i, case in enumerate(cases):
+        if held and case.sink in SINKS and not SINKS[case.sink].commit_gate:
+            raise ScenarioError(f"cases[{i}] ({case.name}): the {case.sink} sink is Spark's own, not a "
+                                f"foreachBatch sink, so {', '.join(held)} cannot hold its batches in the "
+                                "commit window", "drop those faults, or run that case on another scenario")
 
 
 def _own_services_for_network(faults, services: Services) -> None:

@@ -105,14 +105,15 @@ def _start_query(spark, config: DriverConfig, sink):
     events = parse_events(read_kafka(spark, config.bootstrap_servers, config.topic, options))
     build = plugins.load(config.build or builder_target(config.pipeline), "pipeline.build")
     out = _checked_output(build(events, dict(config.params)), config)
+    writer = (out.writeStream.outputMode("append")
+              .queryName(config.app_name)
+              .trigger(processingTime=f"{config.trigger_ms} milliseconds")
+              .option("checkpointLocation", config.checkpoint))
+    if getattr(sink, "streaming_format", False):   # Spark's own sink: it starts the writer
+        return sink.start(writer)
     gate = CommitGate(sink.write, Path(config.control_dir), lambda: getattr(sink, "last_rows", None),
                       config.batch_base)
-    return (out.writeStream.outputMode("append")
-            .queryName(config.app_name)
-            .trigger(processingTime=f"{config.trigger_ms} milliseconds")
-            .option("checkpointLocation", config.checkpoint)
-            .foreachBatch(gate)
-            .start())
+    return writer.foreachBatch(gate).start()
 
 
 def _checked_output(out, config: DriverConfig):

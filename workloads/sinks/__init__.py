@@ -50,6 +50,7 @@ class SinkKind:
     guarantees: tuple[str, ...]
     needs_postgres: bool = False
     checked: bool = True         # False: a speed run's sink, nothing to read back, no verdict
+    commit_gate: bool = True     # False: Spark's own format sink, no foreachBatch to hold a batch in
     why_not: dict[str, str] = field(default_factory=dict)   # guarantee -> why it cannot give it
 
     def load(self) -> type:
@@ -58,9 +59,14 @@ class SinkKind:
 
 # at-most-once comes from how the driver restarts (a fresh checkpoint at the latest offsets),
 # over a plain append: nothing is written twice, and what was in flight is skipped
+_FILE_SINK_WHY = ("Spark's file sink commits each batch's files through its _spark_metadata log, so it "
+                  "is exactly-once by construction; at-most-once's fresh checkpoint would find its batch "
+                  "ids already in that log and write nothing")
 SINKS = {
     "postgres": SinkKind("workloads.sinks.postgres:PostgresSink",
                          ("at-most-once", "at-least-once", "exactly-once"), needs_postgres=True),
+    "parquet": SinkKind("workloads.sinks.files:ParquetFileSink", ("exactly-once",), commit_gate=False,
+                        why_not=dict.fromkeys(("at-most-once", "at-least-once"), _FILE_SINK_WHY)),
     "noop": SinkKind("workloads.sinks.noop:NoopSink", ("at-most-once", "at-least-once", "exactly-once"),
                      checked=False),
 }
