@@ -18,8 +18,8 @@ from tests.helpers import REPO, run_cli
 pytestmark = pytest.mark.integration
 
 SCENARIO = REPO / "tests" / "scenarios" / "pipelines.toml"
-CASES = ["passthrough", "passthrough-parquet", "sliding-top-n", "sessions", "dedup", "failed-logins",
-         "user-build", "user-pipeline-and-sink"]
+CASES = ["passthrough", "passthrough-parquet", "passthrough-kafka", "sliding-top-n", "sessions", "dedup",
+         "failed-logins", "user-build", "user-pipeline-and-sink"]
 
 
 @pytest.fixture(scope="module")

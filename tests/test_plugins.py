@@ -119,3 +119,9 @@ def test_a_commit_window_fault_is_refused_on_a_format_sink(tmp_path):
             '\n[[faults]]\nkind = "delay-commit"\nat = "1s"\nduration = "1s"\n')
     with pytest.raises(ScenarioError, match="delay-commit cannot hold its batches"):
         _load(tmp_path, body)
+
+
+def test_exactly_once_into_spark_kafka_sink_is_refused_with_the_reason(tmp_path):
+    with pytest.raises(ScenarioError) as err:
+        _load(tmp_path, TUMBLING + '\n[[cases]]\nname = "c"\nguarantee = "exactly-once"\nsink = "kafka"\n')
+    assert "not transactional" in str(err.value) and "at-least-once" in err.value.fix

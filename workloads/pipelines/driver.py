@@ -105,15 +105,18 @@ def _start_query(spark, config: DriverConfig, sink):
     events = parse_events(read_kafka(spark, config.bootstrap_servers, config.topic, options))
     build = plugins.load(config.build or builder_target(config.pipeline), "pipeline.build")
     out = _checked_output(build(events, dict(config.params)), config)
-    writer = (out.writeStream.outputMode("append")
-              .queryName(config.app_name)
-              .trigger(processingTime=f"{config.trigger_ms} milliseconds")
-              .option("checkpointLocation", config.checkpoint))
-    if getattr(sink, "streaming_format", False):   # Spark's own sink: it starts the writer
-        return sink.start(writer)
+
+    def configured(df):
+        return (df.writeStream.outputMode("append")
+                .queryName(config.app_name)
+                .trigger(processingTime=f"{config.trigger_ms} milliseconds")
+                .option("checkpointLocation", config.checkpoint))
+
+    if getattr(sink, "streaming_format", False):   # Spark's own sink: it shapes and starts the writer
+        return sink.start(out, configured)
     gate = CommitGate(sink.write, Path(config.control_dir), lambda: getattr(sink, "last_rows", None),
                       config.batch_base)
-    return writer.foreachBatch(gate).start()
+    return configured(out).foreachBatch(gate).start()
 
 
 def _checked_output(out, config: DriverConfig):

@@ -67,6 +67,11 @@ SINKS = {
                          ("at-most-once", "at-least-once", "exactly-once"), needs_postgres=True),
     "parquet": SinkKind("workloads.sinks.files:ParquetFileSink", ("exactly-once",), commit_gate=False,
                         why_not=dict.fromkeys(("at-most-once", "at-least-once"), _FILE_SINK_WHY)),
+    "kafka": SinkKind("workloads.sinks.kafka:KafkaTopicSink", ("at-least-once",), commit_gate=False,
+                      why_not={"exactly-once": "Spark's Kafka sink is not transactional: a batch run again "
+                                               "after a restart is sent again",
+                               "at-most-once": "a restart on a fresh checkpoint re-sends nothing, but Spark "
+                                               "may still send a batch twice within one query"}),
     "noop": SinkKind("workloads.sinks.noop:NoopSink", ("at-most-once", "at-least-once", "exactly-once"),
                      checked=False),
 }

@@ -7,9 +7,9 @@ it does not list (a batch that was being written when the driver died, written a
 after the restart) are what a naive reader listing the directory would see twice.
 `read()` goes through the log; `report()` counts the files and rows outside it.
 
-A Spark format sink, not a `foreachBatch` one: the driver hands `start()` the configured
-DataStreamWriter. So it has no commit gate, and the faults that hold a batch in the
-commit window (delay-commit, replay-batch) do not apply to it.
+A Spark format sink, not a `foreachBatch` one: the driver hands `start()` the output and a
+function that configures its DataStreamWriter. So it has no commit gate, and the faults
+that hold a batch in the commit window (delay-commit, replay-batch) do not apply to it.
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ class ParquetFileSink:
     def setup(self) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
 
-    def start(self, writer):
-        return writer.format("parquet").option("path", str(self.path)).start()
+    def start(self, df, configured):
+        """`configured(df)`: the DataStreamWriter with the query's name, trigger and checkpoint."""
+        return configured(df).format("parquet").option("path", str(self.path)).start()
 
     def write(self, batch_df, batch_id: int) -> None:
         raise NotImplementedError("the parquet file sink is Spark's own: the driver calls start()")
