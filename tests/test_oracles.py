@@ -209,3 +209,20 @@ class TestFailedLogins:
         sink = _committed(emitted.drop(columns="batch"))
         r = logins.check(truth, sink, _batches(2, 5), {"attempts": 3, "within_ms": 1000})
         assert r.discrepancies.empty and r.counts["expected"] == 1
+
+
+class TestOrderPaymentJoin:
+    def test_pairs_within_the_bound_and_unpaid_orders_with_nulls(self):
+        from harness.check import join
+
+        truth = _truth([1_000, 1_500, 9_000, 1_200, 20_000], ["k"] * 5).assign(
+            user=[1, 1, 1, 2, 2], event_type=["order", "payment", "payment", "order", "payment"])
+        # one source per side, both reading every offset in the same batches
+        both = [Batch(0, 0, {0: 5}, True, {}, 0, ({0: 5}, {0: 5}), ({}, {})),
+                Batch(1, 10**12, {0: 5}, True, None, 0, ({0: 5}, {0: 5}), ({0: 5}, {0: 5}))]
+        want, _, late = join.expected(truth, both, 5_000)
+        got = {tuple(r) for r in want.itertuples(index=False, name=None)}
+        assert got == {(0, 1, 1_000, 1, 1_500), (3, 2, 1_200, -1, -1)} and late == 0
+        sink = _committed(want.replace(-1, pd.NA).astype("Int64"))
+        r = join.check(truth, sink, both, {"bound_ms": 5_000})
+        assert r.discrepancies.empty and r.counts["expected"] == 2

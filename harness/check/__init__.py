@@ -34,6 +34,7 @@ ORACLES = {
     "session_count": "harness.check.sessions",
     "dedup": "harness.check.dedup",
     "failed_logins": "harness.check.logins",
+    "order_payment_join": "harness.check.join",
 }
 
 
@@ -48,7 +49,8 @@ def check(pipeline, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch
         result = custom.check(pipeline, truth, sink, batches)
     else:
         result = oracle(pipeline.kind).check(truth, sink, batches, pipeline.params())
-    if pipeline.values.get("watermark_ms") is not None:
+    has_rule = pipeline.kind == CUSTOM or getattr(oracle(pipeline.kind), "WATERMARK_ORACLE", True)
+    if pipeline.values.get("watermark_ms") is not None and has_rule:
         result = result.with_problems(watermark.check(truth, batches, pipeline.watermark_ms))
     return result
 

@@ -14,7 +14,7 @@ that batch ids stay unique (`id_base` + N).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from workloads.pipelines.config import QUERY_ID_STRIDE
@@ -29,6 +29,19 @@ class Batch:
     # partition -> first offset read; None: where the previous batch of its query ended
     start_offsets: dict[int, int] | None = None
     query: int = 0                 # which of the case's queries (checkpoints) ran it
+    # a query that reads the topic through several sources (a self-join): each one's end
+    # offsets and first offsets, in the order of the offset log's lines; end_offsets and
+    # start_offsets are the first source's
+    source_ends: tuple[dict[int, int], ...] = ()
+    source_starts: tuple[dict[int, int], ...] = ()
+
+
+def for_source(batches: list[Batch], source: int) -> list[Batch]:
+    """The batches as source number `source` of a many-source query read the topic."""
+    if source == 0:
+        return batches
+    return [replace(b, end_offsets=b.source_ends[source], start_offsets=b.source_starts[source])
+            for b in batches]
 
 
 def _json_lines(path: Path) -> list[str]:
@@ -39,9 +52,9 @@ def _topic_offsets(line: str, topic: str) -> dict[int, int]:
     return {int(p): int(o) for p, o in json.loads(line).get(topic, {}).items()}
 
 
-def initial_offsets(checkpoint: Path, topic: str) -> dict[int, int]:
+def initial_offsets(checkpoint: Path, topic: str, source: int = 0) -> dict[int, int]:
     """Where the query's first batch started reading (empty when not recorded)."""
-    path = checkpoint / "sources" / "0" / "0"
+    path = checkpoint / "sources" / str(source) / "0"
     if not path.exists():
         return {}
     lines = _json_lines(path)
@@ -56,19 +69,20 @@ def read_batches(checkpoint: Path, topic: str, query: int = 0) -> list[Batch]:
     committed = set()
     if commits_dir.is_dir():
         committed = {int(p.name) for p in commits_dir.iterdir() if p.name.isdigit()}
-    start = initial_offsets(checkpoint, topic)
+    starts: list[dict[int, int]] = []
     batches = []
     for path in sorted((p for p in offsets_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)):
         lines = path.read_text().splitlines()
         meta = json.loads(lines[1])
-        ends: dict[int, int] = {}
-        for line in lines[2:]:
-            if line.strip() not in ("", "-"):
-                ends.update(_topic_offsets(line, topic))
+        ends = [_topic_offsets(line, topic) if line.strip() not in ("", "-") else {} for line in lines[2:]]
+        while len(starts) < len(ends):
+            starts.append(initial_offsets(checkpoint, topic, len(starts)))
         batch_id = int(path.name)
-        batches.append(Batch(query * QUERY_ID_STRIDE + batch_id, int(meta.get("batchWatermarkMs", 0)), ends,
-                             batch_id in committed, dict(start), query))
-        start = {**start, **ends}
+        batches.append(Batch(query * QUERY_ID_STRIDE + batch_id, int(meta.get("batchWatermarkMs", 0)),
+                             dict(ends[0]) if ends else {}, batch_id in committed,
+                             dict(starts[0]) if starts else {}, query,
+                             tuple(ends), tuple(dict(st) for st in starts[:len(ends)])))
+        starts = [{**st, **end} for st, end in zip(starts, ends, strict=False)] + starts[len(ends):]
     return batches
 
 

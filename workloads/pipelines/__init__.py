@@ -30,6 +30,7 @@ PIPELINES = {
     "session_count": "workloads.pipelines.session_count",
     "dedup": "workloads.pipelines.dedup",
     "failed_logins": "workloads.pipelines.failed_logins",
+    "order_payment_join": "workloads.pipelines.order_payment_join",
 }
 CUSTOM = "custom"   # the user's own query and oracle: no module of ours
 

@@ -80,9 +80,12 @@ class PostgresSink:
         with psycopg.connect(self.url) as conn:
             rows = conn.execute(query).fetchall()
         names = [*self.columns, "batch_id", "committed_ms"]
-        ints = {c: "int64" for c, t in self.ctx.columns.items() if t.upper() in ("LONG", "INT")}
+        out = pd.DataFrame(rows, columns=names)
+        # a column with nulls (an outer join's missing side) stays nullable
+        ints = {c: "Int64" if out[c].isna().any() else "int64"
+                for c, t in self.ctx.columns.items() if t.upper() in ("LONG", "INT")}
         ints.update(batch_id="int64", committed_ms="int64")
-        return pd.DataFrame(rows, columns=names).astype(ints)
+        return out.astype(ints)
 
     def _committed(self, batch_id: int) -> bool:
         cur = self._connection().execute(f"SELECT 1 FROM {self.table}_batches WHERE batch_id = %s",
