@@ -18,8 +18,8 @@ from tests.helpers import REPO, run_cli
 pytestmark = pytest.mark.integration
 
 SCENARIO = REPO / "tests" / "scenarios" / "pipelines.toml"
-CASES = ["passthrough", "passthrough-parquet", "passthrough-kafka", "sliding-top-n", "sessions", "dedup",
-         "failed-logins", "user-build", "user-pipeline-and-sink"]
+CASES = ["passthrough-parquet", "passthrough-kafka", "sliding-top-n", "sessions", "dedup", "failed-logins",
+         "order-payment-join", "user-build", "user-pipeline-and-sink"]
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,8 @@ def test_the_oracle_and_spark_agree_exactly(pipelines_run, name):
     assert pd.read_parquet(run_dir / "cases" / name / "discrepancies.parquet").empty
 
 
-@pytest.mark.parametrize("name", ["sliding-top-n", "sessions", "dedup", "failed-logins", "user-build"])
+@pytest.mark.parametrize("name", ["sliding-top-n", "sessions", "dedup", "failed-logins", "order-payment-join",
+                                  "user-build"])
 def test_late_rows_are_dropped_as_spark_counts_them(pipelines_run, name):
     """The oracle's count of late rows, counted Spark's way, equals numRowsDroppedByWatermark."""
     case = pipelines_run[2][name]

@@ -32,7 +32,7 @@ def _error(path: Path) -> ScenarioError:
 
 
 class TestShippedScenarios:
-    @pytest.mark.parametrize("name, n_cases", [("smoke", 1), ("bench", 3), ("faults", 3), ("pipelines", 6),
+    @pytest.mark.parametrize("name, n_cases", [("smoke", 1), ("bench", 3), ("faults", 3), ("pipelines", 7),
                                                 ("sinks", 2)])
     def test_each_shipped_scenario_loads(self, name, n_cases):
         """The files the README points at validate, with quick and without."""
