@@ -55,8 +55,13 @@ def test_late_rows_are_dropped_as_spark_counts_them(pipelines_run, name):
     """The oracle's count of late rows, counted Spark's way, equals numRowsDroppedByWatermark."""
     case = pipelines_run[2][name]
     assert case["events"]["dropped_late_spark"] == case["spark_dropped_by_watermark"], case
-    if name != "failed-logins":   # few failures: a run may have none late
-        assert case["events"]["dropped_late"] > 0, case["events"]
+
+
+def test_the_run_had_late_rows_to_drop(pipelines_run):
+    """The comparison above is not vacuous: Spark dropped late rows, and the oracles agreed.
+    (One short case may see none; over all of them some are sure.)"""
+    stateful = ["sliding-top-n", "sessions", "dedup", "failed-logins", "order-payment-join", "user-build"]
+    assert sum(pipelines_run[2][name]["spark_dropped_by_watermark"] for name in stateful) > 0
 
 
 def test_dedup_had_copies_to_drop(pipelines_run):
