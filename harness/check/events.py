@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from harness.check.result import CheckResult, concat, discrepancies, plural
+from harness.check.result import CheckResult, concat, discrepancies, plural, row_text
 
 
 def check(expected: pd.DataFrame, sink: pd.DataFrame, values: list[str], produced: int,
@@ -92,26 +92,14 @@ def _discrepancies(expected, sink, values, ident, lost_rows, dup_ids, dup_copies
     wrong_got, wrong_want = sink.iloc[wrong_rows[keep]], expected.iloc[wrong_exp[keep]]
     n_dup = len(dup_ids[keep])
 
-    def batches(frame: pd.DataFrame, col: str):
-        return frame[col] if col in frame else None
-
     return concat([
         discrepancies("lost", f"{ident} " + lost[ident].astype(str), pd.Series(["1 row"] * len(lost)),
-                      pd.Series(["none"] * len(lost)), batches(lost, "batch")),
+                      pd.Series(["none"] * len(lost)), lost.get("batch")),
         discrepancies("duplicated", pd.Series([f"{ident} {i}" for i in dup_ids[keep]]),
                       pd.Series(["1 row"] * n_dup), pd.Series([f"{n} rows" for n in dup_copies[keep]])),
         discrepancies("unexpected", f"{ident} " + unexpected[ident].astype(str),
                       pd.Series(["no row"] * len(unexpected)), pd.Series(["1 row"] * len(unexpected)),
-                      batches(unexpected, "batch_id")),
-        discrepancies("wrong", f"{ident} " + wrong_got[ident].astype(str), _row_text(wrong_want, values),
-                      _row_text(wrong_got, values), batches(wrong_got, "batch_id")),
+                      unexpected.get("batch_id")),
+        discrepancies("wrong", f"{ident} " + wrong_got[ident].astype(str), row_text(wrong_want, values),
+                      row_text(wrong_got, values), wrong_got.get("batch_id")),
     ])
-
-
-def _row_text(df: pd.DataFrame, cols: list[str]) -> pd.Series:
-    if not len(df) or not cols:
-        return pd.Series([""] * len(df), dtype=str)
-    out = cols[0] + "=" + df[cols[0]].astype(str)
-    for col in cols[1:]:
-        out = out + " " + col + "=" + df[col].astype(str)
-    return out.reset_index(drop=True)

@@ -57,3 +57,14 @@ def concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
 
 def plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def row_text(df: pd.DataFrame, cols: list[str], names: list[str] | None = None) -> pd.Series:
+    """"name=value name=value" per row of `df` (the columns `cols`, shown as `names`)."""
+    names = names or cols
+    if not len(df) or not cols:
+        return pd.Series([""] * len(df), dtype=str)
+    out = names[0] + "=" + df[cols[0]].astype(str)
+    for name, col in zip(names[1:], cols[1:], strict=True):
+        out = out + " " + name + "=" + df[col].astype(str)
+    return out.reset_index(drop=True)

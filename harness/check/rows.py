@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from harness.check.result import CheckResult, concat, discrepancies, plural
+from harness.check.result import CheckResult, concat, discrepancies, plural, row_text
 
 
 def check(expected: pd.DataFrame, sink: pd.DataFrame, key: list[str], produced: int,
@@ -56,14 +56,15 @@ def check(expected: pd.DataFrame, sink: pd.DataFrame, key: list[str], produced: 
               "unexpected": int(len(unexpected)), "dropped_late": dropped_late, "open": int(len(open_rows))}
     lost = exp[lost_mask]
     found = concat([
-        discrepancies("lost", _text(lost, key), _text(lost, values), pd.Series(["none"] * len(lost))),
+        discrepancies("lost", row_text(lost, key), row_text(lost, values), pd.Series(["none"] * len(lost))),
         discrepancies("duplicated", _index_text(dup, key), pd.Series(["1 row"] * len(dup)),
                       dup.astype(str).reset_index(drop=True) + " rows"),
-        discrepancies("unexpected", _text(unexpected, key), pd.Series(["no row"] * len(unexpected)),
-                      _text(unexpected, values), unexpected.get("batch_id")),
-        discrepancies("wrong", _text(wrong, key), _text(wrong, [f"{c}_expected" for c in values], values),
-                      _text(wrong, values), wrong.get("batch_id")),
-        discrepancies("open", _text(open_rows, key), _text(open_rows, values),
+        discrepancies("unexpected", row_text(unexpected, key), pd.Series(["no row"] * len(unexpected)),
+                      row_text(unexpected, values), unexpected.get("batch_id")),
+        discrepancies("wrong", row_text(wrong, key),
+                      row_text(wrong, [f"{c}_expected" for c in values], values),
+                      row_text(wrong, values), wrong.get("batch_id")),
+        discrepancies("open", row_text(open_rows, key), row_text(open_rows, values),
                       pd.Series(["not yet final"] * len(open_rows))),
     ])
     problems = [f"{plural(len(wrong), 'row')} came out with wrong values"] if len(wrong) else []
@@ -73,15 +74,5 @@ def check(expected: pd.DataFrame, sink: pd.DataFrame, key: list[str], produced: 
     return CheckResult(counts, event_time, np.array([]), problems, found, unit="rows")
 
 
-def _text(df: pd.DataFrame, cols: list[str], names: list[str] | None = None) -> pd.Series:
-    names = names or cols
-    if not len(df) or not cols:
-        return pd.Series([""] * len(df), dtype=str)
-    out = names[0] + "=" + df[cols[0]].astype(str)
-    for name, col in zip(names[1:], cols[1:], strict=True):
-        out = out + " " + name + "=" + df[col].astype(str)
-    return out.reset_index(drop=True)
-
-
 def _index_text(counts: pd.Series, key: list[str]) -> pd.Series:
-    return _text(counts.index.to_frame(index=False), key)
+    return row_text(counts.index.to_frame(index=False), key)
