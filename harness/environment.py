@@ -8,7 +8,7 @@ from importlib import metadata
 
 from harness import __version__
 from harness.paths import REPO_ROOT
-from harness.versions import KAFKA_VERSION, SPARK_VERSION
+from harness.versions import DELTA_VERSION, KAFKA_VERSION, SPARK_VERSION
 
 
 def describe(spark_master: str, own_kafka: bool) -> dict:
@@ -36,6 +36,18 @@ def git_sha() -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def check_delta_version() -> None:
+    """Delta's jar is pinned to DELTA_VERSION; the delta-spark package must match it."""
+    from harness.errors import EnvironmentProblem
+
+    installed = _installed("delta-spark")
+    if installed != DELTA_VERSION:
+        found = "is not installed" if installed is None else f"{installed} is installed"
+        raise EnvironmentProblem(f"delta-spark {found}, but its jar is pinned to {DELTA_VERSION}",
+                                 f"pip install delta-spark=={DELTA_VERSION} (tox does it), or raise "
+                                 "DELTA_VERSION in harness/versions.py with pyproject.toml")
 
 
 def _installed(dist: str) -> str | None:

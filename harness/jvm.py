@@ -102,10 +102,16 @@ def jars(name: str) -> list[Path]:
 
 def spark_connector_jars() -> list[Path]:
     """Spark's Kafka connector jars, minus those pyspark already ships (same artifact)."""
+    return spark_extra_jars("spark-kafka")
+
+
+def spark_extra_jars(name: str) -> list[Path]:
+    """Artifact `name`'s jars for a Spark driver's classpath, minus the artifacts pyspark
+    already ships (one copy of each: pyspark's, which Spark was built with)."""
     import pyspark
 
     bundled = {_artifact_name(p.name) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
-    return [p for p in jars("spark-kafka") if _artifact_name(p.name) not in bundled]
+    return [p for p in jars(name) if _artifact_name(p.name) not in bundled]
 
 
 def _artifact_name(jar_file: str) -> str:

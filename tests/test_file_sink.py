@@ -47,7 +47,7 @@ def test_only_files_in_the_log_are_read_with_their_batch_and_commit_time(tmp_pat
     assert dict(zip(rows["event_id"], rows["batch_id"], strict=True)) == {1: 0, 2: 0, 3: 1}
     assert set(rows["committed_ms"]) == {1_000_000, 2_000_000}
     assert sink.report() == {"files_in_log": 2, "files_on_disk": 3, "files_outside_log": 1,
-                             "rows_outside_log": 2}
+                             "rows_outside_log": 2, "files_unreadable": 0}
 
 
 def test_a_compacted_log_keeps_each_file_in_its_first_batch(tmp_path):

@@ -18,7 +18,7 @@ from harness.services.base import Registry
 from harness.services.spark import SparkDriver
 from workloads.pipelines.config import QUERY_ID_STRIDE, DriverConfig
 from workloads.progress import Progress
-from workloads.sinks import SinkContext
+from workloads.sinks import SinkContext, sink_needs
 
 
 @dataclass
@@ -101,14 +101,17 @@ class Case:
 
     def driver_config(self, starting_offsets: str = "earliest") -> DriverConfig:
         sc, pl = self.scenario, self.pipeline
+        artifacts, sink_conf = sink_needs(self.spec.sink)
+        jars = [*jvm.spark_connector_jars(), *(j for a in artifacts for j in jvm.spark_extra_jars(a))]
         return DriverConfig(starting_offsets=starting_offsets,
             app_name=f"harness-{self.name}", master=sc.services.spark.master,
-            # the pipeline's settings first: [services.spark] conf, the user's word, wins
-            spark_conf={**pl.spark.conf(), **sc.services.spark.conf},
-            jars=[str(p) for p in jvm.spark_connector_jars()], source_options=pl.spark.source_options(),
+            # the pipeline's and the sink's settings first: [services.spark] conf, the user's word, wins
+            spark_conf={**pl.spark.conf(), **sink_conf, **sc.services.spark.conf},
+            jars=[str(p) for p in jars], source_options=pl.spark.source_options(),
             bootstrap_servers=self.stack.spark_bootstrap_servers, topic=self.topic,
             checkpoint=str(self.checkpoint), pipeline=pl.kind, params=pl.params(),
-            trigger_ms=pl.trigger_ms, sink=self.spec.sink, sink_context=self.driver_sink_context(),
+            trigger=pl.trigger, trigger_ms=pl.trigger_ms, sink=self.spec.sink,
+            sink_context=self.driver_sink_context(),
             build=pl.build or "", sink_class=self.spec.sink_class or "",
             import_paths=[str(sc.path.parent)])
 

@@ -26,6 +26,7 @@ from harness.services.spark import DriverDied
 from harness.wait import WaitTimeout, wait_until
 from workloads.errors import Problem
 from workloads.progress import Progress
+from workloads.sinks import sink_needs
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,11 @@ def preflight(scenario) -> None:
     jvm.java()
     environment.check_spark_version()
     jvm.spark_connector_jars()
+    artifacts = {a for case in scenario.cases for a in sink_needs(case.sink)[0]}
+    for artifact in sorted(artifacts):
+        jvm.spark_extra_jars(artifact)
+    if "delta" in artifacts:
+        environment.check_delta_version()
     if scenario.services.kafka.bootstrap_servers is None:
         jvm.jars("kafka")
         jvm.jars("kafka-log")
@@ -249,9 +255,10 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
               "spark_pids": {"driver": case.driver.pid if case.driver else None,
                              "executors": sorted(case.driver.seen_executor_pids) if case.driver else []},
               "spark_dropped_by_watermark": metrics.dropped_by_watermark(progress_records),
-              "spark_settings": {**pl.spark.describe(), "trigger_ms": pl.trigger_ms,
+              "spark_settings": {**pl.spark.describe(), "trigger": pl.trigger, "trigger_ms": pl.trigger_ms,
                                  "watermark_ms": pl.values.get("watermark_ms"),
-                                 "conf": {**pl.spark.conf(), **case.scenario.services.spark.conf}}}
+                                 "conf": {**pl.spark.conf(), **sink_needs(spec.sink)[1],
+                                          **case.scenario.services.spark.conf}}}
     if sink_report:
         result["sink_report"] = sink_report
     if pl.build:
@@ -315,8 +322,18 @@ def _read_sink(case: Case) -> tuple[Any, dict | None]:
                            f"not a pandas DataFrame with the columns {wanted}",
                            "return the pipeline's output columns plus committed_ms (epoch ms at which "
                            "a reader could first see each row) from read()")
-    report = sink.report() if callable(getattr(sink, "report", None)) else None
-    return out, report
+    return out, _sink_report(sink)
+
+
+def _sink_report(sink) -> dict | None:
+    """The sink's own figures (files outside its log...), if it has any; a report that fails
+    is recorded as its error: it describes the output, the verdict does not rest on it."""
+    if not callable(getattr(sink, "report", None)):
+        return None
+    try:
+        return sink.report()
+    except Exception as exc:  # noqa: BLE001 - a user's sink may raise anything
+        return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 def _with_lag_recovery(faults: list[dict], t0: float | None, series) -> list[dict]:

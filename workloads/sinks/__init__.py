@@ -52,6 +52,8 @@ class SinkKind:
     checked: bool = True         # False: a speed run's sink, nothing to read back, no verdict
     commit_gate: bool = True     # False: Spark's own format sink, no foreachBatch to hold a batch in
     why_not: dict[str, str] = field(default_factory=dict)   # guarantee -> why it cannot give it
+    jvm: tuple[str, ...] = ()    # JVM artifacts (harness/versions.py JVM_ARTIFACTS) its driver needs
+    spark_conf: dict[str, str] = field(default_factory=dict)   # settings its driver's session needs
 
     def load(self) -> type:
         return load(self.target)
@@ -62,6 +64,16 @@ class SinkKind:
 _FILE_SINK_WHY = ("Spark's file sink commits each batch's files through its _spark_metadata log, so it "
                   "is exactly-once by construction; at-most-once's fresh checkpoint would find its batch "
                   "ids already in that log and write nothing")
+_DELTA_STREAM_WHY = ("Delta's streaming sink records each batch id in the table's log and skips one it has "
+                     "seen, so it is exactly-once by construction; for at-least-once or at-most-once use "
+                     'sink = "delta_batch", a foreachBatch append')
+_DELTA_CONF = {   # Delta's session settings (its documentation's two)
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    # Delta rebuilds the table's snapshot after every commit in 50 tasks by default: on two
+    # cores that was 4.5 s of each 300-row append; in 2 tasks, 2.3 s (README, "Delta Lake")
+    "spark.databricks.delta.snapshotPartitions": "2",
+}
 SINKS = {
     "postgres": SinkKind("workloads.sinks.postgres:PostgresSink",
                          ("at-most-once", "at-least-once", "exactly-once"), needs_postgres=True),
@@ -72,10 +84,26 @@ SINKS = {
                                                "after a restart is sent again",
                                "at-most-once": "a restart on a fresh checkpoint re-sends nothing, but Spark "
                                                "may still send a batch twice within one query"}),
+    "delta": SinkKind("workloads.sinks.delta:DeltaStreamSink", ("exactly-once",), commit_gate=False,
+                      why_not=dict.fromkeys(("at-most-once", "at-least-once"), _DELTA_STREAM_WHY),
+                      jvm=("delta",), spark_conf=_DELTA_CONF),
+    "delta_batch": SinkKind("workloads.sinks.delta:DeltaBatchSink",
+                            ("at-most-once", "at-least-once", "exactly-once"), jvm=("delta",),
+                            spark_conf=_DELTA_CONF),
     "noop": SinkKind("workloads.sinks.noop:NoopSink", ("at-most-once", "at-least-once", "exactly-once"),
                      checked=False),
 }
 CUSTOM_SINK = "custom"   # the scenario's own class, named by the case's sink_class
+# a user's sink runs with what the built-in ones may need (Delta is where Spark users most
+# often write streams), so that it can write Delta as ours do
+CUSTOM_SINK_JVM, CUSTOM_SINK_CONF = ("delta",), _DELTA_CONF
+
+
+def sink_needs(sink: str) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The JVM artifacts and the session settings a case's driver needs for its sink."""
+    if sink == CUSTOM_SINK:
+        return CUSTOM_SINK_JVM, dict(CUSTOM_SINK_CONF)
+    return SINKS[sink].jvm, dict(SINKS[sink].spark_conf)
 
 
 def sink_target(sink: str, sink_class: str | None) -> str:

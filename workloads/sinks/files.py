@@ -81,13 +81,26 @@ class ParquetFileSink:
 
     def report(self) -> dict:
         """The files on disk against those in the log: what a naive reader would see too."""
-        import pyarrow.parquet as pq
-
-        listed = set(self.committed_files())
-        on_disk = [p for p in self.path.rglob("*.parquet") if METADATA not in p.parts]
-        outside = [p for p in on_disk if p not in listed]
-        return {"files_in_log": len(listed), "files_on_disk": len(on_disk), "files_outside_log": len(outside),
-                "rows_outside_log": sum(pq.ParquetFile(p).metadata.num_rows for p in outside)}
+        return files_outside(self.path, set(self.committed_files()), METADATA)
 
     def close(self) -> None:
         pass
+
+
+def files_outside(root: Path, listed: set[Path], log_dir: str) -> dict:
+    """The Parquet files under `root` (but not in `log_dir`) against those a log lists:
+    the ones it does not list, and their rows, are what a reader of the raw files sees too.
+    A file cut short (its writer was killed) has no footer: it counts as unreadable."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    on_disk = [p for p in root.rglob("*.parquet") if log_dir not in p.parts]
+    outside = [p for p in on_disk if p not in listed]
+    rows = unreadable = 0
+    for path in outside:
+        try:
+            rows += pq.ParquetFile(path).metadata.num_rows
+        except (OSError, pa.ArrowInvalid):
+            unreadable += 1
+    return {"files_in_log": len(listed), "files_on_disk": len(on_disk), "files_outside_log": len(outside),
+            "rows_outside_log": rows, "files_unreadable": unreadable}
