@@ -32,8 +32,8 @@ def _error(path: Path) -> ScenarioError:
 
 
 class TestShippedScenarios:
-    @pytest.mark.parametrize("name, n_cases", [("smoke", 1), ("bench", 3), ("faults", 3), ("pipelines", 7),
-                                                ("sinks", 2)])
+    @pytest.mark.parametrize("name, n_cases", [("smoke", 1), ("bench", 3), ("faults", 3), ("pipelines", 8),
+                                                ("sinks", 5)])
     def test_each_shipped_scenario_loads(self, name, n_cases):
         """The files the README points at validate, with quick and without."""
         for quick in (False, True):
@@ -335,3 +335,41 @@ class TestSparkSettings:
     def test_an_unknown_state_store_is_named(self, tmp_path):
         text = GOOD.replace("[pipeline]\n", '[pipeline]\nstate_store = "leveldb"\n', 1)
         assert "pipeline.state_store" in _error(_write(tmp_path, text)).problem
+
+
+class TestTrigger:
+    def test_a_duration_is_a_processing_time_trigger(self, tmp_path):
+        p = load(_edited(tmp_path, 'watermark = "1s"', 'watermark = "1s"\ntrigger = "500ms"')).pipeline
+        assert (p.trigger, p.trigger_ms) == ("processing-time", 500)
+
+    def test_available_now_reruns_after_its_interval(self, tmp_path):
+        p = load(_edited(tmp_path, 'watermark = "1s"', 'watermark = "1s"\ntrigger = "available-now"\n'
+                                                       'trigger_interval = "3s"')).pipeline
+        assert (p.trigger, p.trigger_ms) == ("available-now", 3000)
+
+    def test_real_time_defaults_to_spark_s_minimum_batch(self, tmp_path):
+        path = _write(tmp_path, GOOD.replace('window = "5s"\nwatermark = "1s"',
+                                             'kind = "passthrough"\ntrigger = "real-time"')
+                      .replace('guarantee = "exactly-once"', 'guarantee = "at-least-once"\nsink = "kafka"'))
+        p = load(path).pipeline
+        assert (p.trigger, p.trigger_ms) == ("real-time", 5000)
+
+    @pytest.mark.parametrize("edit, field, words", [
+        ('trigger = "soon"', "pipeline.trigger", "available-now"),
+        ('trigger_interval = "2s"', "pipeline.trigger_interval", "processing-time trigger"),
+        ('trigger = "real-time"', "pipeline.trigger", "stateless"),
+    ])
+    def test_bad_triggers_name_the_key_and_the_fix(self, tmp_path, edit, field, words):
+        err = _error(_edited(tmp_path, 'watermark = "1s"', f'watermark = "1s"\n{edit}'))
+        assert field in err.problem and words in err.problem + err.fix
+
+    def test_real_time_needs_a_sink_in_its_tasks_and_a_core_per_partition(self, tmp_path):
+        text = GOOD.replace('window = "5s"\nwatermark = "1s"', 'kind = "passthrough"\ntrigger = "real-time"')
+        err = _error(_write(tmp_path, text))
+        assert "cases[0].sink" in err.problem and "foreachBatch" in err.problem
+        text = text.replace('guarantee = "exactly-once"', 'guarantee = "at-least-once"\nsink = "kafka"')
+        err = _error(_write(tmp_path, text.replace('duration = "1s"', 'duration = "1s"\npartitions = 3')))
+        assert "workload.partitions" in err.problem and "2 cores" in err.problem
+        err = _error(_write(tmp_path, text.replace('trigger = "real-time"',
+                                                   'trigger = "real-time"\ntrigger_interval = "1s"')))
+        assert "pipeline.trigger_interval" in err.problem and "5s" in err.fix

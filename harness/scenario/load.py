@@ -79,6 +79,7 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     faults = tuple(sorted(faults + chaos, key=lambda f: f.at_s))
     _own_services_for_network(faults, services)
     _commit_window_faults(faults, cases)
+    _real_time(pipeline, cases, workload, services)
     return Scenario(**head, path=path, services=services, workload=workload, pipeline=pipeline,
                     cases=cases, faults=faults)
 
@@ -103,6 +104,33 @@ def _commit_window_faults(faults, cases: tuple[Case, ...]) -> None:
             raise ScenarioError(f"cases[{i}] ({case.name}): the {case.sink} sink is Spark's own, not a "
                                 f"foreachBatch sink, so {', '.join(held)} cannot hold its batches in the "
                                 "commit window", "drop those faults, or run that case on another scenario")
+
+
+# Spark's real-time mode writes through sinks that run inside its long-running tasks (Kafka,
+# foreach, console); a foreachBatch sink is refused by Spark's allowlist
+_REAL_TIME_SINKS = ("kafka",)
+_LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,")
+
+
+def _real_time(pipeline, cases: tuple[Case, ...], workload: WorkloadSpec, services: Services) -> None:
+    """Refuse what Spark's real-time mode cannot run, before anything starts."""
+    for i, case in enumerate(cases):
+        own = case.pipeline or pipeline
+        if own.trigger != "real-time":
+            continue
+        if case.sink not in _REAL_TIME_SINKS:
+            raise bad(f"cases[{i}].sink", case.sink,
+                      f"({case.name}) Spark's real-time trigger writes only through sinks that run in its "
+                      "long-running tasks (Kafka, foreach, console), not foreachBatch",
+                      'use sink = "kafka" for this case, or a processing-time trigger')
+    slots = _LOCAL_CLUSTER.match(services.spark.master)
+    real_time = any((c.pipeline or pipeline).trigger == "real-time" for c in cases)
+    if real_time and slots and workload.partitions > int(slots[1]) * int(slots[2]):
+        cores = int(slots[1]) * int(slots[2])
+        raise bad("workload.partitions", workload.partitions,
+                  f"Spark's real-time mode runs one long-running task per Kafka partition at once, and "
+                  f"{services.spark.master} has {cores} cores", f"use at most {cores} partitions, or more "
+                  "executors in services.spark.master")
 
 
 def _own_services_for_network(faults, services: Services) -> None:

@@ -79,6 +79,14 @@ class SparkSettings:
                 "source_options": self.source_options()}
 
 
+# how the query is triggered (the [pipeline] key `trigger`):
+#   processing-time  a batch every trigger_ms (trigger = "1s")
+#   available-now    a scheduled incremental job: the query drains what is there and stops,
+#                    and starts again trigger_ms later (Trigger.AvailableNow)
+#   real-time        Spark's real-time mode, long-running tasks, a checkpoint every trigger_ms
+TRIGGERS = ("processing-time", "available-now", "real-time")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Pipeline:
     """The streaming query under test: a kind (its oracle), its keys, and whose code builds it."""
@@ -87,6 +95,7 @@ class Pipeline:
     # the kind's keys in milliseconds and counts, as `build(events_df, params)` takes them
     values: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}), hash=False)
     trigger_ms: int = 1000
+    trigger: str = "processing-time"   # one of TRIGGERS
     build: str | None = None      # the user's "module:function" in place of the kind's own
     oracle: str | None = None     # kind "custom": the user's "module:function"
     key: tuple[str, ...] = ()     # kind "custom" with an oracle: the columns that identify a row

@@ -27,7 +27,8 @@ from workloads.generator._validate import Section, bad
 from workloads.pipelines import CUSTOM, PIPELINES, pipeline
 from workloads.pipelines import params as param_mod
 
-_OWN = ("kind", "trigger", "build", "state_store", "shuffle_partitions", "max_offsets_per_trigger")
+_OWN = ("kind", "trigger", "trigger_interval", "build", "state_store", "shuffle_partitions",
+        "max_offsets_per_trigger")
 _CUSTOM = ("oracle", "key", "columns")
 COLUMN_TYPES = ("STRING", "LONG", "INT", "DOUBLE", "BOOLEAN")
 
@@ -51,7 +52,11 @@ def parse(top: Section, scenario_dir: Path, where: str = "pipeline") -> Pipeline
         plugins.function(build, s.field("build"), ("events_df", "params"), scenario_dir)
     needs = getattr(module, "STATE_STORES", None)
     spark = _spark(s, needs)
-    return Pipeline(kind=kind, values=MappingProxyType(values), trigger_ms=_trigger(s),
+    trigger, trigger_ms = _trigger(s)
+    if trigger == "real-time" and not getattr(module, "STATELESS", False):
+        raise bad(s.field("trigger"), "real-time", f"Spark's real-time mode runs stateless queries only, "
+                  f"and {kind} keeps state", 'use trigger = "1s" or "available-now", or the passthrough kind')
+    return Pipeline(kind=kind, values=MappingProxyType(values), trigger=trigger, trigger_ms=trigger_ms,
                     build=build, columns=MappingProxyType(dict(module.COLUMNS)), spark=spark)
 
 
@@ -76,7 +81,8 @@ def _custom(s: Section, scenario_dir: Path) -> Pipeline:
         raise bad(s.field("key"), s.raw("key"), f"is used only with {s.field('oracle')}",
                   "drop it, or add oracle = \"module:function\"")
     values = param_mod.read(s, param_mod.COMMON, required=False)
-    return Pipeline(kind=CUSTOM, values=MappingProxyType(values), trigger_ms=_trigger(s),
+    trigger, trigger_ms = _trigger(s)
+    return Pipeline(kind=CUSTOM, values=MappingProxyType(values), trigger=trigger, trigger_ms=trigger_ms,
                     build=build, oracle=oracle, key=key, columns=MappingProxyType(columns), spark=_spark(s))
 
 
@@ -93,8 +99,31 @@ def _spark(s: Section, stores: tuple[str, ...] | None = None) -> SparkSettings:
                          max_offsets_per_trigger=offsets)
 
 
-def _trigger(s: Section) -> int:
-    return s.duration_ms("trigger", "1s", gt=0)
+# trigger_interval's default per trigger: the batch interval; the pause between the runs of an
+# available-now job; real-time mode's batch duration (Spark's minimum, realTimeMode.minBatchDuration)
+_INTERVAL = {"processing-time": "1s", "available-now": "1s", "real-time": "5s"}
+REAL_TIME_MIN_MS = 5000
+
+
+def _trigger(s: Section) -> tuple[str, int]:
+    """`trigger`: a duration (processing time), "available-now" or "real-time"; with the last
+    two, `trigger_interval` (the pause between runs, or the real-time batch duration)."""
+    raw = s.raw("trigger", "1s")
+    if raw in ("available-now", "real-time"):
+        ms = s.duration_ms("trigger_interval", _INTERVAL[raw], gt=0)
+        if raw == "real-time" and ms < REAL_TIME_MIN_MS:
+            raise bad(s.field("trigger_interval"), s.raw("trigger_interval"),
+                      "Spark's real-time mode takes batches of at least 5s "
+                      "(spark.sql.streaming.realTimeMode.minBatchDuration)", 'write trigger_interval = "5s"')
+        return raw, ms
+    if "trigger_interval" in s:
+        raise bad(s.field("trigger_interval"), s.raw("trigger_interval"),
+                  "goes with trigger = \"available-now\" or \"real-time\"; a processing-time trigger "
+                  "is its own interval", f'drop it, or write trigger = "{s.raw("trigger_interval")}"')
+    if isinstance(raw, str) and raw and not raw[0].isdigit():
+        raise bad(s.field("trigger"), raw, "is not a trigger",
+                  'write a duration (trigger = "1s"), "available-now" or "real-time"')
+    return "processing-time", s.duration_ms("trigger", "1s", gt=0)
 
 
 def _columns(s: Section) -> dict[str, str]:

@@ -5,7 +5,9 @@ A pipeline is a module with:
   PARAMS    its scenario keys besides `kind`, `trigger` and `build`: Param objects (params.py)
   COLUMNS   its output columns -> Spark SQL type, in order (every sink writes these)
   build(events_df, params) -> the streaming DataFrame to write, in append mode
-and, when its keys constrain each other, `check_params(params)` raising SpecError.
+and, when its keys constrain each other, `check_params(params)` raising SpecError;
+`STATE_STORES` when it runs on some state stores only; `STATELESS = True` when it keeps no
+state (Spark's real-time trigger takes such queries only).
 `events_df` is the parsed Kafka stream (pipelines/source.py); `params` holds the pipeline's
 keys in milliseconds and counts (`window_ms`, `slide_ms`, `watermark_ms`, `gap_ms`, `n`).
 

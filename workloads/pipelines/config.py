@@ -24,9 +24,10 @@ class DriverConfig:
     checkpoint: str
     pipeline: str                  # a kind in workloads.pipelines.PIPELINES, or "custom"
     params: dict                   # the pipeline's keys in ms and counts
-    trigger_ms: int
+    trigger_ms: int                # processing-time's interval; available-now's pause; real-time's batch
     sink: str                      # a name in workloads.sinks.SINKS, or "custom"
     sink_context: SinkContext
+    trigger: str = "processing-time"   # or "available-now", "real-time" (harness/scenario/model.py)
     build: str = ""                # "module:function" that builds the query ("": the kind's own)
     sink_class: str = ""           # "module:Class" of the sink ("": the named sink's own)
     import_paths: list[str] = field(default_factory=list)   # the scenario's directory: the user's code

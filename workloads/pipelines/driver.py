@@ -7,6 +7,10 @@ starts the query, and writes beside it:
   progress.jsonl  one StreamingQueryProgress JSON per micro-batch
 It stops gracefully when the file named by `stop_path` appears. Between a sink's write
 and Spark's commit it obeys the control directory (pipelines/control.py).
+
+With the available-now trigger the driver is a scheduled incremental job: the query
+drains what the topic holds and stops, and the driver starts it again `trigger_ms` later,
+on the same checkpoint, until told to stop.
 """
 
 from __future__ import annotations
@@ -55,9 +59,20 @@ def run(config: DriverConfig, status: Path) -> int:
     query = _start_query(spark, config, sink)
     _write_status(status, state="running", query_id=str(query.id), run_id=str(query.runId))
     stop_path = Path(config.stop_path)
-    while query.isActive and not stop_path.exists():
-        query.awaitTermination(0.5)
-        control.serve(spark, Path(config.control_dir))
+    while True:
+        while query.isActive and not stop_path.exists():
+            query.awaitTermination(0.5)
+            control.serve(spark, Path(config.control_dir))
+        if query.exception() is not None or config.trigger != "available-now":
+            break
+        # an available-now run drained what was there: the next one, trigger_ms later
+        next_at = time.monotonic() + config.trigger_ms / 1000
+        while time.monotonic() < next_at and not stop_path.exists():
+            time.sleep(0.1)
+            control.serve(spark, Path(config.control_dir))
+        if stop_path.exists():
+            break
+        query = _start_query(spark, config, sink)
     if query.exception() is not None:
         raise RuntimeError(str(query.exception()))
     query.stop()
@@ -107,16 +122,24 @@ def _start_query(spark, config: DriverConfig, sink):
     out = _checked_output(build(events, dict(config.params)), config)
 
     def configured(df):
-        return (df.writeStream.outputMode("append")
-                .queryName(config.app_name)
-                .trigger(processingTime=f"{config.trigger_ms} milliseconds")
-                .option("checkpointLocation", config.checkpoint))
+        # real-time mode takes update mode only; for its stateless queries that is append
+        mode = "update" if config.trigger == "real-time" else "append"
+        writer = df.writeStream.outputMode(mode).queryName(config.app_name)
+        return _triggered(writer, config).option("checkpointLocation", config.checkpoint)
 
     if getattr(sink, "streaming_format", False):   # Spark's own sink: it shapes and starts the writer
         return sink.start(out, configured)
     gate = CommitGate(sink.write, Path(config.control_dir), lambda: getattr(sink, "last_rows", None),
                       config.batch_base)
     return configured(out).foreachBatch(gate).start()
+
+
+def _triggered(writer, config: DriverConfig):
+    if config.trigger == "available-now":
+        return writer.trigger(availableNow=True)
+    if config.trigger == "real-time":
+        return writer.trigger(realTime=f"{config.trigger_ms} milliseconds")
+    return writer.trigger(processingTime=f"{config.trigger_ms} milliseconds")
 
 
 def _checked_output(out, config: DriverConfig):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 NAME = "passthrough"
 PARAMS = ()
+STATELESS = True     # no state: Spark's real-time mode can run it
 COLUMNS = {"event_id": "LONG", "key": "STRING", "event_time_ms": "LONG", "amount": "LONG",
            "tier": "STRING", "partition": "INT", "offset": "LONG"}
 MIN_AMOUNT = 10      # the filter: an event with a smaller amount is not passed on
