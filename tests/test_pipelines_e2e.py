@@ -2,7 +2,8 @@
 
 Setup: tests/scenarios/pipelines.toml, one case per pipeline over the same short
 workload (out of order, 3% very late, 5% of events re-sent), no faults; the user's code
-is tests/scenarios/my_job.py, beside the scenario. Steps: one run through the CLI, then
+is tests/scenarios/my_job.py, beside the scenario. One case writes into Delta Lake, and
+one runs on the available-now trigger. Steps: one run through the CLI, then
 each case's summary: the oracle and Spark agree exactly, the watermark is the declared
 one, and the late rows the oracle drops are the ones Spark reports dropping.
 """
@@ -79,3 +80,20 @@ def test_the_parquet_sink_is_read_through_its_log(pipelines_run):
     """Spark's file sink: every committed file is in _spark_metadata, none outside it."""
     report = pipelines_run[2]["passthrough-parquet"]["sink_report"]
     assert report["files_in_log"] > 0 and report["files_outside_log"] == 0, report
+
+
+def test_delta_is_read_through_its_log(pipelines_run):
+    """An idempotent foreachBatch into Delta: rows come from committed versions only. Delta
+    writes an empty batch's empty file but leaves it out of the commit: no rows outside."""
+    case = pipelines_run[2]["dedup"]
+    report = case["sink_report"]
+    assert case["sink"] == "delta_batch" and report["versions"] > 1 and report["files_in_log"] > 0, report
+    assert report["rows_outside_log"] == 0 and report["files_unreadable"] == 0, report
+
+
+def test_available_now_runs_the_query_again_and_again(pipelines_run):
+    """The available-now case is a scheduled job: several runs of one query on one checkpoint."""
+    proc, run_dir, cases = pipelines_run
+    assert cases["user-build"]["spark_settings"]["trigger"] == "available-now"
+    records = [json.loads(line) for line in (run_dir / "cases" / "user-build" / "progress.jsonl").open()]
+    assert len({r["runId"] for r in records}) > 2 and len({r["id"] for r in records}) == 1
