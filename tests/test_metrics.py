@@ -4,8 +4,9 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from harness.metrics import backpressure, offered_eps, percentiles, processed_eps
+from harness.metrics import backpressure, latency, offered_eps, processed_eps
 
 
 def _progress(batch_id, start_iso, duration_ms, rows, ends):
@@ -19,15 +20,38 @@ def _truth(append_ms, partition=0):
                          "sent_ms": append_ms, "control": False})
 
 
-class TestPercentiles:
+class TestLatency:
     def test_percentiles_of_1_to_1000(self):
-        """p50 of 1..1000 is 500 or 501 (the 'higher' method picks an observed sample)."""
-        p = percentiles(np.arange(1, 1001, dtype=float))
-        assert p["p50"] == 501 and p["p99"] == 991 and p["max"] == 1000
+        """HdrHistogram of 3 digits: ms values below 2,048 are exact, so p50 of 1..1000 is
+        500 (the value at which half the samples are at or below it)."""
+        p = latency.percentiles(latency.histogram(np.arange(1, 1001, dtype=float)))
+        assert p == {"p50": 500.0, "p90": 900.0, "p99": 990.0, "p999": 999.0, "max": 1000.0, "count": 1000}
+
+    def test_large_values_keep_three_digits(self):
+        """An hour's latency is kept to within 0.1%: HdrHistogram's promise."""
+        p = latency.percentiles(latency.histogram(np.array([3_600_000.0] * 5 + [1.0])))
+        assert abs(p["p90"] - 3_600_000) <= 3_600 and p["count"] == 6
 
     def test_no_samples_give_nulls(self):
         """A case with no output reports null latencies, not zeros."""
-        assert set(percentiles(np.array([])).values()) == {None}
+        p = latency.percentiles(latency.histogram(np.array([])))
+        assert p.pop("count") == 0 and set(p.values()) == {None}
+
+    def test_ten_million_samples_are_recorded_by_distinct_value(self):
+        """Counted first with numpy: a million samples of 1,000 values is 1,000 records."""
+        samples = np.tile(np.arange(1000, dtype=float), 1000)
+        assert latency.histogram(samples).get_total_count() == 1_000_000
+
+    def test_the_histogram_is_saved_in_the_standard_encoding(self, tmp_path):
+        h = latency.histogram(np.array([5.0, 7.0, 7.0, 120_000.0]))
+        back = latency.load(latency.save(h, tmp_path / "latency-event_time.hdr"))
+        assert back.get_total_count() == 4 and back.get_value_at_percentile(50) == 7
+
+    def test_the_timeline_has_a_row_per_second_of_output(self):
+        at = np.array([10_000, 10_500, 11_200, 13_900])
+        t = latency.timeline(np.array([100.0, 300.0, 50.0, 70.0]), at, start_ms=10_000)
+        assert t["second"].tolist() == [0, 1, 3] and t["count"].tolist() == [2, 1, 1]
+        assert t["max"].tolist() == [300.0, 50.0, 70.0] and t["p50"].tolist()[0] == 100.0
 
 
 class TestThroughput:
@@ -76,3 +100,77 @@ class TestLagRecovered:
         from harness.metrics import lag_recovered_s
 
         assert lag_recovered_s(self.SERIES, started_ms=2500, ended_ms=3500) is None
+
+
+class TestBatchTime:
+    def test_phases_and_state_operators_of_the_batches_with_input(self):
+        """Idle batches are left out; each phase's median, p90 and max; the batches that
+        overran the trigger; each state operator's commit time and largest state."""
+        from harness.metrics.batches import breakdown
+
+        def batch(rows, trigger, add, state):
+            return {"numInputRows": rows, "durationMs": {"triggerExecution": trigger, "addBatch": add},
+                    "stateOperators": [{"operatorName": "stateStoreSave", "commitTimeMs": 10,
+                                        "numRowsTotal": state}]}
+
+        progress = [batch(0, 5, 1, 0), batch(100, 900, 700, 10), batch(100, 1500, 1300, 30),
+                    batch(100, 1100, 900, 20)]
+        out = breakdown(progress, trigger_ms=1000)
+        assert out["batches"] == 3 and out["over_trigger"] == 2
+        assert out["phases_ms"]["addBatch"] == {"median": 900.0, "p90": 1300.0, "max": 1300.0}
+        assert out["phases_ms"]["walCommit"]["median"] is None
+        assert out["state_operators"] == [{"name": "stateStoreSave",
+                                           "allUpdatesTimeMs": {"median": None, "p90": None, "max": None},
+                                           "allRemovalsTimeMs": {"median": None, "p90": None, "max": None},
+                                           "commitTimeMs": {"median": 10.0, "p90": 10.0, "max": 10.0},
+                                           "numRowsTotal_max": 30, "memoryUsedBytes_max": None}]
+
+
+class TestFlow:
+    """Four throughputs and the lag per second, on a hand-made run: 10 events a second for
+    10 s into one partition, read by batches that end every second, the last 5 s slowly."""
+
+    START = 1_700_000_000_000
+
+    def _run(self, keep_up: bool):
+        from datetime import UTC, datetime
+
+        n = 100
+        sent = self.START + np.arange(n) * 100
+        truth = pd.DataFrame({"partition": 0, "offset": np.arange(n), "sent_ms": sent, "append_ms": sent + 5,
+                              "control": False})
+        progress, read = [], 0
+        for second in range(1, 11):
+            end = self.START + second * 1000 + 500
+            appended = int(((sent + 5) <= end).sum())
+            new_read = appended if keep_up or second <= 5 else read + 5      # half the rate
+            stamp = datetime.fromtimestamp((end - 100) / 1000, UTC).isoformat().replace("+00:00", "Z")
+            progress.append({"timestamp": stamp, "batchDuration": 100, "numInputRows": new_read - read,
+                             "sources": [{"endOffset": json.dumps({"t": {"0": new_read}}),
+                                          "numInputRows": new_read - read}]})
+            read = new_read
+        return truth, progress
+
+    def test_a_query_that_keeps_up(self):
+        from harness.metrics import flow
+
+        truth, progress = self._run(keep_up=True)
+        rates, lag = flow.timeline(truth, progress, "t", truth["append_ms"].to_numpy() + 600, self.START)
+        assert rates["offered"].tolist()[:10] == [10] * 10
+        assert rates["processed"].sum() == 100 and rates["delivered"].sum() == 100
+        out = flow.measured(rates, lag, truth, self.START, warmup_s=2)
+        assert out["eps"]["offered"] == 10.0 and out["keeping_up"] is True
+        assert flow.counts_agree(truth, progress) == {"harness_records": 100, "spark_input_rows": 100,
+                                                      "agree": True}
+
+    def test_a_query_that_falls_behind(self):
+        """From second 5 it reads 5 of every 10: the lag grows 5 records a second."""
+        from harness.metrics import flow
+
+        truth, progress = self._run(keep_up=False)
+        rates, lag = flow.timeline(truth, progress, "t", np.array([]), self.START)
+        out = flow.measured(rates, lag, truth, self.START, warmup_s=5)
+        assert out["keeping_up"] is False and out["lag_trend_records_per_s"] == pytest.approx(5, abs=1)
+        last = lag[lag["second"] == 9].iloc[0]
+        assert last["lag_records"] == 25 and last["lag_s"] > 2
+        assert flow.counts_agree(truth, progress)["agree"] is False

@@ -56,7 +56,8 @@ def check(expected: pd.DataFrame, sink: pd.DataFrame, values: list[str], produce
     found = _discrepancies(expected, sink, values, ident, lost_rows, e_sorted[dup_at], copies[dup_at],
                            np.flatnonzero(~known), first[wrong], exp_of_first[wrong])
     problems = [f"{plural(int(wrong.sum()), 'event')} came out with wrong values"] if wrong.any() else []
-    return CheckResult(counts, event_time.astype(float), processing.astype(float), problems, found)
+    return CheckResult(counts, event_time.astype(float), processing.astype(float), problems, found,
+                       event_time_at_ms=committed, processing_time_at_ms=committed)
 
 
 def _first_copies(rows: np.ndarray, at: np.ndarray, committed: np.ndarray, copies: np.ndarray) -> np.ndarray:

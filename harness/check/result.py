@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,10 +23,13 @@ class CheckResult:
     # kind, item (an event id or a row's key), expected, actual, batch_id (-1: unknown)
     discrepancies: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COLUMNS))
     unit: str = "events"         # what the counts count: events, or output rows
+    # when each latency sample became visible (its row's committed_ms), for the timeline;
+    # empty when the oracle does not say
+    event_time_at_ms: np.ndarray = field(default_factory=lambda: np.array([], np.int64))
+    processing_time_at_ms: np.ndarray = field(default_factory=lambda: np.array([], np.int64))
 
     def with_problems(self, more: list[str]) -> CheckResult:
-        return CheckResult(self.counts, self.event_time_latency_ms, self.processing_time_latency_ms,
-                           [*self.problems, *more], self.discrepancies, self.unit)
+        return replace(self, problems=[*self.problems, *more])
 
     def write_discrepancies(self, path: Path) -> Path:
         self.discrepancies.to_parquet(path, index=False)

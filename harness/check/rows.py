@@ -71,7 +71,8 @@ def check(expected: pd.DataFrame, sink: pd.DataFrame, key: list[str], produced: 
     first = got.groupby(key, sort=False)["committed_ms"].min().rename("first_ms")
     timed = exp.join(first, on=key, how="inner")
     event_time = (timed["first_ms"] - timed[time_col]).to_numpy(dtype=float) if time_col else np.array([])
-    return CheckResult(counts, event_time, np.array([]), problems, found, unit="rows")
+    at_ms = timed["first_ms"].to_numpy(np.int64) if time_col else np.array([], np.int64)
+    return CheckResult(counts, event_time, np.array([]), problems, found, unit="rows", event_time_at_ms=at_ms)
 
 
 def _index_text(counts: pd.Series, key: list[str]) -> pd.Series:

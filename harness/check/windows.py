@@ -88,7 +88,9 @@ def check(truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch], params:
     delivered = keep & emitted[pairs.wid]
     first_ms = ours["first_ms"].to_numpy()[pairs.wid[delivered]]
     processing = (first_ms - pairs.append_ms[delivered]).astype(float)
-    return CheckResult(counts, event_time, processing, problems, _discrepancies(both, wrong_sum))
+    return CheckResult(counts, event_time, processing, problems, _discrepancies(both, wrong_sum),
+                       event_time_at_ms=seen["first_ms"].to_numpy(np.int64),
+                       processing_time_at_ms=first_ms.astype(np.int64))
 
 
 class _Pairs:

@@ -1,4 +1,4 @@
-"""Latency percentiles, throughput and backpressure from a case's raw records.
+"""Throughput and backpressure from a case's raw records (latency: metrics/latency.py).
 
 Raw samples are kept in the run directory; statistics are computed here on demand.
 """
@@ -12,18 +12,6 @@ import numpy as np
 import pandas as pd
 
 from workloads.pipelines import progress_log
-
-PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9}
-
-
-def percentiles(samples: np.ndarray) -> dict:
-    """p50/p90/p99/p99.9/max of `samples` in ms; None for each when there are none."""
-    if len(samples) == 0:
-        return {name: None for name in [*PERCENTILES, "max"]}
-    values = np.percentile(samples, list(PERCENTILES.values()), method="higher")
-    out = {name: round(float(v), 1) for name, v in zip(PERCENTILES, values, strict=True)}
-    out["max"] = round(float(np.max(samples)), 1)
-    return out
 
 
 def read_progress(path: Path) -> list[dict]:

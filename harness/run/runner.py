@@ -12,10 +12,14 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from harness import check as checker
 from harness import environment, jvm, metrics, tools
 from harness.check import checkpoint
 from harness.errors import HarnessError, RunAborted
+from harness.metrics import batches as batch_times
+from harness.metrics import flow, latency
 from harness.report import summary as summary_mod
 from harness.run.case import Case
 from harness.run.faults import FaultRunner
@@ -33,12 +37,16 @@ log = logging.getLogger(__name__)
 __all__ = ["preflight", "run", "run_case", "start_stack"]
 
 
-def run(scenario, run_dir: Path, run_id: str, progress: Progress, registry: Registry) -> dict:
-    """Run every case of `scenario`; returns the summary (already written to run_dir)."""
+def run(scenario, run_dir: Path, run_id: str, progress: Progress, registry: Registry,
+        cases=None) -> dict:
+    """Run every case of `scenario`; returns the summary (already written to run_dir).
+    `cases(stack, result)`, when given, runs the cases instead (the sustain search)."""
     result = _skeleton(scenario, run_id)
     try:
         stack = start_stack(scenario, run_dir / "services", registry, progress)
-        for spec in scenario.cases:
+        if cases is not None:
+            cases(stack, result)
+        for spec in scenario.cases if cases is None else ():
             case = Case.create(scenario, spec, stack, run_dir, run_id, progress, registry)
             result["cases"].append(run_case(case))
         result["status"] = "completed"
@@ -255,6 +263,8 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
               "spark_pids": {"driver": case.driver.pid if case.driver else None,
                              "executors": sorted(case.driver.seen_executor_pids) if case.driver else []},
               "spark_dropped_by_watermark": metrics.dropped_by_watermark(progress_records),
+              "batch_time": batch_times.breakdown(progress_records,
+                                                  pl.trigger_ms if pl.trigger == "processing-time" else None),
               "spark_settings": {**pl.spark.describe(), "trigger": pl.trigger, "trigger_ms": pl.trigger_ms,
                                  "watermark_ms": pl.values.get("watermark_ms"),
                                  "conf": {**pl.spark.conf(), **sink_needs(spec.sink)[1],
@@ -269,9 +279,7 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
         result["generator"] = _generator_summary(case.report)
     if truth is None:   # died before sending: nothing to check
         return {**result, **_nothing_checked(spec.guarantee, failure)}
-    speed = {"throughput_eps": {"offered": metrics.offered_eps(truth),
-                                "processed": metrics.processed_eps(progress_records, _first_send_ms(truth))},
-             "backpressure": metrics.backpressure(truth, progress_records, case.topic)}
+    speed = _speed(case, truth, progress_records, sink)
     if spec.sink != CUSTOM_SINK and not SINKS[spec.sink].checked:   # a speed run: nothing to read back
         unchecked = _nothing_checked(spec.guarantee, failure, checked=False)
         return {**result, **unchecked, **speed, "faults": result["faults"]}
@@ -298,10 +306,29 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
         **result, "events": c, "verdict": verdict, "unit": checked.unit,
         "discrepancies": checked.discrepancies["kind"].value_counts().to_dict(),
         **speed,
-        "latency_ms": {"event_time": metrics.percentiles(checked.event_time_latency_ms),
-                       "processing_time": metrics.percentiles(checked.processing_time_latency_ms)},
+        "latency_ms": latency.record(case.dir, checked, _first_send_ms(truth)),
     } | {"faults": _with_lag_recovery(result["faults"], schedule.t0,
                                       metrics.lag_series(truth, progress_records, case.topic))}
+
+
+def _speed(case: Case, truth, progress_records: list[dict], sink) -> dict:
+    """Throughput and backpressure: the run's overall rates, and per second the four
+    throughputs and each partition's lag (saved as throughput.parquet and lag.parquet),
+    measured after [measure] warmup, with the lag's trend and whether Spark's count of
+    records read agrees with the harness's."""
+    start_ms, measure = _first_send_ms(truth), case.scenario.measure
+    delivered_ms = sink["committed_ms"].to_numpy() if sink is not None and len(sink) else np.array([])
+    rates, lag = flow.timeline(truth, progress_records, case.topic, delivered_ms, start_ms)
+    rates.to_parquet(case.dir / "throughput.parquet", index=False)
+    lag.to_parquet(case.dir / "lag.parquet", index=False)
+    window = flow.measured(rates, lag, truth, start_ms, measure.warmup_s, measure.lag_trend_max)
+    backpressure = metrics.backpressure(truth, progress_records, case.topic)
+    backpressure.update(lag_trend_records_per_s=window["lag_trend_records_per_s"],
+                        keeping_up=window["keeping_up"])
+    return {"throughput_eps": {"offered": metrics.offered_eps(truth),
+                               "processed": metrics.processed_eps(progress_records, start_ms),
+                               "measured": {"window_s": window["window_s"], **window["eps"]}},
+            "backpressure": backpressure, "records_read": flow.counts_agree(truth, progress_records)}
 
 
 def _read_sink(case: Case) -> tuple[Any, dict | None]:
@@ -349,9 +376,7 @@ def _with_lag_recovery(faults: list[dict], t0: float | None, series) -> list[dic
 def _nothing_checked(guarantee: str, failure: str | None, checked: bool = True) -> dict:
     """The summary of a case whose output was not checked: nothing was sent, or its sink
     keeps nothing to read back (a speed run: its verdict holds unless the run failed)."""
-    import numpy as np
-
-    none = metrics.percentiles(np.array([]))
+    none = latency.percentiles(latency.histogram(np.array([])))
     counts = dict.fromkeys(("produced", "expected", "delivered", "lost", "duplicated", "unexpected",
                             "dropped_late"), 0)
     if checked:

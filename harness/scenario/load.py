@@ -21,6 +21,7 @@ from harness.scenario.model import (
     GUARANTEES,
     Case,
     KafkaConfig,
+    Measure,
     PostgresConfig,
     Scenario,
     Services,
@@ -35,7 +36,7 @@ from workloads.sinks import CUSTOM_SINK, SINKS
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")     # names become directory and table names
 _TOP_KEYS = ("name", "description", "drain_timeout", "services", "workload", "pipeline", "cases",
-             "matrix", "faults", "nemesis", "quick")
+             "matrix", "faults", "nemesis", "measure", "quick")
 _CASE_KEYS = ("name", "guarantee", "sink", "sink_class", "pipeline", "faults")
 _SHIPPED = Path(__file__).parent / "scenarios"
 
@@ -80,8 +81,17 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     _own_services_for_network(faults, services)
     _commit_window_faults(faults, cases)
     _real_time(pipeline, cases, workload, services)
+    measure = _measure(top.table("measure", ("warmup", "lag_trend_max")), workload)
     return Scenario(**head, path=path, services=services, workload=workload, pipeline=pipeline,
-                    cases=cases, faults=faults)
+                    cases=cases, faults=faults, measure=measure)
+
+
+def _measure(s: Section, workload: WorkloadSpec) -> Measure:
+    warmup_s = s.duration_ms("warmup", "0s", ge=0) / 1000
+    if warmup_s >= workload.duration_s:
+        raise bad(s.field("warmup"), s.raw("warmup"), f"leaves nothing of the {workload.duration_s:g}s "
+                  "workload to measure", "choose a warm-up shorter than workload.duration")
+    return Measure(warmup_s=warmup_s, lag_trend_max=s.number("lag_trend_max", 0.02, gt=0))
 
 
 def _faults(raw: Any, quick_raw: Any, quick: bool, workload: WorkloadSpec, master: str):

@@ -132,6 +132,14 @@ class Case:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Measure:
+    """[measure]: which part of the run the rates and the lag trend are measured over."""
+
+    warmup_s: float = 0.0           # seconds from the first event sent that are not measured
+    lag_trend_max: float = 0.02     # a lag growing faster than this share of the offered rate: behind
+
+
+@dataclass(frozen=True, kw_only=True)
 class Scenario:
     """A validated scenario file."""
 
@@ -144,6 +152,7 @@ class Scenario:
     cases: tuple[Case, ...]
     faults: tuple[FaultSpec, ...] = ()
     drain_timeout_s: float = 120.0
+    measure: Measure = field(default_factory=Measure)
 
     def to_dict(self) -> dict:
         """The validated values as plain JSON types."""

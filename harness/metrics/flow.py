@@ -1,0 +1,120 @@
+"""Four throughputs and the consumer lag, per second, and whether the query keeps up.
+
+Per second since the first event was sent:
+  offered    events the generator sent (its intended schedule is in the generator report)
+  ingested   records Kafka appended (each record's broker append time, from ground truth)
+  processed  input rows of Spark's batches, counted in the second each batch ended
+  delivered  output rows (or events, by the checker's unit) by their sink commit time
+and per partition, the lag at each second's end: records appended by then that no
+finished batch had read, and the age of the oldest of them. The lag is reconstructed
+exactly from ground truth (every record's append time and offset) and each batch's end
+offsets, not sampled: it is what a sampler of Kafka's end offsets against the query's
+committed offsets would read at every second, without the sampler's load on the broker.
+
+Over the measured window (after `warmup_s`, until the last event was sent) each
+throughput is a mean rate, and the lag's trend is the least-squares slope of the total
+lag (records per second, per second): a slope above `trend_max` of the offered rate
+means the query is falling behind (Theodolite's lag-trend check).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from workloads.pipelines import progress_log
+
+THROUGHPUTS = ("offered", "ingested", "processed", "delivered")
+TREND_MAX = 0.02      # a lag growing faster than 2% of the offered rate is falling behind
+AGREE_WITHIN = 0.02   # the harness's and Spark's counts of records read must agree this closely
+
+
+def _per_second(times_ms: np.ndarray, start_ms: float, n: int) -> np.ndarray:
+    seconds = ((np.asarray(times_ms, dtype=np.float64) - start_ms) // 1000).astype(np.int64)
+    seconds = seconds[(seconds >= 0) & (seconds < n)]
+    return np.bincount(seconds, minlength=n)[:n]
+
+
+def _ends(progress: dict, topic: str) -> dict[int, int]:
+    ends: dict[int, int] = {}
+    for source in progress.get("sources", [])[:1]:   # a self-join's second source reads the same topic
+        end = source.get("endOffset")
+        end = json.loads(end) if isinstance(end, str) else (end or {})
+        ends.update({int(p): int(o) for p, o in end.get(topic, {}).items()})
+    return ends
+
+
+def timeline(truth: pd.DataFrame, progress: list[dict], topic: str, delivered_ms: np.ndarray,
+             start_ms: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(throughput per second, lag per partition and second). `truth`: every record sent
+    (control ones too), with partition, offset, sent_ms, append_ms and control."""
+    real = truth[~truth["control"]]
+    ends_at = [float(v) for v in (truth["append_ms"].max(), *(progress_log.end_ms(p) for p in progress))
+               if np.isfinite(v)]
+    n = max(1, int((max(ends_at) - start_ms) // 1000) + 1) if ends_at else 1
+    busy = [p for p in progress if p.get("numInputRows", 0) > 0]
+    processed = np.zeros(n, np.int64)
+    for p in busy:
+        second = int((progress_log.end_ms(p) - start_ms) // 1000)
+        if 0 <= second < n:
+            processed[second] += int(p["numInputRows"])
+    flow = pd.DataFrame({"second": np.arange(n),
+                         "offered": _per_second(real["sent_ms"].to_numpy(), start_ms, n),
+                         "ingested": _per_second(truth["append_ms"].to_numpy(), start_ms, n),
+                         "processed": processed, "delivered": _per_second(delivered_ms, start_ms, n)})
+    return flow, _lag(truth, progress, topic, start_ms, n)
+
+
+def _lag(truth: pd.DataFrame, progress: list[dict], topic: str, start_ms: float, n: int) -> pd.DataFrame:
+    """Per partition and second: records appended by the second's end and not read by a
+    batch finished by then, and the oldest one's age. A partition's records are appended
+    in offset order, so both are counts and lookups in sorted arrays."""
+    finished = sorted((progress_log.end_ms(p), _ends(p, topic)) for p in progress)
+    finished_at = np.array([at for at, _ in finished], dtype=np.float64)
+    at = start_ms + (np.arange(n) + 1) * 1000.0
+    done = np.searchsorted(finished_at, at, side="right")        # batches finished by each second
+    frames = []
+    for partition, records in truth.groupby("partition"):
+        records = records.sort_values("offset")
+        offset = records["offset"].to_numpy(np.int64)
+        append = np.maximum.accumulate(records["append_ms"].to_numpy(np.float64))
+        read_until = np.array([0, *(ends.get(int(partition), 0) for _, ends in finished)], dtype=np.int64)
+        read = np.searchsorted(offset, np.maximum.accumulate(read_until)[done])   # records read
+        appended = np.searchsorted(append, at, side="right")                       # records appended
+        lag = np.maximum(appended - read, 0)
+        oldest = append[np.minimum(read, len(append) - 1)] if len(append) else at
+        age = np.where(lag > 0, (at - oldest) / 1000.0, 0.0)
+        frames.append(pd.DataFrame({"second": np.arange(n), "partition": int(partition),
+                                    "lag_records": lag, "lag_s": np.round(age, 3)}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["second", "partition", "lag_records", "lag_s"])
+
+
+def measured(flow: pd.DataFrame, lag: pd.DataFrame, truth: pd.DataFrame, start_ms: float,
+             warmup_s: float, trend_max: float = TREND_MAX) -> dict:
+    """Mean rates over the measured window, the lag trend over it, and its verdict."""
+    real = truth[~truth["control"]]
+    last_s = float((real["sent_ms"].max() - start_ms) / 1000) if len(real) else 0.0
+    first, last = int(np.ceil(warmup_s)), max(int(np.floor(last_s)), int(np.ceil(warmup_s)) + 1)
+    window = flow[(flow["second"] >= first) & (flow["second"] < last)]
+    span = max(len(window), 1)
+    rates = {k: round(float(window[k].sum()) / span, 1) for k in THROUGHPUTS}
+    total = lag.groupby("second")["lag_records"].sum()
+    total = total[(total.index >= first) & (total.index < last)]
+    slope = None
+    if len(total) > 2:
+        slope = float(np.polyfit(total.index.to_numpy(float), total.to_numpy(float), 1)[0])
+    keeping_up = None if slope is None else slope <= trend_max * max(rates["offered"], 1.0)
+    return {"window_s": [first, last], "eps": rates, "lag_trend_records_per_s": None if slope is None
+            else round(slope, 2), "keeping_up": keeping_up}
+
+
+def counts_agree(truth: pd.DataFrame, progress: list[dict], within: float = AGREE_WITHIN) -> dict:
+    """Records the harness appended against the input rows Spark reported reading (a batch
+    run again after a restart counts twice in Spark's)."""
+    ours = int(len(truth))
+    spark = sum(int(p["sources"][0].get("numInputRows", 0)) for p in progress if p.get("sources"))
+    agree = abs(spark - ours) <= within * max(ours, 1)
+    return {"harness_records": ours, "spark_input_rows": spark, "agree": agree}
