@@ -28,6 +28,18 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, help="run directory (default: results/<run-id>/)")
     run.add_argument("--quick", action="store_true", help="apply the scenario's [quick] overrides")
     run.add_argument("-v", "--verbose", action="store_true", help="log the harness's steps to stderr")
+    sustain = sub.add_parser("sustain", help="find the highest constant rate a case keeps up with")
+    sustain.add_argument("scenario", type=Path, help="scenario TOML file; each trial runs its workload's "
+                         "duration at one constant rate, without faults")
+    sustain.add_argument("--case", help="the case to run (default: the first)")
+    sustain.add_argument("--p99", default="5s", help="event-time p99 bound of a sustained rate (default 5s)")
+    sustain.add_argument("--min-eps", type=float, default=250.0, help="the first rate tried (default 250)")
+    sustain.add_argument("--max-eps", type=float, default=32_000.0,
+                         help="the highest rate tried (default 32000)")
+    sustain.add_argument("--steps", type=int, default=3, help="bisections after doubling (default 3)")
+    sustain.add_argument("--out", type=Path, help="run directory (default: results/<run-id>/)")
+    sustain.add_argument("--quick", action="store_true", help="apply the scenario's [quick] overrides")
+    sustain.add_argument("-v", "--verbose", action="store_true", help="log the harness's steps to stderr")
     sub.add_parser("fetch-jvm", help="fetch the pinned Kafka and Spark-connector jars with mvn (once)")
     sub.add_parser("fetch", help="fetch-jvm, then build the pinned Toxiproxy with go install (once)")
     return parser
@@ -40,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
             return _fetch_jvm()
         if args.command == "fetch":
             return _fetch_all()
+        if args.command == "sustain":
+            return _sustain(args)
         return _run(args)
     except Problem as exc:   # the harness's errors and the generator's
         print(f"error: {exc}", file=sys.stderr)
@@ -70,10 +84,12 @@ def _fetch_all() -> int:
     return 0
 
 
-def _run(args) -> int:
+def _run(args, search=None) -> int:
     from harness import scenario as scenario_mod
 
     scenario = scenario_mod.load(args.scenario, quick=args.quick)  # validate before anything starts
+    if search is not None:
+        scenario, search = search(scenario)
     from harness.paths import results_dir
     from harness.report import table
     from harness.run import rundir, runner
@@ -91,15 +107,53 @@ def _run(args) -> int:
     progress.step(f"run {run_id}: scenario {scenario.name}{' (quick)' if args.quick else ''} -> {run_dir}")
     registry = Registry(pids_path=run_dir / "pids.json")
     _raise_on_signals()
+    cases = None if search is None else search(run_dir, run_id, progress, registry)
     try:
         with registry:
             for line in describe_reaped(registry.reaped):
                 progress.step(line)
-            summary = runner.run(scenario, run_dir, run_id, progress, registry)
+            summary = runner.run(scenario, run_dir, run_id, progress, registry, cases)
     finally:
         progress.step(f"results: {run_dir}")
     print(table.render(summary))
+    if search is not None:
+        print(table.render_sustain(summary["sustain"]))
+        return 0 if summary["sustain"]["sustained_eps"] is not None else 1
     return 0 if all(c["verdict"]["holds"] for c in summary["cases"]) else 1
+
+
+def _sustain(args) -> int:
+    """`sustain`: the run's cases are the trials of the search (harness/run/sustain.py)."""
+    from harness.errors import ScenarioError
+    from harness.scenario import parse_duration_ms
+
+    p99_ms = parse_duration_ms(args.p99, "--p99")
+    if not 0 < args.min_eps <= args.max_eps or args.steps < 0:
+        raise ScenarioError(f"--min-eps {args.min_eps:g}, --max-eps {args.max_eps:g}, --steps {args.steps}: "
+                            "the range is empty", "give 0 < --min-eps <= --max-eps and --steps >= 0")
+
+    def search(scenario):
+        from dataclasses import replace
+
+        from harness.run import sustain
+
+        names = [c.name for c in scenario.cases]
+        if args.case is not None and args.case not in names:
+            raise ScenarioError(f"--case {args.case}: the scenario has no such case",
+                                f"choose one of {', '.join(names)}")
+        spec = next(c for c in scenario.cases if c.name == (args.case or names[0]))
+        scenario = replace(scenario, cases=(spec,))
+        bounds = sustain.Bounds(p99_ms=p99_ms, min_eps=args.min_eps, max_eps=args.max_eps, steps=args.steps)
+
+        def trials(run_dir, run_id, progress, registry):
+            def run_them(stack, result):
+                result["sustain"] = {"case": spec.name, "sustained_eps": None, "trials": []}
+                result["sustain"].update(sustain.search(scenario, spec, stack, run_dir, run_id, progress,
+                                                        registry, bounds, result["cases"]))
+            return run_them
+        return scenario, trials
+
+    return _run(args, search)
 
 
 def _raise_on_signals() -> None:

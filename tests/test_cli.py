@@ -77,3 +77,16 @@ class TestBadOut:
         proc = run_cli("run", "harness/scenario/scenarios/smoke.toml", "--out", str(out), timeout=60)
         assert proc.returncode == 2, proc.stderr
         assert "cannot create the run directory" in proc.stderr and "Traceback" not in proc.stderr
+
+
+class TestSustain:
+    @pytest.mark.parametrize("args, words", [
+        (["--case", "nope"], "--case nope"),
+        (["--min-eps", "500", "--max-eps", "100"], "the range is empty"),
+        (["--p99", "5"], "--p99"),
+    ])
+    def test_bad_search_arguments_exit_2_and_start_nothing(self, tmp_path, args, words):
+        out = tmp_path / "run"
+        proc = run_cli("sustain", "harness/scenario/scenarios/smoke.toml", "--out", str(out), *args, timeout=60)
+        assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+        assert not out.exists()

@@ -18,6 +18,8 @@ COLUMNS = [
     ("ev-time p99 ms", lambda c: _num(c["latency_ms"]["event_time"]["p99"])),
     ("proc p99 ms", lambda c: _num(c["latency_ms"]["processing_time"]["p99"])),
     ("max lag", lambda c: _count(c["backpressure"]["max_lag_records"])),
+    ("keeps up", lambda c: _yes_no(c["backpressure"].get("keeping_up"))),
+    ("batch p50 ms", lambda c: _num(_batch_median(c))),
     ("faults seen", lambda c: _faults_seen(c.get("faults", []))),
     ("recovery s", lambda c: _recovery_s(c.get("faults", []))),
 ]
@@ -30,6 +32,15 @@ def _count(value) -> str:
 
 def _num(value) -> str:
     return "-" if value is None else f"{value:,.0f}"
+
+
+def _yes_no(value) -> str:
+    return "-" if value is None else ("yes" if value else "NO")
+
+
+def _batch_median(case: dict):
+    """The median time of a batch with input (Spark's triggerExecution)."""
+    return case.get("batch_time", {}).get("phases_ms", {}).get("triggerExecution", {}).get("median")
 
 
 def _faults_seen(faults: list[dict]) -> str:
@@ -55,4 +66,18 @@ def render(summary: dict) -> str:
         lines += [f"  fault {f['kind']} at {f['at_s']:g}s: {'seen' if f['observed'] else 'NOT SEEN'}: "
                   f"{f.get('detail', '')}" for f in case.get("faults", [])]
     lines.append(f"status: {summary['status']}  run: {summary['run_id']}")
+    return "\n".join(lines)
+
+
+def render_sustain(sustain: dict) -> str:
+    """The search's trials, lowest rate first, and the rate found."""
+    lines = [f"sustain: case {sustain['case']}"]
+    for t in sustain.get("trials", []):
+        lines.append(f"  {t['eps']:>9,.0f} events/s  {'kept up' if t['sustained'] else 'behind '}  "
+                     f"processed {_num(t['processed_eps'])}/s  p99 {_num(t['p99_ms'])} ms  "
+                     f"lag trend {t['lag_trend_records_per_s']} records/s²"
+                     + (f"  ({t['why_not']})" if t["why_not"] else ""))
+    found = sustain.get("sustained_eps")
+    lines.append(f"sustained: {found:,.0f} events/s" if found is not None
+                 else "sustained: none of the rates tried")
     return "\n".join(lines)

@@ -1,0 +1,86 @@
+"""`python -m harness sustain`: the highest constant rate a case's pipeline keeps up with.
+
+A trial runs the case (no faults) at one constant rate for the workload's duration, on
+services started once for the whole search. It passes when the lag's trend over the
+measured window stays flat (harness/metrics/flow.py: below [measure] lag_trend_max of the
+offered rate) and the event-time p99 stays under the bound. The search doubles the rate
+from `min_eps` until a trial fails (or `max_eps` passes), then bisects between the last
+pass and the first failure `steps` times: Theodolite's and ShuffleBench's method, coarse
+then fine. Every trial is a case of the run directory, checked like any other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from harness.run.case import Case
+from harness.run.runner import run_case
+from workloads.generator import shapes
+
+
+@dataclass(frozen=True)
+class Bounds:
+    p99_ms: float = 5000.0      # event-time p99 must stay under this
+    min_eps: float = 250.0
+    max_eps: float = 32_000.0
+    steps: int = 3              # bisections after the coarse search
+
+
+def trial_verdict(case: dict, p99_ms: float) -> tuple[bool, str]:
+    """Whether a trial kept up, and why not."""
+    keeping_up = case["backpressure"].get("keeping_up")
+    p99 = case["latency_ms"]["event_time"]["p99"]
+    why = []
+    if not case["verdict"]["holds"]:
+        why.append(f"its verdict failed: {case['verdict']['detail']}")
+    if keeping_up is not True:
+        why.append(f"the lag grew {case['backpressure'].get('lag_trend_records_per_s')} records/s a second")
+    if p99 is None or p99 > p99_ms:
+        why.append(f"event-time p99 {p99} ms over {p99_ms:g} ms")
+    return not why, "; ".join(why)
+
+
+def next_rate(passed: list[float], failed: list[float], bisections: int, bounds: Bounds) -> float | None:
+    """The next rate to try, or None when the search is done. `bisections`: the trials run
+    since the first failure."""
+    if not failed:
+        top = max(passed, default=None)
+        if top is None:
+            return bounds.min_eps
+        return None if top >= bounds.max_eps else min(top * 2, bounds.max_eps)
+    high = min(failed)
+    low = max((p for p in passed if p < high), default=None)
+    if low is None or bisections >= bounds.steps or high - low < 0.02 * high:
+        return None
+    return round((low + high) / 2, 1)
+
+
+def search(scenario, spec, stack, run_dir, run_id: str, progress, registry, bounds: Bounds,
+           cases: list[dict]) -> dict:
+    """Run trials until next_rate says done, appending each trial's case entry to `cases`
+    as it ends (an interrupted search keeps the trials it finished); returns the sustain
+    section of summary.json."""
+    passed: list[float] = []
+    failed: list[float] = []
+    trials: list[dict] = []
+    bisections = 0
+    while (eps := next_rate(passed, failed, bisections, bounds)) is not None:
+        bisections += 1 if failed else 0
+        name = f"{spec.name}-{int(eps)}eps"
+        workload = replace(scenario.workload, rate=shapes.Constant(eps=eps))
+        trial_scenario = replace(scenario, workload=workload, faults=(), cases=(replace(spec, name=name),))
+        progress.step(f"sustain: trial {len(trials) + 1} at {eps:,.0f} events/s")
+        case = run_case(Case.create(trial_scenario, trial_scenario.cases[0], stack, run_dir, run_id,
+                                    progress, registry))
+        ok, why = trial_verdict(case, bounds.p99_ms)
+        (passed if ok else failed).append(eps)
+        cases.append(case)
+        trials.append({"eps": eps, "sustained": ok, "why_not": why or None, "case": name,
+                       "processed_eps": case["throughput_eps"].get("measured", {}).get("processed"),
+                       "p99_ms": case["latency_ms"]["event_time"]["p99"],
+                       "lag_trend_records_per_s": case["backpressure"].get("lag_trend_records_per_s")})
+        progress.step(f"sustain: {eps:,.0f} events/s " + ("kept up" if ok else f"did not: {why}"))
+    return {"sustained_eps": max(passed, default=None), "bounds": {
+        "p99_ms": bounds.p99_ms, "lag_trend_max": scenario.measure.lag_trend_max,
+        "min_eps": bounds.min_eps, "max_eps": bounds.max_eps, "steps": bounds.steps},
+        "trials": sorted(trials, key=lambda t: t["eps"])}
