@@ -38,6 +38,19 @@ ORACLES = {
 }
 
 
+# the ground-truth columns the built-in oracles and the run's metrics read; an oracle module
+# that needs more says so in EXTRA_TRUTH_COLUMNS (a custom oracle gets every column)
+TRUTH_COLUMNS = ("event_id", "key", "event_time_ms", "sent_ms", "partition", "offset", "append_ms",
+                 "amount", "control")
+
+
+def truth_columns(pipeline) -> list[str] | None:
+    """The columns of ground truth the case's check needs (None: all of them)."""
+    if pipeline.kind == CUSTOM:
+        return None
+    return [*TRUTH_COLUMNS, *getattr(oracle(pipeline.kind), "EXTRA_TRUTH_COLUMNS", ())]
+
+
 def oracle(kind: str) -> ModuleType:
     """The oracle module for pipeline `kind`."""
     return importlib.import_module(ORACLES[kind])

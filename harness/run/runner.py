@@ -253,7 +253,8 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
     pl, spec = case.pipeline, case.spec
     sink, sink_report = _read_sink(case)
     sink.to_parquet(case.dir / "sink.parquet", index=False)
-    truth = truth_mod.read(case.truth_dir) if truth_mod.has_parts(case.truth_dir) else None
+    truth = (truth_mod.read(case.truth_dir, checker.truth_columns(pl)) if truth_mod.has_parts(case.truth_dir)
+             else None)
     progress_records = metrics.read_progress(case.dir / "progress.jsonl")
     result: dict[str, Any] = {
               "name": spec.name, "guarantee": spec.guarantee, "pipeline": pl.kind, "sink": spec.sink,
