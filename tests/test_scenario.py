@@ -33,7 +33,7 @@ def _error(path: Path) -> ScenarioError:
 
 class TestShippedScenarios:
     @pytest.mark.parametrize("name, n_cases", [("smoke", 1), ("bench", 3), ("faults", 3), ("pipelines", 8),
-                                                ("sinks", 5)])
+                                                ("sinks", 5), ("triggers", 3)])
     def test_each_shipped_scenario_loads(self, name, n_cases):
         """The files the README points at validate, with quick and without."""
         for quick in (False, True):
@@ -373,3 +373,13 @@ class TestTrigger:
         err = _error(_write(tmp_path, text.replace('trigger = "real-time"',
                                                    'trigger = "real-time"\ntrigger_interval = "1s"')))
         assert "pipeline.trigger_interval" in err.problem and "5s" in err.fix
+
+
+class TestMeasure:
+    def test_warmup_is_seconds_left_out_of_the_measurement(self, tmp_path):
+        path = _write(tmp_path, GOOD.replace('duration = "1s"', 'duration = "30s"') + '[measure]\nwarmup = "5s"\n')
+        assert load(path).measure.warmup_s == 5.0 and load(path).measure.lag_trend_max == 0.02
+
+    def test_a_warmup_as_long_as_the_workload_is_refused(self, tmp_path):
+        err = _error(_write(tmp_path, GOOD + '[measure]\nwarmup = "1s"\n'))
+        assert "measure.warmup" in err.problem and "shorter than workload.duration" in err.fix
