@@ -87,6 +87,7 @@ class TestSustain:
     ])
     def test_bad_search_arguments_exit_2_and_start_nothing(self, tmp_path, args, words):
         out = tmp_path / "run"
-        proc = run_cli("sustain", "harness/scenario/scenarios/smoke.toml", "--out", str(out), *args, timeout=60)
+        proc = run_cli("sustain", "harness/scenario/scenarios/smoke.toml", "--out", str(out), *args,
+                       timeout=60)
         assert proc.returncode == 2 and words in proc.stderr, proc.stderr
         assert not out.exists()

@@ -377,7 +377,8 @@ class TestTrigger:
 
 class TestMeasure:
     def test_warmup_is_seconds_left_out_of_the_measurement(self, tmp_path):
-        path = _write(tmp_path, GOOD.replace('duration = "1s"', 'duration = "30s"') + '[measure]\nwarmup = "5s"\n')
+        text = GOOD.replace('duration = "1s"', 'duration = "30s"') + '[measure]\nwarmup = "5s"\n'
+        path = _write(tmp_path, text)
         assert load(path).measure.warmup_s == 5.0 and load(path).measure.lag_trend_max == 0.02
 
     def test_a_warmup_as_long_as_the_workload_is_refused(self, tmp_path):

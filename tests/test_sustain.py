@@ -44,3 +44,13 @@ def _case(holds=True, keeping_up=True, p99=100.0):
 def test_a_trial_passes_when_the_lag_is_flat_and_p99_under_the_bound(case, ok, words):
     passed, why = trial_verdict(case, 5000)
     assert passed is ok and words in why
+
+
+def test_spark_s_ceiling_leaves_out_the_warm_up_batches():
+    from harness.run.ceiling import ceiling_of
+
+    progress = [{"numInputRows": 0, "durationMs": {"triggerExecution": 9000}}]
+    progress += [{"numInputRows": 1000, "durationMs": {"triggerExecution": ms}}
+                 for ms in (5000, 3000, 500, 250, 250)]
+    out = ceiling_of(progress, skip=2)
+    assert out == {"eps": 3000.0, "batches": 3, "rows": 3000, "median_batch_ms": 250}

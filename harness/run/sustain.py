@@ -6,13 +6,16 @@ measured window stays flat (harness/metrics/flow.py: below [measure] lag_trend_m
 offered rate) and the event-time p99 stays under the bound. The search doubles the rate
 from `min_eps` until a trial fails (or `max_eps` passes), then bisects between the last
 pass and the first failure `steps` times: Theodolite's and ShuffleBench's method, coarse
-then fine. Every trial is a case of the run directory, checked like any other.
+then fine. Every trial is a case of the run directory, checked like any other. Then, as
+a reference, Spark's own ceiling for the same query without Kafka or the sink
+(harness/run/ceiling.py); the sustained rate's share of it is what they cost.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from harness.run import ceiling
 from harness.run.case import Case
 from harness.run.runner import run_case
 from workloads.generator import shapes
@@ -80,7 +83,12 @@ def search(scenario, spec, stack, run_dir, run_id: str, progress, registry, boun
                        "p99_ms": case["latency_ms"]["event_time"]["p99"],
                        "lag_trend_records_per_s": case["backpressure"].get("lag_trend_records_per_s")})
         progress.step(f"sustain: {eps:,.0f} events/s " + ("kept up" if ok else f"did not: {why}"))
-    return {"sustained_eps": max(passed, default=None), "bounds": {
+    found = max(passed, default=None)
+    reference = ceiling.measure(Case.create(scenario, replace(spec, name=f"{spec.name}-ceiling"), stack,
+                                            run_dir, run_id, progress, registry))
+    progress.step(f"sustain: Spark's ceiling for the query {reference['eps']} events/s")
+    ratio = round(found / reference["eps"], 3) if found and reference["eps"] else None
+    return {"sustained_eps": found, "spark_ceiling": reference, "sustained_of_ceiling": ratio, "bounds": {
         "p99_ms": bounds.p99_ms, "lag_trend_max": scenario.measure.lag_trend_max,
         "min_eps": bounds.min_eps, "max_eps": bounds.max_eps, "steps": bounds.steps},
         "trials": sorted(trials, key=lambda t: t["eps"])}

@@ -26,7 +26,7 @@ from workloads import plugins
 from workloads.pipelines import builder_target, control
 from workloads.pipelines.config import DriverConfig
 from workloads.pipelines.control import CommitGate
-from workloads.pipelines.source import parse_events, read_kafka
+from workloads.pipelines.source import parse_events, rate_events, read_kafka
 from workloads.sinks import sink_target
 
 DEFAULT_CONF = {
@@ -116,8 +116,11 @@ def _progress_listener(path: Path):
 
 
 def _start_query(spark, config: DriverConfig, sink):
-    options = {"startingOffsets": config.starting_offsets, **config.source_options}
-    events = parse_events(read_kafka(spark, config.bootstrap_servers, config.topic, options))
+    if config.source == "rate":
+        events = rate_events(spark, config.rows_per_batch)
+    else:
+        options = {"startingOffsets": config.starting_offsets, **config.source_options}
+        events = parse_events(read_kafka(spark, config.bootstrap_servers, config.topic, options))
     build = plugins.load(config.build or builder_target(config.pipeline), "pipeline.build")
     out = _checked_output(build(events, dict(config.params)), config)
 

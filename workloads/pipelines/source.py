@@ -27,3 +27,23 @@ def parse_events(kafka_df):
                              "partition", "offset", F.col("timestamp").alias("kafka_timestamp"))
     return (parsed.select("e.*", "partition", "offset", "kafka_timestamp")
             .withColumn("event_time", F.timestamp_millis("event_time_ms")))
+
+
+def rate_events(spark, rows_per_batch: int, partitions: int = 2, keys: int = 1000):
+    """Events without Kafka, for Spark's own ceiling: the `rate-micro-batch` source's rows
+    in the parsed stream's columns. Event time advances one second a batch (the source's
+    default), so windows close and state is evicted as in a real run."""
+    from pyspark.sql import functions as F
+
+    from workloads.generator.plan import EVENT_TYPES
+
+    rows = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", rows_per_batch)
+            .option("numPartitions", partitions).load())
+    value, types = F.col("value"), F.array(*(F.lit(t) for t in EVENT_TYPES))
+    return rows.select(
+        value.alias("event_id"), F.concat(F.lit("k"), (value % keys).cast("string")).alias("key"),
+        F.unix_millis("timestamp").alias("event_time_ms"), (value % 100).cast("string").alias("user"),
+        (value % 1000).cast("string").alias("item"), (value % 100).alias("amount"),
+        F.element_at(types, (value % len(EVENT_TYPES) + 1).cast("int")).alias("type"),
+        (value % partitions).cast("int").alias("partition"), value.alias("offset"),
+        F.col("timestamp").alias("kafka_timestamp"), F.col("timestamp").alias("event_time"))
