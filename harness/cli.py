@@ -32,7 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     sustain.add_argument("scenario", type=Path, help="scenario TOML file; each trial runs its workload's "
                          "duration at one constant rate, without faults")
     sustain.add_argument("--case", help="the case to run (default: the first)")
-    sustain.add_argument("--p99", default="5s", help="event-time p99 bound of a sustained rate (default 5s)")
+    sustain.add_argument("--p99", help="event-time p99 bound of a sustained rate (default: the pipeline's "
+                         "watermark delay + 5s, since no output can come sooner than the watermark)")
     sustain.add_argument("--min-eps", type=float, default=250.0, help="the first rate tried (default 250)")
     sustain.add_argument("--max-eps", type=float, default=32_000.0,
                          help="the highest rate tried (default 32000)")
@@ -127,7 +128,7 @@ def _sustain(args) -> int:
     from harness.errors import ScenarioError
     from harness.scenario import parse_duration_ms
 
-    p99_ms = parse_duration_ms(args.p99, "--p99")
+    p99_ms = None if args.p99 is None else parse_duration_ms(args.p99, "--p99")
     if not 0 < args.min_eps <= args.max_eps or args.steps < 0:
         raise ScenarioError(f"--min-eps {args.min_eps:g}, --max-eps {args.max_eps:g}, --steps {args.steps}: "
                             "the range is empty", "give 0 < --min-eps <= --max-eps and --steps >= 0")
@@ -143,7 +144,9 @@ def _sustain(args) -> int:
                                 f"choose one of {', '.join(names)}")
         spec = next(c for c in scenario.cases if c.name == (args.case or names[0]))
         scenario = replace(scenario, cases=(spec,))
-        bounds = sustain.Bounds(p99_ms=p99_ms, min_eps=args.min_eps, max_eps=args.max_eps, steps=args.steps)
+        pipeline = spec.pipeline or scenario.pipeline
+        bound = p99_ms if p99_ms is not None else pipeline.watermark_ms + sustain.P99_OVER_WATERMARK_MS
+        bounds = sustain.Bounds(p99_ms=bound, min_eps=args.min_eps, max_eps=args.max_eps, steps=args.steps)
 
         def trials(run_dir, run_id, progress, registry):
             def run_them(stack, result):

@@ -174,3 +174,11 @@ class TestFlow:
         last = lag[lag["second"] == 9].iloc[0]
         assert last["lag_records"] == 25 and last["lag_s"] > 2
         assert flow.counts_agree(truth, progress)["agree"] is False
+
+    def test_a_window_row_delivers_its_count_of_events(self):
+        from harness.metrics import flow
+
+        truth, progress = self._run(keep_up=True)
+        at = np.array([self.START + 2_500, self.START + 7_500])
+        rates, _ = flow.timeline(truth, progress, "t", at, self.START, delivered_weights=np.array([50, 50]))
+        assert rates["delivered"].tolist()[:8] == [0, 0, 50, 0, 0, 0, 0, 50]

@@ -4,7 +4,7 @@ Per second since the first event was sent:
   offered    events the generator sent (its intended schedule is in the generator report)
   ingested   records Kafka appended (each record's broker append time, from ground truth)
   processed  input rows of Spark's batches, counted in the second each batch ended
-  delivered  output rows (or events, by the checker's unit) by their sink commit time
+  delivered  events in the sink by their commit time: a row each, or a window's count
 and per partition, the lag at each second's end: records appended by then that no
 finished batch had read, and the age of the oldest of them. The lag is reconstructed
 exactly from ground truth (every record's append time and offset) and each batch's end
@@ -31,10 +31,12 @@ TREND_MAX = 0.02      # a lag growing faster than 2% of the offered rate is fall
 AGREE_WITHIN = 0.02   # the harness's and Spark's counts of records read must agree this closely
 
 
-def _per_second(times_ms: np.ndarray, start_ms: float, n: int) -> np.ndarray:
+def _per_second(times_ms: np.ndarray, start_ms: float, n: int,
+                weights: np.ndarray | None = None) -> np.ndarray:
     seconds = ((np.asarray(times_ms, dtype=np.float64) - start_ms) // 1000).astype(np.int64)
-    seconds = seconds[(seconds >= 0) & (seconds < n)]
-    return np.bincount(seconds, minlength=n)[:n]
+    inside = (seconds >= 0) & (seconds < n)
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)[inside]
+    return np.bincount(seconds[inside], weights=w, minlength=n)[:n].astype(np.int64)
 
 
 def _ends(progress: dict, topic: str) -> dict[int, int]:
@@ -47,9 +49,11 @@ def _ends(progress: dict, topic: str) -> dict[int, int]:
 
 
 def timeline(truth: pd.DataFrame, progress: list[dict], topic: str, delivered_ms: np.ndarray,
-             start_ms: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+             start_ms: float, delivered_weights: np.ndarray | None = None,
+             ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(throughput per second, lag per partition and second). `truth`: every record sent
-    (control ones too), with partition, offset, sent_ms, append_ms and control."""
+    (control ones too), with partition, offset, sent_ms, append_ms and control.
+    `delivered_weights`: the events each sink row stands for (a window's count), if not one."""
     real = truth[~truth["control"]]
     ends_at = [float(v) for v in (truth["append_ms"].max(), *(progress_log.end_ms(p) for p in progress))
                if np.isfinite(v)]
@@ -63,7 +67,8 @@ def timeline(truth: pd.DataFrame, progress: list[dict], topic: str, delivered_ms
     flow = pd.DataFrame({"second": np.arange(n),
                          "offered": _per_second(real["sent_ms"].to_numpy(), start_ms, n),
                          "ingested": _per_second(truth["append_ms"].to_numpy(), start_ms, n),
-                         "processed": processed, "delivered": _per_second(delivered_ms, start_ms, n)})
+                         "processed": processed,
+                         "delivered": _per_second(delivered_ms, start_ms, n, delivered_weights)})
     return flow, _lag(truth, progress, topic, start_ms, n)
 
 

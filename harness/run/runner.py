@@ -312,6 +312,9 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
                                       metrics.lag_series(truth, progress_records, case.topic))}
 
 
+_COUNTS = ("tumbling_count", "windowed_count")
+
+
 def _speed(case: Case, truth, progress_records: list[dict], sink) -> dict:
     """Throughput and backpressure: the run's overall rates, and per second the four
     throughputs and each partition's lag (saved as throughput.parquet and lag.parquet),
@@ -319,7 +322,9 @@ def _speed(case: Case, truth, progress_records: list[dict], sink) -> dict:
     records read agrees with the harness's."""
     start_ms, measure = _first_send_ms(truth), case.scenario.measure
     delivered_ms = sink["committed_ms"].to_numpy() if sink is not None and len(sink) else np.array([])
-    rates, lag = flow.timeline(truth, progress_records, case.topic, delivered_ms, start_ms)
+    # a windowed count's row stands for its count of events
+    weights = sink["count"].to_numpy() if len(delivered_ms) and case.pipeline.kind in _COUNTS else None
+    rates, lag = flow.timeline(truth, progress_records, case.topic, delivered_ms, start_ms, weights)
     rates.to_parquet(case.dir / "throughput.parquet", index=False)
     lag.to_parquet(case.dir / "lag.parquet", index=False)
     window = flow.measured(rates, lag, truth, start_ms, measure.warmup_s, measure.lag_trend_max)

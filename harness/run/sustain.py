@@ -20,6 +20,8 @@ from harness.run.case import Case
 from harness.run.runner import run_case
 from workloads.generator import shapes
 
+P99_OVER_WATERMARK_MS = 5000   # the default p99 bound: the declared watermark delay plus this
+
 
 @dataclass(frozen=True)
 class Bounds:
