@@ -119,7 +119,7 @@ def _run(args, search=None) -> int:
     print(table.render(summary))
     if search is not None:
         print(table.render_sustain(summary["sustain"]))
-        return 0 if summary["sustain"]["sustained_eps"] is not None else 1
+        return 0 if summary["sustain"]["rate_eps"] is not None else 1
     return 0 if all(c["verdict"]["holds"] for c in summary["cases"]) else 1
 
 
@@ -150,9 +150,10 @@ def _sustain(args) -> int:
 
         def trials(run_dir, run_id, progress, registry):
             def run_them(stack, result):
-                result["sustain"] = {"case": spec.name, "sustained_eps": None, "trials": []}
+                result["sustain"] = {"case": spec.name, "rate_eps": None, "trials": []}
                 result["sustain"].update(sustain.search(scenario, spec, stack, run_dir, run_id, progress,
                                                         registry, bounds, result["cases"]))
+                sustain.write(run_dir, result["sustain"])
             return run_them
         return scenario, trials
 

@@ -182,3 +182,32 @@ class TestFlow:
         at = np.array([self.START + 2_500, self.START + 7_500])
         rates, _ = flow.timeline(truth, progress, "t", at, self.START, delivered_weights=np.array([50, 50]))
         assert rates["delivered"].tolist()[:8] == [0, 0, 50, 0, 0, 0, 0, 50]
+
+    def test_the_case_timeline_has_one_row_per_second_on_the_harness_clock(self):
+        """timeline.parquet: throughputs, the lag summed over partitions, latency p50/p99."""
+        from harness.metrics import flow
+
+        truth, progress = self._run(keep_up=False)
+        rates, lag = flow.timeline(truth, progress, "t", np.array([]), self.START)
+        lat = {"event_time": latency.timeline(np.array([100.0, 300.0]), np.array([self.START + 100,
+                                                                                 self.START + 900]),
+                                              self.START)}
+        out = flow.per_second(rates, lag, lat, self.START)
+        assert out["at_ms"].tolist()[:2] == [self.START + 1000, self.START + 2000]
+        assert out.loc[9, "lag_records"] == 25 and out.loc[0, "event_time_p99_ms"] == 300.0
+        assert {"offered", "ingested", "processed", "delivered", "lag_s", "event_time_p50_ms"} <= set(out)
+
+
+class TestBatchesTable:
+    def test_one_row_per_batch_with_its_phases(self):
+        from harness.metrics.batches import table
+
+        progress = [{"timestamp": "2026-11-23T10:00:00.000Z", "batchDuration": 700, "batchId": 3,
+                     "runId": "r", "numInputRows": 12,
+                     "durationMs": {"triggerExecution": 700, "addBatch": 500},
+                     "eventTime": {"watermark": "2026-11-23T09:59:50.000Z"}}]
+        row = table(progress).iloc[0]
+        assert row["batch_id"] == 3 and row["addBatch_ms"] == 500 and row["input_rows"] == 12
+        from datetime import UTC, datetime
+
+        assert row["at_ms"] == datetime(2026, 11, 23, 10, tzinfo=UTC).timestamp() * 1000 + 700

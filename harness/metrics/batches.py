@@ -51,3 +51,19 @@ def breakdown(progress: list[dict], trigger_ms: int | None = None) -> dict:
          **{f"{k}_max": (max(op[k]) if op[k] else None) for k in _OPERATOR_LEVELS}}
         for op in operators]
     return out
+
+
+def table(progress: list[dict]):
+    """The case's batches.parquet: one row per micro-batch in the order they ran, `at_ms`
+    its end (the driver's clock: the harness's own on one machine), with its input rows,
+    each `durationMs` phase and its watermark."""
+    import pandas as pd
+
+    from workloads.pipelines import progress_log
+
+    rows = [{"at_ms": int(progress_log.end_ms(p)), "batch_id": p.get("batchId"), "run_id": p.get("runId"),
+             "input_rows": int(p.get("numInputRows", 0)),
+             **{f"{name}_ms": p.get("durationMs", {}).get(name) for name in PHASES},
+             "watermark": p.get("eventTime", {}).get("watermark")} for p in progress]
+    columns = ["at_ms", "batch_id", "run_id", "input_rows", *(f"{n}_ms" for n in PHASES), "watermark"]
+    return pd.DataFrame(rows, columns=columns)

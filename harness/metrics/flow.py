@@ -123,3 +123,20 @@ def counts_agree(truth: pd.DataFrame, progress: list[dict], within: float = AGRE
     spark = sum(int(p["sources"][0].get("numInputRows", 0)) for p in progress if p.get("sources"))
     agree = abs(spark - ours) <= within * max(ours, 1)
     return {"harness_records": ours, "spark_input_rows": spark, "agree": agree}
+
+
+def per_second(rates: pd.DataFrame, lag: pd.DataFrame, latencies: dict[str, pd.DataFrame],
+               start_ms: float) -> pd.DataFrame:
+    """The case's timeline.parquet: one row per second, `at_ms` its end on the harness's
+    clock, with the four throughputs, the lag summed over partitions (records) and its
+    largest age (seconds), and each latency kind's p50 and p99 of that second's output."""
+    total = (lag.groupby("second").agg(lag_records=("lag_records", "sum"), lag_s=("lag_s", "max"))
+             .reset_index() if len(lag) else pd.DataFrame(columns=["second", "lag_records", "lag_s"]))
+    out = rates.merge(total, on="second", how="left")
+    for kind, frame in latencies.items():
+        named = frame[["second", "p50", "p99"]].rename(columns={"p50": f"{kind}_p50_ms",
+                                                                "p99": f"{kind}_p99_ms"})
+        out = out.merge(named.astype({"second": "int64"}), on="second", how="outer")
+    out = out.sort_values("second", ignore_index=True)
+    out.insert(0, "at_ms", (start_ms + (out["second"] + 1) * 1000).astype("int64"))
+    return out

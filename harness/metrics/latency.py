@@ -70,16 +70,15 @@ def timeline(samples_ms: np.ndarray, at_ms: np.ndarray, start_ms: float) -> pd.D
     return out.reset_index()[columns]
 
 
-def record(case_dir: Path, checked, start_ms: float) -> dict:
+def record(case_dir: Path, checked, start_ms: float) -> tuple[dict, dict[str, pd.DataFrame]]:
     """Both kinds of latency of a checked case: the histograms saved as
-    `latency-<kind>.hdr`, the timeline as `latency-timeline.parquet` (one row per kind and
-    second), and the percentiles returned for summary.json."""
-    out, frames = {}, []
+    `latency-<kind>.hdr`; returns the percentiles for summary.json and each kind's
+    timeline per second (for the case's timeline.parquet)."""
+    out, timelines = {}, {}
     for kind in KINDS:
         samples = getattr(checked, f"{kind}_latency_ms")
         h = histogram(samples)
         save(h, case_dir / f"latency-{kind}.hdr")
         out[kind] = percentiles(h)
-        frames.append(timeline(samples, getattr(checked, f"{kind}_at_ms"), start_ms).assign(kind=kind))
-    pd.concat(frames, ignore_index=True).to_parquet(case_dir / "latency-timeline.parquet", index=False)
-    return out
+        timelines[kind] = timeline(samples, getattr(checked, f"{kind}_at_ms"), start_ms)
+    return out, timelines

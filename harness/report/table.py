@@ -77,7 +77,7 @@ def render_sustain(sustain: dict) -> str:
                      f"processed {_num(t['processed_eps'])}/s  p99 {_num(t['p99_ms'])} ms  "
                      f"lag trend {t['lag_trend_records_per_s']} records/s²"
                      + (f"  ({t['why_not']})" if t["why_not"] else ""))
-    found, top = sustain.get("sustained_eps"), (sustain.get("spark_ceiling") or {}).get("eps")
+    found, top = sustain.get("rate_eps"), (sustain.get("spark_ceiling") or {}).get("eps")
     if top:
         lines.append(f"Spark's ceiling for the query (rate source, noop sink): {top:,.0f} events/s")
     lines.append(f"sustained: {found:,.0f} events/s" if found is not None

@@ -280,8 +280,16 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
         result["generator"] = _generator_summary(case.report)
     if truth is None:   # died before sending: nothing to check
         return {**result, **_nothing_checked(spec.guarantee, failure)}
-    speed = _speed(case, truth, progress_records, sink)
+    batch_times.table(progress_records).to_parquet(case.dir / "batches.parquet", index=False)
+    speed, (rates, lag) = _speed(case, truth, progress_records, sink)
+    start_ms = _first_send_ms(truth)
+
+    def timeline(latencies: dict) -> None:
+        frame = flow.per_second(rates, lag, latencies, start_ms)
+        frame.to_parquet(case.dir / "timeline.parquet", index=False)
+
     if spec.sink != CUSTOM_SINK and not SINKS[spec.sink].checked:   # a speed run: nothing to read back
+        timeline({})
         unchecked = _nothing_checked(spec.guarantee, failure, checked=False)
         return {**result, **unchecked, **speed, "faults": result["faults"]}
     batches = checkpoint.read_queries(case.checkpoints, case.topic)
@@ -295,6 +303,7 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
         why = f"the checker raised {type(exc).__name__}: {exc}; traceback in {where}"
         case.progress.step(f"FAILED: {why}")
         failed = _nothing_checked(spec.guarantee, "; ".join(filter(None, [failure, why])))
+        timeline({})
         return {**result, **failed, **speed, "faults": result["faults"]}
     checked.write_discrepancies(case.dir / "discrepancies.parquet")
     for line in checked.first_discrepancies():
@@ -303,11 +312,12 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
     problems = ([failure] if failure else []) + schedule.problems() + checked.problems
     verdict = summary_mod.verdict(spec.guarantee, c["lost"], c["duplicated"], c["unexpected"],
                                   expected_count=c["expected"], problems=problems)
+    latency_ms, latencies = latency.record(case.dir, checked, start_ms)
+    timeline(latencies)
     return {
         **result, "events": c, "verdict": verdict, "unit": checked.unit,
         "discrepancies": checked.discrepancies["kind"].value_counts().to_dict(),
-        **speed,
-        "latency_ms": latency.record(case.dir, checked, _first_send_ms(truth)),
+        **speed, "latency_ms": latency_ms,
     } | {"faults": _with_lag_recovery(result["faults"], schedule.t0,
                                       metrics.lag_series(truth, progress_records, case.topic))}
 
@@ -315,29 +325,32 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
 _COUNTS = ("tumbling_count", "windowed_count")
 
 
-def _speed(case: Case, truth, progress_records: list[dict], sink) -> dict:
-    """Throughput and backpressure: the run's overall rates, and per second the four
-    throughputs and each partition's lag (saved as throughput.parquet and lag.parquet),
-    measured after [measure] warmup, with the lag's trend and whether Spark's count of
-    records read agrees with the harness's."""
+def _speed(case: Case, truth, progress_records: list[dict], sink) -> tuple[dict, tuple]:
+    """Throughput and backpressure for summary.json: the run's overall rates; the four
+    throughputs measured after [measure] warmup; the lag's trend; whether Spark's count
+    of records read agrees with the harness's. And per second, the throughputs and each
+    partition's lag (the latter saved as lag.parquet) for the case's timeline."""
     start_ms, measure = _first_send_ms(truth), case.scenario.measure
     delivered_ms = sink["committed_ms"].to_numpy() if sink is not None and len(sink) else np.array([])
     # a windowed count's row stands for its count of events
     weights = sink["count"].to_numpy() if len(delivered_ms) and case.pipeline.kind in _COUNTS else None
     rates, lag = flow.timeline(truth, progress_records, case.topic, delivered_ms, start_ms, weights)
-    rates.to_parquet(case.dir / "throughput.parquet", index=False)
     lag.to_parquet(case.dir / "lag.parquet", index=False)
     window = flow.measured(rates, lag, truth, start_ms, measure.warmup_s, measure.lag_trend_max)
     backpressure = metrics.backpressure(truth, progress_records, case.topic)
     # real-time mode commits a batch's offsets only at its end: the lag rebuilt from them is
     # the batch duration's worth of records, not what is waiting, so no verdict on it
-    real_time = case.pipeline.trigger == "real-time"
-    backpressure.update(lag_trend_records_per_s=window["lag_trend_records_per_s"],
-                        keeping_up=None if real_time else window["keeping_up"])
-    return {"throughput_eps": {"offered": metrics.offered_eps(truth),
-                               "processed": metrics.processed_eps(progress_records, start_ms),
-                               "measured": {"window_s": window["window_s"], **window["eps"]}},
-            "backpressure": backpressure, "records_read": flow.counts_agree(truth, progress_records)}
+    keeping_up = None if case.pipeline.trigger == "real-time" else window["keeping_up"]
+    trend = None if keeping_up is None else ("keeping-up" if keeping_up else "falling-behind")
+    backpressure.update(lag_trend=trend, lag_trend_records_per_s=window["lag_trend_records_per_s"],
+                        keeping_up=keeping_up)
+    eps = window["eps"]
+    throughput = {"offered": metrics.offered_eps(truth),
+                  "processed": metrics.processed_eps(progress_records, start_ms),
+                  "ingested": eps["ingested"], "delivered": eps["delivered"],
+                  "measured": {"window_s": window["window_s"], **eps}}
+    return ({"throughput_eps": throughput, "backpressure": backpressure,
+             "records_read": flow.counts_agree(truth, progress_records)}, (rates, lag))
 
 
 def _read_sink(case: Case) -> tuple[Any, dict | None]:

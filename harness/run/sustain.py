@@ -13,7 +13,9 @@ a reference, Spark's own ceiling for the same query without Kafka or the sink
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from harness.run import ceiling
 from harness.run.case import Case
@@ -90,7 +92,14 @@ def search(scenario, spec, stack, run_dir, run_id: str, progress, registry, boun
                                             run_dir, run_id, progress, registry))
     progress.step(f"sustain: Spark's ceiling for the query {reference['eps']} events/s")
     ratio = round(found / reference["eps"], 3) if found and reference["eps"] else None
-    return {"sustained_eps": found, "spark_ceiling": reference, "sustained_of_ceiling": ratio, "bounds": {
+    return {"rate_eps": found, "spark_ceiling": reference, "rate_of_ceiling": ratio, "bounds": {
         "p99_ms": bounds.p99_ms, "lag_trend_max": scenario.measure.lag_trend_max,
         "min_eps": bounds.min_eps, "max_eps": bounds.max_eps, "steps": bounds.steps},
         "trials": sorted(trials, key=lambda t: t["eps"])}
+
+
+def write(run_dir: Path, found: dict) -> Path:
+    """sustain.json: the rate found (`rate_eps`), Spark's ceiling and every trial."""
+    path = Path(run_dir) / "sustain.json"
+    path.write_text(json.dumps(found, indent=2))
+    return path
