@@ -19,7 +19,7 @@ from harness import environment, jvm, metrics, tools
 from harness.check import checkpoint
 from harness.errors import HarnessError, RunAborted
 from harness.metrics import batches as batch_times
-from harness.metrics import flow, latency
+from harness.metrics import flow, latency, resources
 from harness.report import summary as summary_mod
 from harness.run.case import Case
 from harness.run.faults import FaultRunner
@@ -100,6 +100,8 @@ def run_case(case: Case) -> dict:
     A driver that dies fails this case, with how it died and how far the case had got;
     the checker still reads what the sink holds, and the next case runs."""
     schedule = FaultRunner(case.scenario.faults, case.targets(), say=case.progress.step)
+    case.dir.mkdir(parents=True, exist_ok=True)
+    sampler = resources.Sampler(case.registry, case.dir / "resources.parquet").start()
     try:
         _start_driver(case)
         _offer_load(case, schedule)
@@ -110,11 +112,13 @@ def run_case(case: Case) -> dict:
         _driver_died(case, exc)
     except BaseException:
         schedule.stop(aborted=True)   # SIGCONT, unlock, no restart: the registry stops the rest
+        sampler.stop()
         raise
     schedule.stop()
+    used = sampler.stop()
     if case.failure is not None:
         case.spark.stop()
-    return _case_result(case, case.failure, schedule)
+    return {**_case_result(case, case.failure, schedule), "resources": used}
 
 
 def _driver_died(case: Case, exc: DriverDied) -> None:

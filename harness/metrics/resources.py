@@ -1,0 +1,123 @@
+"""CPU and memory of every component of a case, sampled once a second with psutil.
+
+Components: the harness itself (with the generator, which sends from its process), the
+generator's worker processes when it runs several, each service the run started (the
+Kafka broker, PostgreSQL, Toxiproxy), the Spark driver (its Python process and JVM) and
+each executor (`executor:<id>`). A process that appears later (a replaced executor, a
+restarted driver) is picked up at the next sample. Each row of the case's
+`resources.parquet` is one component at one second: CPU in percent of one core, summed
+over its processes, and their resident memory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+INTERVAL_S = 1.0
+_EXECUTOR_ID = re.compile(r"--executor-id\s+(\S+)")
+
+
+def _component(service_name: str, proc: psutil.Process) -> str:
+    if not service_name.startswith("spark"):
+        return service_name
+    try:
+        cmdline = " ".join(proc.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return service_name
+    found = _EXECUTOR_ID.search(cmdline) if "CoarseGrainedExecutorBackend" in cmdline else None
+    if found:
+        return f"executor:{found.group(1)}"
+    return "driver" if service_name == "spark-driver" else service_name
+
+
+class Sampler:
+    """Samples in a daemon thread from start() until stop(), which writes the parquet."""
+
+    def __init__(self, registry, path: Path, interval_s: float = INTERVAL_S):
+        self.registry, self.path, self.interval_s = registry, Path(path), interval_s
+        self.rows: list[tuple] = []
+        self._known: dict[int, psutil.Process] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="resource-sampler", daemon=True)
+
+    def start(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def processes(self) -> list[tuple[str, psutil.Process]]:
+        """(component, process) of everything running now; one psutil handle per pid, kept
+        across samples (a CPU percentage is measured between two calls on the same one)."""
+        me = os.getpid()
+        pids = [("harness", me)]
+        try:
+            pids += [("generator", p.pid) for p in psutil.Process(me).children(recursive=True)
+                     if _is_worker(p)]
+        except psutil.NoSuchProcess:
+            pass
+        for service in list(self.registry.services):
+            pids += [(service.name, pid) for pid in (service.pids() if service.running else [])]
+        found = []
+        for name, pid in pids:
+            proc = self._process(pid)
+            if proc is not None:
+                found.append((_component(name, proc) if name not in ("harness", "generator") else name, proc))
+        return found
+
+    def _process(self, pid: int) -> psutil.Process | None:
+        proc = self._known.get(pid)
+        if proc is None or not proc.is_running():
+            try:
+                proc = psutil.Process(pid)
+                proc.cpu_percent(None)     # the first call primes the counter
+            except psutil.NoSuchProcess:
+                return None
+            self._known[pid] = proc
+        return proc
+
+    def sample(self) -> None:
+        at_ms = time.time_ns() // 1_000_000
+        totals: dict[str, list[float]] = {}
+        for component, proc in self.processes():
+            try:
+                cpu, rss = proc.cpu_percent(None), proc.memory_info().rss
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+            total = totals.setdefault(component, [0.0, 0, 0])
+            total[0] += cpu
+            total[1] += rss
+            total[2] += 1
+        self.rows += [(at_ms, c, round(t[0], 1), int(t[1]), int(t[2])) for c, t in totals.items()]
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.sample()
+            except Exception:  # noqa: BLE001 - a sampler must never take the run down
+                pass
+
+    def stop(self) -> dict:
+        """Stop sampling, write resources.parquet, and return per component its mean CPU
+        (percent of one core) and peak resident memory, for summary.json."""
+        import pandas as pd
+
+        self._stop.set()
+        self._thread.join(timeout=5)
+        columns = ["at_ms", "component", "cpu_percent", "rss_bytes", "processes"]
+        frame = pd.DataFrame(self.rows, columns=columns)
+        frame.to_parquet(self.path, index=False)
+        grouped = frame.groupby("component")
+        return {c: {"cpu_percent_mean": round(float(g["cpu_percent"].mean()), 1),
+                    "rss_bytes_max": int(g["rss_bytes"].max())} for c, g in grouped}
+
+
+def _is_worker(proc: psutil.Process) -> bool:
+    try:
+        return "multiprocessing" in " ".join(proc.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False

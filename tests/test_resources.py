@@ -1,0 +1,55 @@
+"""The resource sampler: components, CPU and memory, on real (plain) processes."""
+
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from harness.metrics.resources import Sampler
+
+pytestmark = pytest.mark.unit
+
+
+class _Service:
+    """What the sampler reads of a registered service: a name, whether it runs, its pids."""
+
+    def __init__(self, name, proc):
+        self.name, self.proc = name, proc
+
+    @property
+    def running(self):
+        return self.proc.poll() is None
+
+    def pids(self):
+        return [self.proc.pid]
+
+
+class _Registry:
+    def __init__(self, *services):
+        self.services = list(services)
+
+
+def test_each_component_gets_its_cpu_and_memory_every_second(tmp_path):
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        sampler = Sampler(_Registry(_Service("kafka", busy)), tmp_path / "resources.parquet", interval_s=0.2)
+        sampler.start()
+        time.sleep(1.5)
+        used = sampler.stop()
+    finally:
+        busy.kill()
+        busy.wait()
+    frame = pd.read_parquet(tmp_path / "resources.parquet")
+    assert set(frame["component"]) == {"harness", "kafka"}
+    assert used["kafka"]["cpu_percent_mean"] > 30 and used["kafka"]["rss_bytes_max"] > 1_000_000
+    assert (frame.groupby("component").size() >= 4).all()
+
+
+def test_a_service_that_stopped_is_no_longer_sampled(tmp_path):
+    done = subprocess.Popen([sys.executable, "-c", "pass"])
+    done.wait()
+    sampler = Sampler(_Registry(_Service("postgres", done)), tmp_path / "r.parquet")
+    sampler.sample()
+    assert {row[1] for row in sampler.rows} == {"harness"}
