@@ -33,7 +33,7 @@ def _error(path: Path) -> ScenarioError:
 
 class TestShippedScenarios:
     @pytest.mark.parametrize("name, n_cases", [("smoke", 1), ("bench", 3), ("faults", 3), ("pipelines", 8),
-                                                ("sinks", 5), ("triggers", 3), ("capped", 1)])
+                                                ("sinks", 5), ("triggers", 3), ("capped", 1), ("watermarks", 3)])
     def test_each_shipped_scenario_loads(self, name, n_cases):
         """The files the README points at validate, with quick and without."""
         for quick in (False, True):
@@ -384,3 +384,38 @@ class TestMeasure:
     def test_a_warmup_as_long_as_the_workload_is_refused(self, tmp_path):
         err = _error(_write(tmp_path, GOOD + '[measure]\nwarmup = "1s"\n'))
         assert "measure.warmup" in err.problem and "shorter than workload.duration" in err.fix
+
+
+ONE_CASE = '[[cases]]\nname = "c"\nguarantee = "exactly-once"\n'
+SWEEP = '[matrix]\nguarantee = ["exactly-once"]\nwatermark = ["1s", "3s"]\n'
+
+
+class TestWatermarkSweep:
+    def test_a_matrix_watermark_axis_gives_one_case_per_delay(self, tmp_path):
+        path = _write(tmp_path, GOOD.replace(ONE_CASE, SWEEP))
+        cases = load(path).cases
+        assert [c.name for c in cases] == ["exactly-once-postgres-wm1s", "exactly-once-postgres-wm3s"]
+        assert [c.pipeline.watermark_ms for c in cases] == [1000, 3000]
+        assert all(c.pipeline.window_ms == 5000 for c in cases)
+
+    def test_a_pipeline_without_a_watermark_cannot_sweep_one(self, tmp_path):
+        text = GOOD.replace('window = "5s"\nwatermark = "1s"', 'kind = "passthrough"').replace(
+            '[[cases]]\nname = "c"\nguarantee = "exactly-once"\n',
+            '[matrix]\nguarantee = ["exactly-once"]\nwatermark = ["1s"]\n')
+        err = _error(_write(tmp_path, text))
+        assert "matrix.watermark" in err.problem and "no watermark" in err.problem
+
+    def test_the_sweep_reports_p99_and_late_share_per_delay(self, tmp_path):
+        from harness.run.runner import watermark_sweep
+
+        path = _write(tmp_path, GOOD.replace(ONE_CASE, SWEEP))
+        scenario = load(path)
+
+        def case(name, p99, late):
+            return {"name": name, "events": {"produced": 1000, "dropped_late": late},
+                    "latency_ms": {"event_time": {"p99": p99}}}
+
+        rows = watermark_sweep(scenario, [case("exactly-once-postgres-wm3s", 9000.0, 2),
+                                          case("exactly-once-postgres-wm1s", 6000.0, 40)])
+        assert [(r["watermark_ms"], r["event_time_p99_ms"], r["late_share"]) for r in rows] == [
+            (1000, 6000.0, 0.04), (3000, 9000.0, 0.002)]

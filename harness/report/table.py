@@ -65,6 +65,11 @@ def render(summary: dict) -> str:
         lines.append(f"{case['name']}: {case['verdict']['detail']}")
         lines += [f"  fault {f['kind']} at {f['at_s']:g}s: {'seen' if f['observed'] else 'NOT SEEN'}: "
                   f"{f.get('detail', '')}" for f in case.get("faults", [])]
+    for row in summary.get("watermark_sweep") or []:
+        share = (row["late_share"] or 0) * 100
+        lines.append(f"watermark {row['watermark_ms']:>7,} ms: event-time p99 "
+                     f"{_num(row['event_time_p99_ms'])} ms, {row['dropped_late']:,} dropped as late "
+                     f"({share:.2f}% of sent)")
     lines.append(f"status: {summary['status']}  run: {summary['run_id']}")
     return "\n".join(lines)
 

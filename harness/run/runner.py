@@ -49,6 +49,9 @@ def run(scenario, run_dir: Path, run_id: str, progress: Progress, registry: Regi
         for spec in scenario.cases if cases is None else ():
             case = Case.create(scenario, spec, stack, run_dir, run_id, progress, registry)
             result["cases"].append(run_case(case))
+        sweep = watermark_sweep(scenario, result["cases"])
+        if sweep:
+            result["watermark_sweep"] = sweep
         result["status"] = "completed"
     except RunAborted as exc:
         result.update(status="aborted", error=str(exc))
@@ -60,6 +63,26 @@ def run(scenario, run_dir: Path, run_id: str, progress: Progress, registry: Regi
         result["ended_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         summary_mod.write(run_dir, result)
     return result
+
+
+def watermark_sweep(scenario, cases: list[dict]) -> list[dict] | None:
+    """Latency against completeness, when the cases differ in watermark delay only by a
+    [matrix] watermark axis (or by hand): per delay, the event-time p99 and the share of
+    the events sent that were dropped as late. None when there is one delay or none."""
+    delays = {c.name: (c.pipeline or scenario.pipeline).values.get("watermark_ms") for c in scenario.cases}
+    if len({d for d in delays.values() if d is not None}) < 2:
+        return None
+    rows = []
+    for case in cases:
+        delay, events = delays.get(case["name"]), case["events"]
+        if delay is None:
+            continue
+        sent = events.get("produced") or 0
+        rows.append({"case": case["name"], "watermark_ms": delay,
+                     "event_time_p99_ms": case["latency_ms"]["event_time"]["p99"],
+                     "dropped_late": events["dropped_late"],
+                     "late_share": round(events["dropped_late"] / sent, 5) if sent else None})
+    return sorted(rows, key=lambda r: r["watermark_ms"])
 
 
 def preflight(scenario) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -28,7 +29,7 @@ from harness.scenario.model import (
     SparkConfig,
 )
 from harness.scenario.pipeline import parse as parse_pipeline
-from workloads.generator._validate import Section, bad, wrong_type
+from workloads.generator._validate import Section, bad, parse_duration_ms, wrong_type
 from workloads.generator.spec import WorkloadSpec
 from workloads.generator.spec import parse as parse_workload
 from workloads.plugins import add_import_paths, sink_class
@@ -73,7 +74,8 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     quick_faults = quick_raw.pop("faults", None) if isinstance(quick_raw, dict) else None
     workload = _workload(top.raw("workload", {}), quick_raw, quick)
     pipeline = parse_pipeline(top, path.parent)
-    cases = _cases(top.raw("cases"), top.table("matrix", ("guarantee", "sink")), path.parent)
+    cases = _cases(top.raw("cases"), top.table("matrix", ("guarantee", "sink", "watermark")), path.parent,
+                   pipeline)
     faults = _faults(top.raw("faults"), quick_faults, quick, workload, services.spark.master)
     nemesis = top.table("nemesis", ("kinds", "interval", "seed"))
     chaos = parse_nemesis(nemesis, workload.duration_s, workload.seed)
@@ -204,14 +206,15 @@ def _overlay(base: Any, top: dict) -> dict:
     return out
 
 
-def _cases(raw: Any, matrix: Section, scenario_dir: Path) -> tuple[Case, ...]:
-    """[[cases]], plus one case per combination of [matrix] guarantee and sink (ducktape's
-    @matrix): the same workload and faults under each guarantee."""
+def _cases(raw: Any, matrix: Section, scenario_dir: Path, pipeline=None) -> tuple[Case, ...]:
+    """[[cases]], plus one case per combination of [matrix] guarantee, sink and watermark
+    (ducktape's @matrix): the same workload and faults under each guarantee; a watermark
+    axis sweeps the pipeline's delay (latency against completeness)."""
     listed: list = [] if raw is None else raw
     if not isinstance(listed, list):
         raise bad("cases", raw, "expected an array of tables", "write each case as a [[cases]] table")
     cases = [_case(Section(item, f"cases[{i}]", _CASE_KEYS), scenario_dir) for i, item in enumerate(listed)]
-    cases += _matrix(matrix, scenario_dir)
+    cases += _matrix(matrix, scenario_dir, pipeline)
     if not cases:
         raise ScenarioError("cases is missing or empty: a scenario needs at least one case",
                             'add a [[cases]] table with name and guarantee, e.g. guarantee = "exactly-once", '
@@ -225,19 +228,43 @@ def _cases(raw: Any, matrix: Section, scenario_dir: Path) -> tuple[Case, ...]:
     return tuple(cases)
 
 
-def _matrix(s: Section, scenario_dir: Path) -> list[Case]:
+def _matrix(s: Section, scenario_dir: Path, pipeline=None) -> list[Case]:
     if not s.data:
         return []
     axes = {"guarantee": s.raw("guarantee", list(GUARANTEES)), "sink": s.raw("sink", ["postgres"])}
     for key, values in axes.items():
         if not isinstance(values, list) or not values:
             raise bad(s.field(key), values, "expected a non-empty array", f'write {key} = ["...", "..."]')
+    delays = _watermarks(s, pipeline)
     cases = []
     for guarantee in axes["guarantee"]:
         for sink in axes["sink"]:
-            item = {"name": f"{guarantee}-{sink}", "guarantee": guarantee, "sink": sink}
-            cases.append(_case(Section(item, f"matrix[{guarantee}, {sink}]", _CASE_KEYS), scenario_dir))
+            for text, own in delays:
+                name = f"{guarantee}-{sink}" + (f"-wm{text}" if text else "")
+                item = {"name": name, "guarantee": guarantee, "sink": sink}
+                case = _case(Section(item, f"matrix[{guarantee}, {sink}]", _CASE_KEYS), scenario_dir)
+                cases.append(case if own is None else replace(case, pipeline=own))
     return cases
+
+
+def _watermarks(s: Section, pipeline) -> list[tuple[str, Any]]:
+    """[matrix] watermark = ["1s", "4s"]: the pipeline once per delay; [("", None)] without."""
+    if "watermark" not in s:
+        return [("", None)]
+    values = s.raw("watermark")
+    if not isinstance(values, list) or not values:
+        raise bad(s.field("watermark"), values, "expected a non-empty array of durations",
+                  'write watermark = ["1s", "2s", "4s"]')
+    if pipeline is None or "watermark_ms" not in pipeline.values:
+        kind = getattr(pipeline, "kind", "?")
+        raise bad(s.field("watermark"), values, f"the {kind} pipeline has no watermark to sweep",
+                  "drop it, or use a pipeline with a watermark key")
+    out = []
+    for i, text in enumerate(values):
+        ms = parse_duration_ms(text, f"{s.field('watermark')}[{i}]")
+        values_ms = MappingProxyType({**pipeline.values, "watermark_ms": ms})
+        out.append((str(text), replace(pipeline, values=values_ms)))
+    return out
 
 
 def _case(s: Section, scenario_dir: Path) -> Case:
