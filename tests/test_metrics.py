@@ -211,3 +211,16 @@ class TestBatchesTable:
         from datetime import UTC, datetime
 
         assert row["at_ms"] == datetime(2026, 11, 23, 10, tzinfo=UTC).timestamp() * 1000 + 700
+
+
+class TestMeasuredLatency:
+    def test_the_warm_up_s_output_is_left_out_of_the_measured_percentiles(self, tmp_path):
+        from harness.check.result import CheckResult
+
+        at = np.array([1_000, 2_000, 20_000, 21_000])
+        checked = CheckResult({}, np.array([9000.0, 8000.0, 100.0, 200.0]), np.array([]),
+                              event_time_at_ms=at)
+        everything, measured, _ = latency.record(tmp_path, checked, start_ms=0, measured_from_ms=10_000)
+        assert everything["event_time"]["max"] == 9000.0 and everything["event_time"]["count"] == 4
+        assert measured["event_time"]["max"] == 200.0 and measured["event_time"]["count"] == 2
+        assert (tmp_path / "latency-event_time.hdr").exists()

@@ -42,6 +42,16 @@ def percentiles(h: HdrHistogram) -> dict:
     return {**out, "max": float(h.get_max_value()), "count": int(h.get_total_count())}
 
 
+def summarise(samples_ms: np.ndarray, h: HdrHistogram | None = None) -> dict:
+    """percentiles() of the samples' histogram, with the exact max: the histogram's max is
+    the top of the max's bucket (9,007 for 9,000), and the samples are at hand."""
+    h = histogram(samples_ms) if h is None else h
+    out = percentiles(h)
+    if len(samples_ms):
+        out["max"] = float(np.clip(np.rint(np.max(samples_ms)), 0, HIGHEST_MS))
+    return out
+
+
 def save(h: HdrHistogram, path: Path) -> Path:
     """The histogram in HdrHistogram's compressed, base64 encoding (one line)."""
     path.write_bytes(h.encode() + b"\n")
@@ -70,15 +80,23 @@ def timeline(samples_ms: np.ndarray, at_ms: np.ndarray, start_ms: float) -> pd.D
     return out.reset_index()[columns]
 
 
-def record(case_dir: Path, checked, start_ms: float) -> tuple[dict, dict[str, pd.DataFrame]]:
+def record(case_dir: Path, checked, start_ms: float,
+           measured_from_ms: float | None = None) -> tuple[dict, dict, dict[str, pd.DataFrame]]:
     """Both kinds of latency of a checked case: the histograms saved as
-    `latency-<kind>.hdr`; returns the percentiles for summary.json and each kind's
-    timeline per second (for the case's timeline.parquet)."""
-    out, timelines = {}, {}
+    `latency-<kind>.hdr`; returns the percentiles of all samples and of those that became
+    visible from `measured_from_ms` on (after the warm-up), for summary.json, and each
+    kind's timeline per second (for the case's timeline.parquet)."""
+    out, measured, timelines = {}, {}, {}
     for kind in KINDS:
         samples = getattr(checked, f"{kind}_latency_ms")
+        at_ms = getattr(checked, f"{kind}_at_ms")
         h = histogram(samples)
         save(h, case_dir / f"latency-{kind}.hdr")
-        out[kind] = percentiles(h)
-        timelines[kind] = timeline(samples, getattr(checked, f"{kind}_at_ms"), start_ms)
-    return out, timelines
+        out[kind] = summarise(samples, h)
+        if measured_from_ms is not None and len(at_ms) == len(samples):
+            after = np.asarray(at_ms) >= measured_from_ms
+            measured[kind] = summarise(np.asarray(samples)[after])
+        else:
+            measured[kind] = out[kind]
+        timelines[kind] = timeline(samples, at_ms, start_ms)
+    return out, measured, timelines

@@ -339,12 +339,13 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
     problems = ([failure] if failure else []) + schedule.problems() + checked.problems
     verdict = summary_mod.verdict(spec.guarantee, c["lost"], c["duplicated"], c["unexpected"],
                                   expected_count=c["expected"], problems=problems)
-    latency_ms, latencies = latency.record(case.dir, checked, start_ms)
+    warmup_ms = case.scenario.measure.warmup_s * 1000
+    latency_ms, measured_ms, latencies = latency.record(case.dir, checked, start_ms, start_ms + warmup_ms)
     timeline(latencies)
     return {
         **result, "events": c, "verdict": verdict, "unit": checked.unit,
         "discrepancies": checked.discrepancies["kind"].value_counts().to_dict(),
-        **speed, "latency_ms": latency_ms,
+        **speed, "latency_ms": latency_ms, "latency_measured_ms": measured_ms,
     } | {"faults": _with_lag_recovery(result["faults"], schedule.t0,
                                       metrics.lag_series(truth, progress_records, case.topic))}
 
