@@ -1,7 +1,7 @@
 """`python -m harness sustain` against a pipeline whose capacity is known: capped.toml reads
-at most 1,000 records a 1 s batch, so the search must land within 10% of 1,000 events/s.
+at most 1,000 records a 2 s batch, so the search must land within 10% of 500 events/s.
 
-About 8 minutes (six 40 s trials and Spark's ceiling), so it runs only when asked:
+About 9 minutes (seven 40 s trials and Spark's ceiling), so it runs only when asked:
 `BENCH_SUSTAIN=1 tox -e bench`. Issue 11 asks for it; its result is in the README.
 """
 
@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers import REPO, run_cli
 
-CAP_EPS = 1000
+CAP_EPS = 500
 
 pytestmark = pytest.mark.skipif(os.environ.get("BENCH_SUSTAIN") != "1",
                                 reason="about 8 minutes: BENCH_SUSTAIN=1 runs the capped sustain search")
@@ -25,8 +25,8 @@ def test_sustain_finds_the_cap_within_10_percent(tmp_path, benchmark):
     scenario = REPO / "harness" / "scenario" / "scenarios" / "capped.toml"
 
     def search():
-        return run_cli("sustain", str(scenario), "--min-eps", "250", "--steps", "3", "--out", str(out),
-                       timeout=1800)
+        return run_cli("sustain", str(scenario), "--min-eps", "125", "--steps", "3", "--p99", "60s",
+                       "--out", str(out), timeout=1800)
 
     proc = benchmark.pedantic(search, rounds=1, iterations=1)
     found = json.loads((out / "sustain.json").read_text())
