@@ -117,7 +117,8 @@ class Sampler:
 
 
 def _is_worker(proc: psutil.Process) -> bool:
+    """A process of the generator's spawn pool (not multiprocessing's resource tracker)."""
     try:
-        return "multiprocessing" in " ".join(proc.cmdline())
+        return "multiprocessing.spawn" in " ".join(proc.cmdline())
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
