@@ -47,9 +47,11 @@ def processed_eps(progress: list[dict], since_ms: float = 0) -> float:
     return round(rows / span_s, 1) if span_s > 0 else 0.0
 
 
-def _end_offsets(progress: dict, topic: str) -> dict[int, int]:
+def end_offsets(progress: dict, topic: str, first_source_only: bool = False) -> dict[int, int]:
+    """Partition -> the end offset a batch read up to in `topic`; `first_source_only` for a
+    self-join, whose second source reads the same topic."""
     ends: dict[int, int] = {}
-    for source in progress.get("sources", []):
+    for source in progress.get("sources", [])[:1 if first_source_only else None]:
         end = source.get("endOffset")
         end = json.loads(end) if isinstance(end, str) else (end or {})
         ends.update({int(p): int(o) for p, o in end.get(topic, {}).items()})
@@ -64,7 +66,7 @@ def lag_series(truth: pd.DataFrame, progress: list[dict], topic: str) -> list[tu
     n_parts = int(part.max()) + 1 if len(part) else 0
     series = []
     for record in progress:
-        at_ms, ends = _end_ms(record), _end_offsets(record, topic)
+        at_ms, ends = _end_ms(record), end_offsets(record, topic)
         end_of = np.array([ends.get(p, 0) for p in range(n_parts)], dtype=np.int64)
         waiting = (append <= at_ms) & (off >= end_of[part])
         age_s = (at_ms - float(append[waiting].min())) / 1000.0 if waiting.any() else 0.0

@@ -19,11 +19,10 @@ means the query is falling behind (Theodolite's lag-trend check).
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pandas as pd
 
+from harness.metrics import end_offsets
 from workloads.pipelines import progress_log
 
 THROUGHPUTS = ("offered", "ingested", "processed", "delivered")
@@ -37,15 +36,6 @@ def _per_second(times_ms: np.ndarray, start_ms: float, n: int,
     inside = (seconds >= 0) & (seconds < n)
     w = None if weights is None else np.asarray(weights, dtype=np.float64)[inside]
     return np.bincount(seconds[inside], weights=w, minlength=n)[:n].astype(np.int64)
-
-
-def _ends(progress: dict, topic: str) -> dict[int, int]:
-    ends: dict[int, int] = {}
-    for source in progress.get("sources", [])[:1]:   # a self-join's second source reads the same topic
-        end = source.get("endOffset")
-        end = json.loads(end) if isinstance(end, str) else (end or {})
-        ends.update({int(p): int(o) for p, o in end.get(topic, {}).items()})
-    return ends
 
 
 def timeline(truth: pd.DataFrame, progress: list[dict], topic: str, delivered_ms: np.ndarray,
@@ -76,7 +66,9 @@ def _lag(truth: pd.DataFrame, progress: list[dict], topic: str, start_ms: float,
     """Per partition and second: records appended by the second's end and not read by a
     batch finished by then, and the oldest one's age. A partition's records are appended
     in offset order, so both are counts and lookups in sorted arrays."""
-    finished = sorted((progress_log.end_ms(p), _ends(p, topic)) for p in progress)
+    # a self-join's second source reads the same topic: its first source's offsets stand for both
+    finished = sorted((progress_log.end_ms(p), end_offsets(p, topic, first_source_only=True))
+                      for p in progress)
     finished_at = np.array([at for at, _ in finished], dtype=np.float64)
     at = start_ms + (np.arange(n) + 1) * 1000.0
     done = np.searchsorted(finished_at, at, side="right")        # batches finished by each second
