@@ -70,3 +70,41 @@ def test_the_resource_tracker_is_not_a_generator_worker():
         generator = {proc.pid for name, proc in sampler.processes() if name == "generator"}
     tracker = resource_tracker._resource_tracker._pid
     assert worker in generator and (tracker is None or tracker not in generator)
+
+
+def test_no_sample_is_over_what_the_cores_can_give(tmp_path):
+    """A process first seen in a sample has no interval to measure its CPU over yet: it reads
+    0 then, never the huge share a millisecond-long interval gives (1,507% of one core was
+    seen for the harness in a real run before this was fixed)."""
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        sampler = Sampler(_Registry(), tmp_path / "resources.parquet", interval_s=0.2)
+        sampler.start()
+        time.sleep(0.5)
+        sampler.registry.services.append(_Service("kafka", busy))   # appears mid-run
+        time.sleep(1.0)
+        sampler.stop()
+    finally:
+        busy.kill()
+        busy.wait()
+    frame = pd.read_parquet(tmp_path / "resources.parquet")
+    assert frame["cpu_percent"].max() <= 100 * os.cpu_count() + 5, frame.to_string()
+    kafka = frame[frame["component"] == "kafka"]["cpu_percent"].tolist()
+    assert kafka[0] == 0.0 and max(kafka[1:]) > 30, kafka
+
+
+def test_an_exiting_driver_process_is_still_the_driver():
+    """The driver's processes whose command line can no longer be read (they are exiting)
+    are counted as `driver`, not under the service's own name."""
+    import psutil
+
+    from harness.metrics.resources import _component
+
+    class _Gone:
+        pid = 1
+
+        def cmdline(self):
+            raise psutil.NoSuchProcess(1)
+
+    assert _component("spark-driver", _Gone()) == "driver"
+    assert _component("kafka", _Gone()) == "kafka"

@@ -386,6 +386,21 @@ class TestMeasure:
         err = _error(_write(tmp_path, GOOD + '[measure]\nwarmup = "1s"\n'))
         assert "measure.warmup" in err.problem and "shorter than workload.duration" in err.fix
 
+    def test_a_warmup_rate_makes_warmup_a_phase_of_the_workload(self, tmp_path):
+        """warmup_eps: the generator sends at that rate for the warm-up, then the workload's
+        own shape; without it the workload is sent as written."""
+        text = GOOD.replace('duration = "1s"', 'duration = "30s"')
+        scenario = load(_write(tmp_path, text + '[measure]\nwarmup = "5s"\nwarmup_eps = 50\n'))
+        offered = scenario.measure.offered(scenario.workload)
+        assert offered.rate.tick(4.9) == 50 and offered.rate.tick(5.0) == scenario.workload.rate.tick(5.0)
+        assert offered.duration_s == scenario.workload.duration_s
+        plain = load(_write(tmp_path, text + '[measure]\nwarmup = "5s"\n'))
+        assert plain.measure.offered(plain.workload) is plain.workload
+
+    def test_a_warmup_rate_without_a_warmup_duration_is_refused(self, tmp_path):
+        err = _error(_write(tmp_path, GOOD + '[measure]\nwarmup_eps = 50\n'))
+        assert "measure.warmup_eps" in err.problem and "warmup a duration" in err.fix
+
 
 ONE_CASE = '[[cases]]\nname = "c"\nguarantee = "exactly-once"\n'
 SWEEP = '[matrix]\nguarantee = ["exactly-once"]\nwatermark = ["1s", "3s"]\n'

@@ -72,6 +72,16 @@ class TestShapeTick:
         assert d == {"shape": "ramp", "from_eps": 1, "to_eps": 2, "over_s": 3.0, "duration_s": 4.0}
 
 
+    def test_a_warmup_phase_sends_its_own_rate_then_the_shape_on_the_same_clock(self):
+        """WarmUp gives its rate before `for_s` and the shape's own rate after, unshifted: a
+        burst at 3 s stays at 3 s. The schedule counts both phases exactly."""
+        w = shapes.WarmUp(Burst(100, 1000, 3.0, 1.0), 2.0, 10)
+        assert [w.tick(t) for t in (0.0, 1.99, 2.0, 3.5, 4.5)] == [10, 10, 100, 1000, 100]
+        assert shapes.expected_count(Bounded(w, 5.0)) == 2 * 10 + 1 * 100 + 1 * 1000 + 1 * 100
+        assert shapes.built_in(Bounded(w, 5.0)) and not shapes.built_in(shapes.WarmUp(_Countdown(), 1, 1))
+        assert shapes.describe(w)["warmup"] == {"for_s": 2.0, "eps": 10}
+
+
 class _Countdown:
     """A custom shape: 100 events/s until 0.5 s, then the end (no Bounded around it)."""
 

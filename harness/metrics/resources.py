@@ -26,14 +26,15 @@ _EXECUTOR_ID = re.compile(r"--executor-id\s+(\S+)")
 def _component(service_name: str, proc: psutil.Process) -> str:
     if not service_name.startswith("spark"):
         return service_name
+    plain = "driver" if service_name == "spark-driver" else service_name
     try:
         cmdline = " ".join(proc.cmdline())
     except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return service_name
+        return plain   # exiting: counted with the driver, as its other samples are
     found = _EXECUTOR_ID.search(cmdline) if "CoarseGrainedExecutorBackend" in cmdline else None
     if found:
         return f"executor:{found.group(1)}"
-    return "driver" if service_name == "spark-driver" else service_name
+    return plain
 
 
 class Sampler:
@@ -43,6 +44,7 @@ class Sampler:
         self.registry, self.path, self.interval_s = registry, Path(path), interval_s
         self.rows: list[tuple] = []
         self._known: dict[int, psutil.Process] = {}
+        self._fresh: set[int] = set()   # primed in this sample: no interval to measure CPU over yet
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="resource-sampler", daemon=True)
 
@@ -78,6 +80,7 @@ class Sampler:
             except psutil.NoSuchProcess:
                 return None
             self._known[pid] = proc
+            self._fresh.add(pid)
         return proc
 
     def sample(self) -> None:
@@ -88,10 +91,13 @@ class Sampler:
                 cpu, rss = proc.cpu_percent(None), proc.memory_info().rss
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
+            if proc.pid in self._fresh:   # primed a moment ago: its CPU counts from the next sample
+                cpu = 0.0
             total = totals.setdefault(component, [0.0, 0, 0])
             total[0] += cpu
             total[1] += rss
             total[2] += 1
+        self._fresh.clear()
         self.rows += [(at_ms, c, round(t[0], 1), int(t[1]), int(t[2])) for c, t in totals.items()]
 
     def _run(self) -> None:

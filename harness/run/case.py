@@ -99,14 +99,20 @@ class Case:
         return replace(self.sink_context(), postgres_url=self.stack.spark_postgres_url,
                        bootstrap_servers=self.stack.spark_bootstrap_servers)
 
+    def spark_conf(self) -> dict[str, str]:
+        """The driver's Spark settings: the harness's defaults for the master, then the
+        pipeline's and the sink's; [services.spark] conf, the user's word, wins."""
+        spark = self.scenario.services.spark
+        return {**spark.defaults(), **self.pipeline.spark.conf(), **sink_needs(self.spec.sink)[1],
+                **spark.conf}
+
     def driver_config(self, starting_offsets: str = "earliest") -> DriverConfig:
         sc, pl = self.scenario, self.pipeline
-        artifacts, sink_conf = sink_needs(self.spec.sink)
+        artifacts = sink_needs(self.spec.sink)[0]
         jars = [*jvm.spark_connector_jars(), *(j for a in artifacts for j in jvm.spark_extra_jars(a))]
         return DriverConfig(starting_offsets=starting_offsets,
             app_name=f"harness-{self.name}", master=sc.services.spark.master,
-            # the pipeline's and the sink's settings first: [services.spark] conf, the user's word, wins
-            spark_conf={**pl.spark.conf(), **sink_conf, **sc.services.spark.conf},
+            spark_conf=self.spark_conf(),
             jars=[str(p) for p in jars], source_options=pl.spark.source_options(),
             bootstrap_servers=self.stack.spark_bootstrap_servers, topic=self.topic,
             checkpoint=str(self.checkpoint), pipeline=pl.kind, params=pl.params(),

@@ -187,12 +187,15 @@ def _offer_load(case: Case, schedule: FaultRunner) -> None:
     from workloads import generator
     from workloads.generator import shapes, truth
 
-    wl = case.scenario.workload
+    wl = case.scenario.measure.offered(case.scenario.workload)
     rate = shapes.describe(wl.rate)
+    warmup = rate.pop("warmup", None)
     params = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in rate.items()
                        if k != "shape")
+    first = ("" if warmup is None
+             else f", after a {warmup['for_s']:g}s warm-up at {warmup['eps']:,.0f} events/s")
     case.progress.step(f"case {case.name}: sending for {wl.duration_s:g}s "
-                       f"at a {rate['shape']} rate ({params})")
+                       f"at a {rate['shape']} rate ({params}){first}")
     case.phase = "sending"
 
     def on_progress(sent: int, planned: int) -> None:
@@ -295,8 +298,7 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
                                                   pl.trigger_ms if pl.trigger == "processing-time" else None),
               "spark_settings": {**pl.spark.describe(), "trigger": pl.trigger, "trigger_ms": pl.trigger_ms,
                                  "watermark_ms": pl.values.get("watermark_ms"),
-                                 "conf": {**pl.spark.conf(), **sink_needs(spec.sink)[1],
-                                          **case.scenario.services.spark.conf}}}
+                                 "conf": case.spark_conf()}}
     if sink_report:
         result["sink_report"] = sink_report
     if pl.build:

@@ -30,7 +30,7 @@ from harness.scenario.model import (
 )
 from harness.scenario.pipeline import parse as parse_pipeline
 from workloads.generator._validate import Section, bad, parse_duration_ms, wrong_type
-from workloads.generator.spec import WorkloadSpec
+from workloads.generator.spec import MAX_RATE_EPS, WorkloadSpec
 from workloads.generator.spec import parse as parse_workload
 from workloads.plugins import add_import_paths, sink_class
 from workloads.sinks import CUSTOM_SINK, SINKS
@@ -83,7 +83,7 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     _own_services_for_network(faults, services)
     _commit_window_faults(faults, cases)
     _real_time(pipeline, cases, workload, services)
-    measure = _measure(top.table("measure", ("warmup", "lag_trend_max")), workload)
+    measure = _measure(top.table("measure", ("warmup", "warmup_eps", "lag_trend_max")), workload)
     return Scenario(**head, path=path, services=services, workload=workload, pipeline=pipeline,
                     cases=cases, faults=faults, measure=measure)
 
@@ -93,7 +93,12 @@ def _measure(s: Section, workload: WorkloadSpec) -> Measure:
     if warmup_s >= workload.duration_s:
         raise bad(s.field("warmup"), s.raw("warmup"), f"leaves nothing of the {workload.duration_s:g}s "
                   "workload to measure", "choose a warm-up shorter than workload.duration")
-    return Measure(warmup_s=warmup_s, lag_trend_max=s.number("lag_trend_max", 0.02, gt=0))
+    warmup_eps = s.number("warmup_eps", gt=0, le=MAX_RATE_EPS) if "warmup_eps" in s else None
+    if warmup_eps is not None and warmup_s == 0:
+        raise bad(s.field("warmup_eps"), s.raw("warmup_eps"), "is the rate of a warm-up phase, but "
+                  "[measure] warmup is 0s", "give [measure] warmup a duration too")
+    return Measure(warmup_s=warmup_s, lag_trend_max=s.number("lag_trend_max", 0.02, gt=0),
+                   warmup_eps=warmup_eps)
 
 
 def _faults(raw: Any, quick_raw: Any, quick: bool, workload: WorkloadSpec, master: str):

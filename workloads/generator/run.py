@@ -126,7 +126,7 @@ def _share_of(total: int, share: tuple[int, int]) -> int:
 
 
 def _countable(spec: WorkloadSpec) -> bool:
-    return isinstance(spec.rate, tuple(shapes.BUILT_IN.values()))
+    return shapes.built_in(spec.rate)
 
 
 def _wait_for_metadata(sender: Sender, topic: str, timeout_s: float = 10.0) -> None:

@@ -134,13 +134,36 @@ class Bounded:
         return self.shape.tick(elapsed_s)
 
 
+@dataclass(frozen=True)
+class WarmUp:
+    """`eps` for the first `for_s` seconds, then `shape` (on the same clock: a burst at 20 s is
+    still at 20 s). The warm-up phase of a run: the JVMs compile and the caches fill at a rate
+    the cold pipeline keeps up with, so no backlog from it reaches the measured window."""
+
+    shape: RateShape
+    for_s: float
+    eps: float
+
+    def tick(self, elapsed_s: float) -> float | None:
+        return self.eps if elapsed_s < self.for_s else self.shape.tick(elapsed_s)
+
+
 BUILT_IN = {cls.kind: cls for cls in (Constant, Ramp, Steps, Square, Sine, Burst)}
+
+
+def built_in(shape: RateShape) -> bool:
+    """Whether the shape is one of ours all through (so its event count is known in advance)."""
+    if isinstance(shape, WarmUp | Bounded):
+        return built_in(shape.shape)
+    return isinstance(shape, tuple(BUILT_IN.values()))
 
 
 def describe(shape: RateShape) -> dict:
     """A JSON-able description of a shape, for reports."""
     if isinstance(shape, Bounded):
         return {**describe(shape.shape), "duration_s": shape.duration_s}
+    if isinstance(shape, WarmUp):
+        return {**describe(shape.shape), "warmup": {"for_s": shape.for_s, "eps": shape.eps}}
     if isinstance(shape, _Shape):
         return shape.describe()
     return {"shape": "custom", "class": f"{type(shape).__module__}:{type(shape).__qualname__}"}
