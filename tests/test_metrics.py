@@ -213,6 +213,22 @@ class TestFlow:
         assert out.loc[9, "lag_records"] == 25 and out.loc[0, "event_time_p99_ms"] == 300.0
         assert {"offered", "ingested", "processed", "delivered", "lag_s", "event_time_p50_ms"} <= set(out)
 
+    def test_the_timeline_carries_each_components_resources_of_the_second(self):
+        """resources.parquet joined in: a sample belongs to the second its interval ends in;
+        samples from before the first event (the driver's start) stay out of the timeline."""
+        from harness.metrics import flow
+
+        truth, progress = self._run(keep_up=True)
+        rates, lag = flow.timeline(truth, progress, "t", np.array([]), self.START)
+        used = pd.DataFrame({"at_ms": [self.START - 500, self.START + 1000, self.START + 1000, self.START + 1990],
+                             "component": ["driver", "driver", "executor:0", "driver"],
+                             "cpu_percent": [150.0, 40.0, 90.0, 60.0], "rss_bytes": [1, 700, 300, 800],
+                             "processes": [2, 2, 1, 2]})
+        out = flow.per_second(rates, lag, {}, self.START, used)
+        assert out.loc[0, "cpu_percent:driver"] == 40.0 and out.loc[0, "cpu_percent:executor:0"] == 90.0
+        assert out.loc[1, "cpu_percent:driver"] == 60.0 and out.loc[1, "rss_bytes:driver"] == 800
+        assert out["second"].min() == 0 and len(out) == len(rates)
+
 
 class TestBatchesTable:
     def test_one_row_per_batch_with_its_phases(self):

@@ -118,10 +118,12 @@ def counts_agree(truth: pd.DataFrame, progress: list[dict], within: float = AGRE
 
 
 def per_second(rates: pd.DataFrame, lag: pd.DataFrame, latencies: dict[str, pd.DataFrame],
-               start_ms: float) -> pd.DataFrame:
+               start_ms: float, used: pd.DataFrame | None = None) -> pd.DataFrame:
     """The case's timeline.parquet: one row per second, `at_ms` its end on the harness's
     clock, with the four throughputs, the lag summed over partitions (records) and its
-    largest age (seconds), and each latency kind's p50 and p99 of that second's output."""
+    largest age (seconds), each latency kind's p50 and p99 of that second's output, and,
+    given the resource samples (resources.parquet), `cpu_percent:<component>` and
+    `rss_bytes:<component>` of each component in that second."""
     total = (lag.groupby("second").agg(lag_records=("lag_records", "sum"), lag_s=("lag_s", "max"))
              .reset_index() if len(lag) else pd.DataFrame(columns=["second", "lag_records", "lag_s"]))
     out = rates.merge(total, on="second", how="left")
@@ -130,5 +132,19 @@ def per_second(rates: pd.DataFrame, lag: pd.DataFrame, latencies: dict[str, pd.D
                                                                 "p99": f"{kind}_p99_ms"})
         out = out.merge(named.astype({"second": "int64"}), on="second", how="outer")
     out = out.sort_values("second", ignore_index=True)
+    if used is not None and len(used):
+        out = out.merge(_resources_per_second(used, start_ms), on="second", how="left")
     out.insert(0, "at_ms", (start_ms + (out["second"] + 1) * 1000).astype("int64"))
     return out
+
+
+def _resources_per_second(used: pd.DataFrame, start_ms: float) -> pd.DataFrame:
+    """One row per second: each component's CPU (mean of that second's samples) and RSS (max).
+    A sample measures the interval that ends at it, so it belongs to the second it ends in."""
+    second = np.floor((used["at_ms"].to_numpy() - 1 - start_ms) / 1000).astype("int64")
+    frame = used.assign(second=second)
+    cpu = frame.pivot_table(index="second", columns="component", values="cpu_percent", aggfunc="mean")
+    rss = frame.pivot_table(index="second", columns="component", values="rss_bytes", aggfunc="max")
+    cpu.columns = [f"cpu_percent:{c}" for c in cpu.columns]
+    rss.columns = [f"rss_bytes:{c}" for c in rss.columns]
+    return cpu.join(rss).reset_index()

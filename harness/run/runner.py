@@ -314,7 +314,11 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
     start_ms = _first_send_ms(truth)
 
     def timeline(latencies: dict) -> None:
-        frame = flow.per_second(rates, lag, latencies, start_ms)
+        import pandas as pd
+
+        used = case.dir / "resources.parquet"
+        frame = flow.per_second(rates, lag, latencies, start_ms,
+                                pd.read_parquet(used) if used.exists() else None)
         frame.to_parquet(case.dir / "timeline.parquet", index=False)
 
     if spec.sink != CUSTOM_SINK and not SINKS[spec.sink].checked:   # a speed run: nothing to read back
