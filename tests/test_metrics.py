@@ -220,7 +220,8 @@ class TestFlow:
 
         truth, progress = self._run(keep_up=True)
         rates, lag = flow.timeline(truth, progress, "t", np.array([]), self.START)
-        used = pd.DataFrame({"at_ms": [self.START - 500, self.START + 1000, self.START + 1000, self.START + 1990],
+        at = [self.START - 500, self.START + 1000, self.START + 1000, self.START + 1990]
+        used = pd.DataFrame({"at_ms": at,
                              "component": ["driver", "driver", "executor:0", "driver"],
                              "cpu_percent": [150.0, 40.0, 90.0, 60.0], "rss_bytes": [1, 700, 300, 800],
                              "processes": [2, 2, 1, 2]})
