@@ -35,3 +35,28 @@ class TestReadBatches:
         """Before the first batch there is nothing to read, and no committed watermark."""
         assert read_batches(tmp_path / "nope", "t") == []
         assert committed_watermark(tmp_path / "nope", "t") == -1
+
+
+class TestCommittedThroughput:
+    def test_rows_and_commit_times_give_the_rate_without_progress_reports(self, tmp_path):
+        """Each committed batch's rows (end minus start offsets over partitions) and its commit
+        file's time: the rate over a window counts the batches committed inside it only."""
+        import os
+
+        from harness.metrics.flow import committed_eps
+
+        (tmp_path / "sources" / "0").mkdir(parents=True)
+        (tmp_path / "sources" / "0" / "0").write_text('v1\n{"t":{"0":0,"1":0}}')
+        start_ms = 1_700_000_000_000
+        for batch_id, ends, at_s in [(0, {0: 100, 1: 50}, 0.5), (1, {0: 400, 1: 350}, 1.5),
+                                     (2, {0: 900, 1: 850}, 2.5), (3, {0: 1000, 1: 900}, 9.0)]:
+            _write_batch(tmp_path, batch_id, 0, ends)
+            at_ns = int((start_ms + at_s * 1000) * 1_000_000)
+            os.utime(tmp_path / "commits" / str(batch_id), ns=(at_ns, at_ns))
+        _write_batch(tmp_path, 4, 0, {0: 5000, 1: 5000}, committed=False)
+        batches = read_batches(tmp_path, "t")
+        assert [b.rows for b in batches[:4]] == [150, 600, 1000, 150]
+        assert batches[1].committed_ms == start_ms + 1500 and batches[4].committed_ms is None
+        # the window [1 s, 3 s): batches 1 and 2, 1,600 records over 2 s
+        assert committed_eps(batches, start_ms, [1, 3]) == 800.0
+        assert committed_eps(batches, start_ms, [4, 8]) is None

@@ -141,6 +141,18 @@ class TestBatchTime:
                                            "commitTimeMs": {"median": 10.0, "p90": 10.0, "max": 10.0},
                                            "numRowsTotal_max": 30, "memoryUsedBytes_max": None}]
 
+    def test_input_rate_against_processing_rate(self):
+        """Spark's inputRowsPerSecond and processedRowsPerSecond of the busy batches, and in
+        how many the query processed slower than rows came in."""
+        from harness.metrics.batches import breakdown
+
+        progress = [{"numInputRows": n, "inputRowsPerSecond": i, "processedRowsPerSecond": r,
+                     "durationMs": {}} for n, i, r in [(0, 0.0, 0.0), (10, 100.0, 300.0),
+                                                       (10, 200.0, 150.0), (10, 300.0, 250.0)]]
+        rates = breakdown(progress)["rows_per_s"]
+        assert rates["input"]["median"] == 200.0 and rates["processed"]["median"] == 250.0
+        assert rates["slower_than_input"] == 2
+
 
 class TestFlow:
     """Four throughputs and the lag per second, on a hand-made run: 10 events a second for

@@ -108,3 +108,9 @@ def test_an_exiting_driver_process_is_still_the_driver():
 
     assert _component("spark-driver", _Gone()) == "driver"
     assert _component("kafka", _Gone()) == "kafka"
+
+
+def test_a_sampler_never_started_writes_nothing(tmp_path):
+    """[measure] enabled = false: the sampler is not started; stopping it is harmless."""
+    sampler = Sampler(_Registry(), tmp_path / "resources.parquet")
+    assert sampler.stop() == {} and not (tmp_path / "resources.parquet").exists()

@@ -34,7 +34,7 @@ def _error(path: Path) -> ScenarioError:
 class TestShippedScenarios:
     @pytest.mark.parametrize("name, n_cases", [("smoke", 1), ("bench", 3), ("faults", 3), ("pipelines", 8),
                                                 ("sinks", 5), ("triggers", 3), ("capped", 1),
-                                                ("watermarks", 3)])
+                                                ("watermarks", 3), ("overhead", 1)])
     def test_each_shipped_scenario_loads(self, name, n_cases):
         """The files the README points at validate, with quick and without."""
         for quick in (False, True):
@@ -396,6 +396,14 @@ class TestMeasure:
         assert offered.duration_s == scenario.workload.duration_s
         plain = load(_write(tmp_path, text + '[measure]\nwarmup = "5s"\n'))
         assert plain.measure.offered(plain.workload) is plain.workload
+
+    def test_measurement_can_be_switched_off_with_a_boolean(self, tmp_path):
+        """enabled = false: the run without live measurement (what measuring costs); any
+        other value than true or false is refused, naming the key."""
+        assert load(_write(tmp_path, GOOD)).measure.enabled is True
+        assert load(_write(tmp_path, GOOD + '[measure]\nenabled = false\n')).measure.enabled is False
+        err = _error(_write(tmp_path, GOOD + '[measure]\nenabled = "no"\n'))
+        assert "measure.enabled" in err.problem and "true or false" in err.problem
 
     def test_a_warmup_rate_without_a_warmup_duration_is_refused(self, tmp_path):
         err = _error(_write(tmp_path, GOOD + '[measure]\nwarmup_eps = 50\n'))

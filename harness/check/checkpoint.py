@@ -34,6 +34,13 @@ class Batch:
     # start_offsets are the first source's
     source_ends: tuple[dict[int, int], ...] = ()
     source_starts: tuple[dict[int, int], ...] = ()
+    committed_ms: int | None = None   # when Spark wrote its commits/N file (its mtime)
+
+    @property
+    def rows(self) -> int:
+        """Records the batch read of the topic (its first source): end minus start offsets."""
+        starts = self.start_offsets or {}
+        return sum(max(end - starts.get(p, end), 0) for p, end in self.end_offsets.items())
 
 
 def for_source(batches: list[Batch], source: int) -> list[Batch]:
@@ -66,9 +73,10 @@ def read_batches(checkpoint: Path, topic: str, query: int = 0) -> list[Batch]:
     offsets_dir, commits_dir = checkpoint / "offsets", checkpoint / "commits"
     if not offsets_dir.is_dir():
         return []
-    committed = set()
+    committed: dict[int, int] = {}
     if commits_dir.is_dir():
-        committed = {int(p.name) for p in commits_dir.iterdir() if p.name.isdigit()}
+        committed = {int(p.name): p.stat().st_mtime_ns // 1_000_000
+                     for p in commits_dir.iterdir() if p.name.isdigit()}
     starts: list[dict[int, int]] = []
     batches = []
     for path in sorted((p for p in offsets_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)):
@@ -81,7 +89,8 @@ def read_batches(checkpoint: Path, topic: str, query: int = 0) -> list[Batch]:
         batches.append(Batch(query * QUERY_ID_STRIDE + batch_id, int(meta.get("batchWatermarkMs", 0)),
                              dict(ends[0]) if ends else {}, batch_id in committed,
                              dict(starts[0]) if starts else {}, query,
-                             tuple(ends), tuple(dict(st) for st in starts[:len(ends)])))
+                             tuple(ends), tuple(dict(st) for st in starts[:len(ends)]),
+                             committed.get(batch_id)))
         starts = [{**st, **end} for st, end in zip(starts, ends, strict=False)] + starts[len(ends):]
     return batches
 

@@ -27,13 +27,20 @@ def _stats(values: list[float]) -> dict:
 
 
 def breakdown(progress: list[dict], trigger_ms: int | None = None) -> dict:
-    """Per phase, the median, p90 and max ms over the batches with input; with
-    `trigger_ms`, how many of them took longer than the trigger interval; per stateful
+    """Per phase, the median, p90 and max ms over the batches with input; Spark's input rate
+    against its processing rate (and in how many batches it processed slower than rows came
+    in); with `trigger_ms`, how many batches took longer than the trigger interval; per stateful
     operator (in plan order), its time per batch and its largest state."""
     busy = [p for p in progress if p.get("numInputRows", 0) > 0]
     phases = {name: _stats([p["durationMs"][name] for p in busy if name in p.get("durationMs", {})])
               for name in PHASES}
     out: dict = {"batches": len(busy), "phases_ms": phases}
+    # Spark's two rates per batch: rows arriving per second (since the last batch) against rows
+    # this batch processed per second of its own time; processing slower than input is backlog
+    inputs = [(p.get("inputRowsPerSecond"), p.get("processedRowsPerSecond")) for p in busy]
+    inputs = [(float(i), float(r)) for i, r in inputs if i is not None and r is not None]
+    out["rows_per_s"] = {"input": _stats([i for i, _ in inputs]), "processed": _stats([r for _, r in inputs]),
+                         "slower_than_input": sum(1 for i, r in inputs if r < i)}
     if trigger_ms:
         out["over_trigger"] = sum(1 for p in busy if p.get("durationMs", {}).get("triggerExecution", 0)
                                   > trigger_ms)
@@ -63,7 +70,10 @@ def table(progress: list[dict]):
 
     rows = [{"at_ms": int(progress_log.end_ms(p)), "batch_id": p.get("batchId"), "run_id": p.get("runId"),
              "input_rows": int(p.get("numInputRows", 0)),
+             "input_rows_per_s": p.get("inputRowsPerSecond"),
+             "processed_rows_per_s": p.get("processedRowsPerSecond"),
              **{f"{name}_ms": p.get("durationMs", {}).get(name) for name in PHASES},
              "watermark": p.get("eventTime", {}).get("watermark")} for p in progress]
-    columns = ["at_ms", "batch_id", "run_id", "input_rows", *(f"{n}_ms" for n in PHASES), "watermark"]
+    columns = ["at_ms", "batch_id", "run_id", "input_rows", "input_rows_per_s", "processed_rows_per_s",
+               *(f"{n}_ms" for n in PHASES), "watermark"]
     return pd.DataFrame(rows, columns=columns)

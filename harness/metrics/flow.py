@@ -108,6 +108,18 @@ def measured(flow: pd.DataFrame, lag: pd.DataFrame, truth: pd.DataFrame, start_m
             else round(slope, 2), "keeping_up": keeping_up}
 
 
+def committed_eps(batches, start_ms: float, window_s: list[int]) -> float | None:
+    """Records per second read by the batches Spark committed within the measured window,
+    from the checkpoint alone (offsets and commits/N's times): the query's throughput without
+    its progress reports, so also of a run with [measure] enabled = false. None: no batch
+    committed in the window."""
+    first_ms, last_ms = start_ms + window_s[0] * 1000, start_ms + window_s[1] * 1000
+    inside = [b for b in batches if b.committed_ms is not None and first_ms <= b.committed_ms < last_ms]
+    if not inside:
+        return None
+    return round(sum(b.rows for b in inside) / ((last_ms - first_ms) / 1000), 1)
+
+
 def counts_agree(truth: pd.DataFrame, progress: list[dict], within: float = AGREE_WITHIN) -> dict:
     """Records the harness appended against the input rows Spark reported reading (a batch
     run again after a restart counts twice in Spark's)."""

@@ -112,6 +112,8 @@ class Sampler:
         (percent of one core) and peak resident memory, for summary.json."""
         import pandas as pd
 
+        if not self._thread.ident:   # never started ([measure] enabled = false): nothing sampled
+            return {}
         self._stop.set()
         self._thread.join(timeout=5)
         columns = ["at_ms", "component", "cpu_percent", "rss_bytes", "processes"]

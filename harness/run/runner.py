@@ -124,7 +124,9 @@ def run_case(case: Case) -> dict:
     the checker still reads what the sink holds, and the next case runs."""
     schedule = FaultRunner(case.scenario.faults, case.targets(), say=case.progress.step)
     case.dir.mkdir(parents=True, exist_ok=True)
-    sampler = resources.Sampler(case.registry, case.dir / "resources.parquet").start()
+    sampler = resources.Sampler(case.registry, case.dir / "resources.parquet")
+    if case.scenario.measure.enabled:
+        sampler.start()
     try:
         _start_driver(case)
         _offer_load(case, schedule)
@@ -173,9 +175,9 @@ def _warm_up(case: Case, timeout_s: float = 180.0) -> None:
     partitions = case.scenario.workload.partitions
     case.warmup = generator.send_control(case.stack.bootstrap_servers, case.topic, partitions, -partitions, 0)
 
-    def first_batch_done() -> bool:
+    def first_batch_done() -> bool:   # from the checkpoint: progress reports may be off
         case.spark.check_alive()
-        return any(p.get("numInputRows", 0) > 0 for p in metrics.read_progress(case.spark.progress_path))
+        return any(b.committed and b.rows for b in checkpoint.read_batches(case.checkpoint, case.topic))
 
     wait_until(first_batch_done, timeout_s, 0.5, f"no micro-batch completed within {timeout_s:.0f}s")
     case.registry.changed()   # the executors registered after the driver was ready: record them
@@ -379,10 +381,12 @@ def _speed(case: Case, truth, progress_records: list[dict], sink) -> tuple[dict,
     backpressure.update(lag_trend=trend, lag_trend_records_per_s=window["lag_trend_records_per_s"],
                         keeping_up=keeping_up)
     eps = window["eps"]
+    committed = flow.committed_eps(checkpoint.read_queries(case.checkpoints, case.topic), start_ms,
+                                   window["window_s"])
     throughput = {"offered": metrics.offered_eps(truth),
                   "processed": metrics.processed_eps(progress_records, start_ms),
                   "ingested": eps["ingested"], "delivered": eps["delivered"],
-                  "measured": {"window_s": window["window_s"], **eps}}
+                  "measured": {"window_s": window["window_s"], **eps, "committed": committed}}
     return ({"throughput_eps": throughput, "backpressure": backpressure,
              "records_read": flow.counts_agree(truth, progress_records)}, (rates, lag))
 

@@ -83,7 +83,7 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     _own_services_for_network(faults, services)
     _commit_window_faults(faults, cases)
     _real_time(pipeline, cases, workload, services)
-    measure = _measure(top.table("measure", ("warmup", "warmup_eps", "lag_trend_max")), workload)
+    measure = _measure(top.table("measure", ("warmup", "warmup_eps", "lag_trend_max", "enabled")), workload)
     return Scenario(**head, path=path, services=services, workload=workload, pipeline=pipeline,
                     cases=cases, faults=faults, measure=measure)
 
@@ -98,7 +98,7 @@ def _measure(s: Section, workload: WorkloadSpec) -> Measure:
         raise bad(s.field("warmup_eps"), s.raw("warmup_eps"), "is the rate of a warm-up phase, but "
                   "[measure] warmup is 0s", "give [measure] warmup a duration too")
     return Measure(warmup_s=warmup_s, lag_trend_max=s.number("lag_trend_max", 0.02, gt=0),
-                   warmup_eps=warmup_eps)
+                   warmup_eps=warmup_eps, enabled=s.boolean("enabled", True))
 
 
 def _faults(raw: Any, quick_raw: Any, quick: bool, workload: WorkloadSpec, master: str):

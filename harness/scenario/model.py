@@ -152,6 +152,9 @@ class Measure:
     warmup_s: float = 0.0           # seconds from the first event sent that are not measured
     lag_trend_max: float = 0.02     # a lag growing faster than this share of the offered rate: behind
     warmup_eps: float | None = None   # the warm-up phase's own rate; None: the workload's shape throughout
+    # False: no live measurement (the resource sampler, the driver's progress reports); the run
+    # is still checked, and its throughput read from the checkpoint (what measuring costs)
+    enabled: bool = True
 
     def offered(self, workload):
         """The workload as sent: with a warm-up rate, its shape starts with the warm-up phase."""

@@ -166,6 +166,13 @@ class Section:
         check_range(self.field(key), value, **bounds)
         return float(value)
 
+    def boolean(self, key: str, default: Any = REQUIRED) -> bool:
+        """true or false (not 0 or 1, nor "yes")."""
+        value = self._get(key, default)
+        if not isinstance(value, bool):
+            raise wrong_type(self.field(key), value, "true or false")
+        return value
+
     def choice(self, key: str, choices: Iterable[str], default: Any = REQUIRED) -> str:
         """A string that is one of `choices`."""
         value = self._get(key, default)
