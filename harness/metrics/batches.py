@@ -37,8 +37,8 @@ def breakdown(progress: list[dict], trigger_ms: int | None = None) -> dict:
     out: dict = {"batches": len(busy), "phases_ms": phases}
     # Spark's two rates per batch: rows arriving per second (since the last batch) against rows
     # this batch processed per second of its own time; processing slower than input is backlog
-    inputs = [(p.get("inputRowsPerSecond"), p.get("processedRowsPerSecond")) for p in busy]
-    inputs = [(float(i), float(r)) for i, r in inputs if i is not None and r is not None]
+    inputs = [(float(p["inputRowsPerSecond"]), float(p["processedRowsPerSecond"])) for p in busy
+              if p.get("inputRowsPerSecond") is not None and p.get("processedRowsPerSecond") is not None]
     out["rows_per_s"] = {"input": _stats([i for i, _ in inputs]), "processed": _stats([r for _, r in inputs]),
                          "slower_than_input": sum(1 for i, r in inputs if r < i)}
     if trigger_ms:

@@ -112,7 +112,7 @@ class Case:
         jars = [*jvm.spark_connector_jars(), *(j for a in artifacts for j in jvm.spark_extra_jars(a))]
         return DriverConfig(starting_offsets=starting_offsets,
             app_name=f"harness-{self.name}", master=sc.services.spark.master,
-            spark_conf=self.spark_conf(),
+            spark_conf=self.spark_conf(), progress=sc.measure.enabled,
             jars=[str(p) for p in jars], source_options=pl.spark.source_options(),
             bootstrap_servers=self.stack.spark_bootstrap_servers, topic=self.topic,
             checkpoint=str(self.checkpoint), pipeline=pl.kind, params=pl.params(),

@@ -39,6 +39,7 @@ class DriverConfig:
     # files the driver writes and watches, in the case directory
     status_path: str = ""
     progress_path: str = ""
+    progress: bool = True          # False ([measure] enabled = false): no progress listener
     stop_path: str = ""
     control_dir: str = ""          # the control channel (pipelines/control.py)
     # where a query on a fresh checkpoint starts: earliest, or latest (at-most-once's restart)

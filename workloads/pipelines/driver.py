@@ -91,7 +91,8 @@ def _session(config: DriverConfig):
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-    spark.streams.addListener(_progress_listener(Path(config.progress_path)))
+    if config.progress:
+        spark.streams.addListener(_progress_listener(Path(config.progress_path)))
     return spark
 
 
