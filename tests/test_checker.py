@@ -134,6 +134,18 @@ class TestCheck:
         assert list(result.event_time_latency_ms) == [101_000.0]
         assert list(result.processing_time_latency_ms) == [6_000.0]
 
+    def test_karimovs_event_time_counts_from_the_newest_event_the_window_counted(self):
+        """Two windows: [0, 5 s) with events at 100 ms and 3,000 ms, [5 s, 10 s) with one at
+        6,500 ms; the late one (dropped by Spark) is not the window's newest."""
+        truth = _truth([100, 3000, 6500, 4000])
+        batches = [Batch(0, 0, {0: 3}, True), Batch(1, 9000, {0: 3}, True), Batch(2, 9000, {0: 4}, True),
+                   Batch(3, 10**12, {0: 4}, True)]
+        sink = _sink([("a", 0, 5000, 2, 4, 20_000), ("a", 5000, 10_000, 1, 2, 21_000)])
+        result = check(truth, sink, batches, P)
+        assert result.counts["dropped_late"] == 1 and result.counts["lost"] == 0
+        assert sorted(result.event_time_newest_latency_ms) == [14_500.0, 17_000.0]
+        assert sorted(result.event_time_latency_ms) == [11_000.0, 15_000.0]
+
 
 class TestAssignWindows:
     @pytest.mark.parametrize("t, starts", [(0, [0]), (4999, [0]), (5000, [5000])])

@@ -27,6 +27,10 @@ class CheckResult:
     # empty when the oracle does not say
     event_time_at_ms: np.ndarray = field(default_factory=lambda: np.array([], np.int64))
     processing_time_at_ms: np.ndarray = field(default_factory=lambda: np.array([], np.int64))
+    # windows only (None otherwise): visible time minus the newest event time the window
+    # counted (Karimov et al.), beside event_time's "minus the window end"
+    event_time_newest_latency_ms: np.ndarray | None = None
+    event_time_newest_at_ms: np.ndarray | None = None
 
     def with_problems(self, more: list[str]) -> CheckResult:
         return replace(self, problems=[*self.problems, *more])

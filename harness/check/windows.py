@@ -88,9 +88,16 @@ def check(truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch], params:
     delivered = keep & emitted[pairs.wid]
     first_ms = ours["first_ms"].to_numpy()[pairs.wid[delivered]]
     processing = (first_ms - pairs.append_ms[delivered]).astype(float)
+    # Karimov et al.'s event time: from the newest event the window counted, not its end
+    newest = np.full(n_win, np.iinfo(np.int64).min)
+    np.maximum.at(newest, pairs.wid[keep], pairs.event_ms[keep])
+    counted = emitted & (e_count > 0)
+    newest_ms = ours["first_ms"].to_numpy()[counted]
     return CheckResult(counts, event_time, processing, problems, _discrepancies(both, wrong_sum),
                        event_time_at_ms=seen["first_ms"].to_numpy(np.int64),
-                       processing_time_at_ms=first_ms.astype(np.int64))
+                       processing_time_at_ms=first_ms.astype(np.int64),
+                       event_time_newest_latency_ms=(newest_ms - newest[counted]).astype(float),
+                       event_time_newest_at_ms=newest_ms.astype(np.int64))
 
 
 class _Pairs:
@@ -129,6 +136,7 @@ class _Pairs:
         self.late = (self.batch >= 0) & (self.end <= wm)
         self.amount = np.tile(real["amount"].to_numpy(np.int64), self.k)
         self.append_ms = np.tile(real["append_ms"].to_numpy(np.int64), self.k)
+        self.event_ms = np.tile(t, self.k)
         w_start = self.base + (self.ids % self.slots) * slide_ms
         self.windows = pd.MultiIndex.from_arrays(
             [self.key_names[self.ids // self.slots], w_start, w_start + window_ms], names=WINDOW)
