@@ -269,3 +269,30 @@ class TestMeasuredLatency:
         assert everything["event_time"]["max"] == 9000.0 and everything["event_time"]["count"] == 4
         assert measured["event_time"]["max"] == 200.0 and measured["event_time"]["count"] == 2
         assert (tmp_path / "latency-event_time.hdr").exists()
+
+
+class TestBurstDrain:
+    """How long after a burst's end the lag is back at its level before the burst."""
+
+    START = 1_700_000_000_000
+
+    def _series(self):
+        # a batch end every second: lag 10 before the burst at 20 s, up to 500, back to 10 at 27 s
+        lag = {s: 10 for s in range(0, 40)}
+        lag.update({20: 200, 21: 400, 22: 500, 23: 400, 24: 300, 25: 200, 26: 50})
+        return [(self.START + s * 1000.0, n, 0.0) for s, n in sorted(lag.items())]
+
+    def test_drain_counts_from_the_bursts_end(self):
+        from harness.run.runner import _burst_drain
+        from workloads.generator import shapes
+
+        out = _burst_drain(shapes.Burst(100, 2000, 20.0, 3.0), self.START, self._series)
+        assert out == {"at_s": 20.0, "length_s": 3.0, "drained_s": 4.0}
+        warm = shapes.WarmUp(shapes.Burst(100, 2000, 20.0, 3.0), 10.0, 50)
+        assert _burst_drain(warm, self.START, self._series)["drained_s"] == 4.0
+
+    def test_other_shapes_have_no_burst(self):
+        from harness.run.runner import _burst_drain
+        from workloads.generator import shapes
+
+        assert _burst_drain(shapes.Constant(100), self.START, self._series) is None

@@ -380,6 +380,10 @@ def _speed(case: Case, truth, progress_records: list[dict], sink) -> tuple[dict,
     trend = None if keeping_up is None else ("keeping-up" if keeping_up else "falling-behind")
     backpressure.update(lag_trend=trend, lag_trend_records_per_s=window["lag_trend_records_per_s"],
                         keeping_up=keeping_up)
+    burst = _burst_drain(case.scenario.workload.rate, start_ms,
+                         lambda: metrics.lag_series(truth, progress_records, case.topic))
+    if burst is not None:
+        backpressure["burst"] = burst
     eps = window["eps"]
     committed = flow.committed_eps(checkpoint.read_queries(case.checkpoints, case.topic), start_ms,
                                    window["window_s"])
@@ -389,6 +393,21 @@ def _speed(case: Case, truth, progress_records: list[dict], sink) -> tuple[dict,
                   "measured": {"window_s": window["window_s"], **eps, "committed": committed}}
     return ({"throughput_eps": throughput, "backpressure": backpressure,
              "records_read": flow.counts_agree(truth, progress_records)}, (rates, lag))
+
+
+def _burst_drain(rate, start_ms: float, series) -> dict | None:
+    """For a `burst` rate shape: when the burst came and how long after its end the lag was
+    back at its level before it (`drained_s`; None when it never was, or the run had not yet
+    run 10 s of batches when it came). None for any other shape."""
+    from workloads.generator import shapes
+
+    shape = rate.shape if isinstance(rate, shapes.WarmUp) else rate
+    if not isinstance(shape, shapes.Burst):
+        return None
+    began_ms, ended_ms = start_ms + shape.at_s * 1000, start_ms + (shape.at_s + shape.length_s) * 1000
+    back_s = metrics.lag_recovered_s(series(), began_ms, ended_ms)
+    return {"at_s": shape.at_s, "length_s": shape.length_s,
+            "drained_s": None if back_s is None else round(max(back_s - shape.length_s, 0.0), 3)}
 
 
 def _read_sink(case: Case) -> tuple[Any, dict | None]:
