@@ -1,6 +1,7 @@
-"""`python -m harness`: run scenarios, fetch JVM artifacts.
+"""`python -m harness`: run scenarios, report and compare runs, fetch JVM artifacts.
 
-Exit codes: 0 every verdict holds; 1 a verdict failed; 2 bad input or a broken
+Exit codes: 0 every verdict holds (compare: no regression); 1 a verdict failed (compare:
+a regression); 2 bad input or a broken
 environment (the message names the problem and the fix); 3 a bug in the harness;
 128+N interrupted by signal N (130 for Ctrl-C, 143 for SIGTERM).
 """
@@ -27,6 +28,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="scenario TOML file, e.g. harness/scenario/scenarios/smoke.toml")
     run.add_argument("--out", type=Path, help="run directory (default: results/<run-id>/)")
     run.add_argument("--quick", action="store_true", help="apply the scenario's [quick] overrides")
+    run.add_argument("--repeat", type=int, default=1, metavar="N",
+                     help="run each case N times (as <case>-r1..rN, round by round), for compare's noise")
     run.add_argument("-v", "--verbose", action="store_true", help="log the harness's steps to stderr")
     sustain = sub.add_parser("sustain", help="find the highest constant rate a case keeps up with")
     sustain.add_argument("scenario", type=Path, help="scenario TOML file; each trial runs its workload's "
@@ -41,6 +44,17 @@ def _parser() -> argparse.ArgumentParser:
     sustain.add_argument("--out", type=Path, help="run directory (default: results/<run-id>/)")
     sustain.add_argument("--quick", action="store_true", help="apply the scenario's [quick] overrides")
     sustain.add_argument("-v", "--verbose", action="store_true", help="log the harness's steps to stderr")
+    report = sub.add_parser("report", help="rebuild a run's report.html from its run directory alone")
+    report.add_argument("run_dir", type=Path, help="the run directory (holding summary.json)")
+    compare = sub.add_parser("compare", help="compare two runs, metric by metric, against the noise; "
+                             "exit 1 on a regression")
+    compare.add_argument("base", type=Path, help="the baseline: a run directory or a summary.json")
+    compare.add_argument("new", type=Path, help="the run to judge: a run directory or a summary.json")
+    compare.add_argument("--fail-on", default=None, metavar="RULES",
+                         help='comma-separated rules, e.g. "p99:+10%%,throughput:-5%%,lost:>0" '
+                              "(the default); "
+                              "metrics: throughput, p50, p99, processing_p99, lost, duplicated, max_lag, "
+                              "recovery, batch_p50")
     sub.add_parser("fetch-jvm", help="fetch the pinned Kafka and Spark-connector jars with mvn (once)")
     sub.add_parser("fetch", help="fetch-jvm, then build the pinned Toxiproxy with go install (once)")
     return parser
@@ -55,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
             return _fetch_all()
         if args.command == "sustain":
             return _sustain(args)
+        if args.command == "report":
+            return _report(args)
+        if args.command == "compare":
+            return _compare(args)
         return _run(args)
     except Problem as exc:   # the harness's errors and the generator's
         print(f"error: {exc}", file=sys.stderr)
@@ -67,6 +85,30 @@ def main(argv: list[str] | None = None) -> int:
         print("error: internal error in the harness (a bug: please report it with the traceback); "
               "every service was stopped", file=sys.stderr)
         return 3
+
+
+def _report(args) -> int:
+    from harness.errors import HarnessError
+    from harness.report import html
+
+    if not (args.run_dir / "summary.json").is_file():
+        raise HarnessError(f"{args.run_dir}: no summary.json there",
+                           "give the run directory a `python -m harness run` wrote")
+    try:
+        print(html.write(args.run_dir))
+    except ValueError as exc:   # a schema version this harness does not know
+        raise HarnessError(str(exc), "rebuild it with a harness that knows that schema version") from None
+    return 0
+
+
+def _compare(args) -> int:
+    from harness.report import compare
+
+    rules = compare.parse_rules(args.fail_on if args.fail_on is not None else compare.DEFAULT_RULES)
+    base, new = compare.load(args.base), compare.load(args.new)
+    rows = compare.compare(base, new, rules)
+    print(compare.render(base, new, rows))
+    return 1 if any(r.failed for r in rows) else 0
 
 
 def _fetch_jvm() -> int:
@@ -89,6 +131,12 @@ def _run(args, search=None) -> int:
     from harness import scenario as scenario_mod
 
     scenario = scenario_mod.load(args.scenario, quick=args.quick)  # validate before anything starts
+    repeat = getattr(args, "repeat", 1)
+    if repeat < 1:
+        from harness.errors import ScenarioError
+
+        raise ScenarioError(f"--repeat {repeat}: a case runs at least once", "give --repeat 1 or more")
+    scenario = scenario.repeated(repeat)
     if search is not None:
         scenario, search = search(scenario)
     from harness.paths import results_dir
@@ -101,7 +149,7 @@ def _run(args, search=None) -> int:
         rundir.check_out(args.out)
     runner.preflight(scenario)
     run_id = rundir.new_run_id(scenario.name)  # unique even when --out names the directory
-    run_dir = rundir.create(args.out or results_dir() / run_id, scenario.path)
+    run_dir = rundir.create(args.out or results_dir() / run_id, scenario.path, scenario.to_dict())
     os.environ["HARNESS_RUN_ID"] = run_id  # inherited by every process the run starts
     _log_to(run_dir / "harness.log", args.verbose)
     progress = Progress()
@@ -115,12 +163,28 @@ def _run(args, search=None) -> int:
                 progress.step(line)
             summary = runner.run(scenario, run_dir, run_id, progress, registry, cases)
     finally:
+        _write_report(run_dir, progress)
         progress.step(f"results: {run_dir}")
     print(table.render(summary))
     if search is not None:
         print(table.render_sustain(summary["sustain"]))
         return 0 if summary["sustain"]["rate_eps"] is not None else 1
     return 0 if all(c["verdict"]["holds"] for c in summary["cases"]) else 1
+
+
+def _write_report(run_dir: Path, progress) -> None:
+    """report.html at the end of every run that wrote a summary, aborted ones too. A report
+    that cannot be built is said, never allowed to hide how the run itself ended."""
+    if not (run_dir / "summary.json").exists():
+        return
+    from harness.report import html
+
+    try:
+        progress.step(f"report: {html.write(run_dir)}")
+    except Exception as exc:  # noqa: BLE001 - the run's results are in place; the report is extra
+        logging.getLogger(__name__).exception("report.html")
+        progress.step(f"report.html was not written ({type(exc).__name__}: {exc}); "
+                      f"python -m harness report {run_dir} retries it")
 
 
 def _sustain(args) -> int:

@@ -26,7 +26,31 @@ def describe(spark_master: str, own_kafka: bool) -> dict:
         "cpus": psutil.cpu_count() or 1,
         "memory_bytes": psutil.virtual_memory().total,
         "git_sha": git_sha(),
+        "git_dirty": git_dirty(),
+        "cpu_model": cpu_model(),
     }
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name, from /proc/cpuinfo (Linux) or the platform module."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def git_dirty() -> bool | None:
+    """Whether the checkout has uncommitted changes to tracked files (None: not a git checkout)."""
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return bool(out.stdout.strip()) if out.returncode == 0 else None
 
 
 def git_sha() -> str | None:

@@ -2,6 +2,8 @@
 
 results/<run-id>/
   scenario.toml         the scenario as given
+  scenario.effective.json  every value the run used, after --quick and --repeat and defaults
+  report.html           the report (python -m harness report rebuilds it from this directory)
   summary.json          the contract (harness/schema/summary.schema.json)
   harness.log           the harness's own log
   services/<name>/      each shared service's config, data and log
@@ -13,6 +15,7 @@ results/<run-id>/
 
 from __future__ import annotations
 
+import json
 import secrets
 import shutil
 import time
@@ -25,12 +28,15 @@ def new_run_id(scenario_name: str) -> str:
     return f"{time.strftime('%Y%m%dT%H%M%S')}-{scenario_name}-{secrets.token_hex(2)}"
 
 
-def create(run_dir: Path, scenario_path: Path) -> Path:
-    """Make the run directory with a copy of the scenario; refuses one that has content."""
+def create(run_dir: Path, scenario_path: Path, effective: dict | None = None) -> Path:
+    """Make the run directory with a copy of the scenario and, given them, the values it runs
+    with (`effective`); refuses one that has content."""
     run_dir = check_out(run_dir)
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(scenario_path, run_dir / "scenario.toml")
+        if effective is not None:
+            (run_dir / "scenario.effective.json").write_text(json.dumps(effective, indent=2) + "\n")
         (run_dir / "services").mkdir()
         (run_dir / "cases").mkdir()
     except OSError as exc:

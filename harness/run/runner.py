@@ -110,7 +110,8 @@ def preflight(scenario) -> None:
 def _skeleton(scenario, run_id: str) -> dict:
     return {
         "schema_version": summary_mod.SCHEMA_VERSION, "run_id": run_id, "status": "error",
-        "scenario": {"name": scenario.name, "path": str(scenario.path)},
+        "scenario": {"name": scenario.name, "path": str(scenario.path), "quick": scenario.quick,
+                     "repeat": max((c.repeat for c in scenario.cases), default=1)},
         "environment": environment.describe(scenario.services.spark.master,
                                             scenario.services.kafka.bootstrap_servers is None),
         "cases": [], "error": None, "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -289,7 +290,8 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
              else None)
     progress_records = metrics.read_progress(case.dir / "progress.jsonl")
     result: dict[str, Any] = {
-              "name": spec.name, "guarantee": spec.guarantee, "pipeline": pl.kind, "sink": spec.sink,
+              "name": spec.name, "series": spec.series or spec.name, "repeat": spec.repeat,
+              "guarantee": spec.guarantee, "pipeline": pl.kind, "sink": spec.sink,
               "faults": schedule.records(), "error": failure, "batches": len(progress_records),
               "topic": case.topic,
               "sink_table": case.sink_name,

@@ -85,7 +85,7 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     _real_time(pipeline, cases, workload, services)
     measure = _measure(top.table("measure", ("warmup", "warmup_eps", "lag_trend_max", "enabled")), workload)
     return Scenario(**head, path=path, services=services, workload=workload, pipeline=pipeline,
-                    cases=cases, faults=faults, measure=measure)
+                    cases=cases, faults=faults, measure=measure, quick=quick)
 
 
 def _measure(s: Section, workload: WorkloadSpec) -> Measure:

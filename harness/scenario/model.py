@@ -143,6 +143,8 @@ class Case:
     sink: str = "postgres"
     sink_class: str | None = None   # sink "custom": the user's "module:Class"
     pipeline: Pipeline | None = None   # [cases.pipeline]: this case's own; None: the scenario's
+    series: str = ""                # run --repeat N: the scenario's name of the case ("": `name`)
+    repeat: int = 1                 # which of its N runs this is
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,10 +183,22 @@ class Scenario:
     faults: tuple[FaultSpec, ...] = ()
     drain_timeout_s: float = 120.0
     measure: Measure = field(default_factory=Measure)
+    quick: bool = False             # loaded with --quick: its [quick] overrides applied
 
     def to_dict(self) -> dict:
         """The validated values as plain JSON types."""
         return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+
+    def repeated(self, times: int) -> Scenario:
+        """Each case `times` times, as `<name>-r<k>`, round by round (every case's first run,
+        then every second one), so that drift over the run falls on every case alike."""
+        if times <= 1:
+            return self
+        from dataclasses import replace
+
+        runs = tuple(replace(c, name=f"{c.name}-r{k}", series=c.name, repeat=k)
+                     for k in range(1, times + 1) for c in self.cases)
+        return replace(self, cases=runs)
 
 
 def _plain(value: Any) -> Any:

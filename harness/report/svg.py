@@ -1,0 +1,197 @@
+"""Charts as inline SVG text: a line chart over time with shaded periods, and a latency
+percentile plot in HdrHistogram's style.
+
+No plotting library: the charts are a few hundred bytes of text each, need no fonts or
+image encoder, look the same on every machine, and compare as text in golden tests
+(tests/golden/). Coordinates are rounded to 0.1 px, so the same data gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+
+WIDTH, HEIGHT = 760, 230
+LEFT, RIGHT, TOP, BOTTOM = 64, 16, 30, 40     # the plot area's margins
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f")
+BAND_FILL = "#f4a582"
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    xs: Sequence[float]
+    ys: Sequence[float | None]     # None or NaN: a gap in the line
+
+
+@dataclass(frozen=True)
+class Band:
+    """A shaded period on the x axis, labelled at its top (a fault)."""
+
+    start: float
+    end: float
+    label: str
+
+
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """About `count` round tick values (1, 2 or 5 times a power of ten apart) covering
+    low..high."""
+    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
+        return [low] if math.isfinite(low) else [0.0]
+    raw = (high - low) / max(count, 1)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    first = math.floor(low / step) * step
+    ticks = [round(first, 10)]
+    while ticks[-1] < high - step * 1e-9:   # up to the first tick at or above high
+        ticks.append(round(first + len(ticks) * step, 10))
+    return ticks
+
+
+def _label(value: float) -> str:
+    if abs(value) >= 1e6:
+        return f"{value / 1e6:g}M"
+    if abs(value) >= 1e4:
+        return f"{value / 1e3:g}k"
+    return f"{value:,.10g}"
+
+
+def _finite(values) -> list[float]:
+    return [float(v) for v in values if v is not None and math.isfinite(float(v))]
+
+
+class _Frame:
+    """Maps data to pixels for one chart."""
+
+    def __init__(self, x_range: tuple[float, float], y_range: tuple[float, float],
+                 width: int, height: int):
+        self.x0, self.x1 = x_range
+        self.y0, self.y1 = y_range
+        self.width, self.height = width, height
+
+    def x(self, value: float) -> float:
+        span = (self.x1 - self.x0) or 1.0
+        return round(LEFT + (value - self.x0) / span * (self.width - LEFT - RIGHT), 1)
+
+    def y(self, value: float) -> float:
+        span = (self.y1 - self.y0) or 1.0
+        return round(self.height - BOTTOM - (value - self.y0) / span * (self.height - TOP - BOTTOM), 1)
+
+
+def _open(title: str, width: int, height: int) -> list[str]:
+    return [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" '
+            f'aria-label="{escape(title)}" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
+            f'<text x="{LEFT}" y="16" font-size="13" font-weight="bold">{escape(title)}</text>']
+
+
+def _axes(f: _Frame, x_ticks: list[tuple[float, str]], y_ticks: list[float], x_label: str,
+          y_label: str) -> list[str]:
+    out = []
+    bottom, right = f.height - BOTTOM, f.width - RIGHT
+    for value in y_ticks:
+        y = f.y(value)
+        out.append(f'<line x1="{LEFT}" y1="{y}" x2="{right}" y2="{y}" stroke="#e5e5e5"/>')
+        out.append(f'<text x="{LEFT - 6}" y="{y + 4}" text-anchor="end">{_label(value)}</text>')
+    for value, text in x_ticks:
+        x = f.x(value)
+        out.append(f'<line x1="{x}" y1="{bottom}" x2="{x}" y2="{bottom + 4}" stroke="#333"/>')
+        out.append(f'<text x="{x}" y="{bottom + 16}" text-anchor="middle">{escape(text)}</text>')
+    out.append(f'<line x1="{LEFT}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#333"/>')
+    out.append(f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{bottom}" stroke="#333"/>')
+    out.append(f'<text x="{(LEFT + right) / 2}" y="{f.height - 6}" '
+               f'text-anchor="middle">{escape(x_label)}</text>')
+    out.append(f'<text x="14" y="{(TOP + bottom) / 2}" text-anchor="middle" '
+               f'transform="rotate(-90 14 {(TOP + bottom) / 2})">{escape(y_label)}</text>')
+    return out
+
+
+def _legend(names: list[str], width: int) -> list[str]:
+    out: list[str] = []
+    x = float(width - RIGHT)
+    for i, name in reversed(list(enumerate(names))):
+        x -= 12 + 6.5 * len(name)
+        out.append(f'<rect x="{round(x, 1)}" y="8" width="9" height="9" fill="{PALETTE[i % len(PALETTE)]}"/>')
+        out.append(f'<text x="{round(x + 12, 1)}" y="16">{escape(name)}</text>')
+        x -= 8
+    return out
+
+
+def _polylines(f: _Frame, xs, ys, color: str) -> list[str]:
+    """One polyline per unbroken run of finite points."""
+    out: list[list[str]] = []
+    run: list[str] = []
+    for x, y in zip(xs, ys, strict=True):
+        if y is None or not math.isfinite(float(y)):
+            if run:
+                out.append(run)
+            run = []
+            continue
+        run.append(f"{f.x(float(x))},{f.y(float(y))}")
+    if run:
+        out.append(run)
+    return [f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{" ".join(r)}"/>'
+            if len(r) > 1 else
+            f'<circle cx="{r[0].split(",")[0]}" cy="{r[0].split(",")[1]}" r="2" fill="{color}"/>'
+            for r in out]
+
+
+def line_chart(title: str, series: list[Series], *, x_label: str, y_label: str,
+               bands: Sequence[Band] = (), width: int = WIDTH, height: int = HEIGHT) -> str:
+    """Lines over a shared x axis from 0 (or the data's smallest x) and a y axis from 0,
+    with `bands` shaded and labelled."""
+    xs = _finite(x for s in series for x in s.xs) + _finite(v for b in bands for v in (b.start, b.end))
+    ys = _finite(y for s in series for y in s.ys)
+    if not xs or not ys:
+        return "\n".join([*_open(title, width, height),
+                          f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle">no data</text>',
+                          "</svg>"])
+    x_ticks = nice_ticks(min(0.0, min(xs)), max(xs), 8)
+    y_ticks = nice_ticks(0.0, max(ys) if max(ys) > 0 else 1.0, 4)
+    f = _Frame((x_ticks[0], max(x_ticks[-1], max(xs))), (0.0, max(y_ticks[-1], max(ys))), width, height)
+    out = _open(title, width, height)
+    for b in bands:
+        x0, x1 = f.x(max(b.start, f.x0)), f.x(min(max(b.end, b.start), f.x1))
+        out.append(f'<rect class="band" x="{x0}" y="{TOP}" width="{round(max(x1 - x0, 2.0), 1)}" '
+                   f'height="{height - TOP - BOTTOM}" fill="{BAND_FILL}" fill-opacity="0.35">'
+                   f'<title>{escape(b.label)}</title></rect>')
+        out.append(f'<text x="{x0 + 2}" y="{TOP + 11}" font-size="10" '
+                   f'fill="#8a3b12">{escape(b.label)}</text>')
+    out += _axes(f, [(t, _label(t)) for t in x_ticks], y_ticks, x_label, y_label)
+    for i, s in enumerate(series):
+        out += _polylines(f, s.xs, s.ys, PALETTE[i % len(PALETTE)])
+    out += _legend([s.name for s in series], width)
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+# the percentile plot's x axis: 1 / (1 - p), on a log scale, as HdrHistogram's plotter draws it
+PERCENTILE_TICKS = (0.0, 90.0, 99.0, 99.9, 99.99, 99.999)
+
+
+def _nines(percentile: float) -> float:
+    return math.log10(1.0 / max(1.0 - percentile / 100.0, 1e-7))
+
+
+def percentile_chart(title: str, curves: Mapping[str, Sequence[tuple[float, float]]], *,
+                     y_label: str = "latency (ms)", width: int = WIDTH, height: int = HEIGHT) -> str:
+    """Latency against percentile, the x axis stretched towards the tail (each tick one more
+    nine), one line per curve of (percentile, value) points."""
+    points = [(p, v) for c in curves.values() for p, v in c]
+    if not points:
+        return line_chart(title, [], x_label="percentile", y_label=y_label, width=width, height=height)
+    top = max(p for p, _ in points)
+    ticks = [t for t in PERCENTILE_TICKS if t <= max(top, 99.0)]
+    series = [Series(name, [_nines(p) for p, _ in c], [v for _, v in c]) for name, c in curves.items()]
+    ys = [v for _, v in points]
+    y_ticks = nice_ticks(0.0, max(ys) if max(ys) > 0 else 1.0, 4)
+    f = _Frame((0.0, max(_nines(ticks[-1]), _nines(top))), (0.0, max(y_ticks[-1], max(ys))), width, height)
+    out = _open(title, width, height)
+    out += _axes(f, [(_nines(t), f"{t:g}%") for t in ticks], y_ticks, "percentile", y_label)
+    for i, s in enumerate(series):
+        out += _polylines(f, s.xs, s.ys, PALETTE[i % len(PALETTE)])
+    out += _legend(list(curves), width)
+    out.append("</svg>")
+    return "\n".join(out)
