@@ -14,6 +14,22 @@ BURST = 2048   # messages between two poll(0) calls, as the generator's sender d
 PARTITIONS = 4
 
 
+@dataclass(frozen=True)
+class Sizes:
+    """How much each benchmark does (`--quick` picks QUICK)."""
+
+    throughput_events: int     # the generator against the raw client
+    kafka_python_events: int   # kafka-python's tight loop, on the first of the same messages
+    rounds: int                # rounds of the throughput and stage benchmarks
+    stage_events: int          # each generator stage
+    pacing_s: float            # each pacing run (BENCH_PACING_S overrides)
+    check_events: int          # each checker benchmark (BENCH_CHECK_EVENTS overrides)
+
+
+FULL = Sizes(1_000_000, 200_000, 5, 1_000_000, 20.0, 10_000_000)
+QUICK = Sizes(200_000, 50_000, 3, 200_000, 5.0, 1_000_000)
+
+
 def workload(eps: float, duration_s: float, partitions: int) -> WorkloadSpec:
     """A constant-rate workload with the generator's default keys and payload."""
     return parse({"duration": f"{duration_s:g}s", "partitions": partitions, "rate": {"eps": eps}})

@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from benchmarks._measure import PARTITIONS
+from benchmarks._measure import FULL, PARTITIONS, QUICK, Sizes
 from harness.wait import wait_until
 from workloads.generator import create_topic
 
@@ -52,10 +52,26 @@ def _wait_for_leaders(bootstrap_servers: str, topic: str, partitions: int) -> No
     wait_until(led, 30, 0.1, f"topic {topic}: some of its {partitions} partitions have no leader after 30 s")
 
 
+def pytest_addoption(parser):
+    group = parser.getgroup("bench", "the harness's benchmarks (tox -e bench -- OPTIONS)")
+    group.addoption("--quick", action="store_true",
+                    help="quick everywhere: smaller generator and checker benchmarks, and the scenario's "
+                         "[quick] overrides")
+    group.addoption("--out", default=None, help="the scenario run's directory (default: results/<run-id>/)")
+    group.addoption("--repeat", type=int, default=1, help="run each case of the scenario N times")
+
+
+@pytest.fixture(scope="session")
+def sizes(request) -> Sizes:
+    """How much each benchmark does: FULL, or QUICK with --quick."""
+    return QUICK if request.config.getoption("--quick") else FULL
+
+
 @pytest.fixture
-def pacing_seconds() -> float:
-    """How long each pacing benchmark runs: BENCH_PACING_S (default 20; the full run sets 60)."""
-    raw = os.environ.get("BENCH_PACING_S", "20")
+def pacing_seconds(sizes) -> float:
+    """How long each pacing benchmark runs: BENCH_PACING_S (default 20, 5 with --quick; the
+    baseline's runs set 60)."""
+    raw = os.environ.get("BENCH_PACING_S", f"{sizes.pacing_s:g}")
     try:
         seconds = float(raw)
     except ValueError:

@@ -27,7 +27,6 @@ from harness.check.checkpoint import Batch
 from workloads.pipelines import passthrough as passthrough_pipeline
 from workloads.pipelines import tumbling_count
 
-DEFAULT_EVENTS = 10_000_000
 EPS = 3_000                  # events per second of event time: N events span N / 3000 s
 KEYS = 1_000
 PARTITIONS = 4
@@ -40,9 +39,10 @@ SAMPLE_S = 0.05
 
 
 @pytest.fixture(scope="module")
-def events() -> int:
-    """How many events each check reads: BENCH_CHECK_EVENTS (default 10,000,000)."""
-    raw = os.environ.get("BENCH_CHECK_EVENTS", str(DEFAULT_EVENTS))
+def events(sizes) -> int:
+    """How many events each check reads: BENCH_CHECK_EVENTS (default 10,000,000; 1,000,000
+    with --quick)."""
+    raw = os.environ.get("BENCH_CHECK_EVENTS", str(sizes.check_events))
     try:
         n = int(raw)
     except ValueError:

@@ -26,9 +26,8 @@ from benchmarks._measure import (
 )
 from workloads.generator import generate
 
-THROUGHPUT_EPS, THROUGHPUT_S = 100_000, 10   # 1,000,000 events; unpaced, only the count matters
-KAFKA_PYTHON_EVENTS = 200_000
-ROUNDS = 5       # the loops' rates vary by tens of percent from run to run on 2 shared cores
+THROUGHPUT_EPS = 100_000   # unpaced, so only the count matters: sizes.throughput_events of them
+# rounds (sizes.rounds, 5): the loops' rates vary by tens of percent from run to run on 2 shared cores
 PACING_RATES = (1_000, 10_000, 100_000, 200_000)   # 200,000: the issue's upper target
 
 
@@ -42,26 +41,26 @@ def _generate_all(spec, bootstrap_servers: str, topic: str, truth_dir, pace: boo
 
 
 @pytest.mark.benchmark(group="throughput")
-def test_generator_vs_raw_client(benchmark, kafka, new_topic, tmp_path):
+def test_generator_vs_raw_client(benchmark, kafka, new_topic, tmp_path, sizes):
     """The unpaced generator against the same client's tight loops on the same messages.
 
-    Setup: the generator's own 1,000,000 keys, values and partitions, built up front; one
-    untimed warm-up of the raw loop (200,000 messages).
-    Steps: ROUNDS rounds, each on fresh topics: confluent-kafka's tight loop with a delivery
+    Setup: the generator's own keys, values and partitions (sizes.throughput_events: 1,000,000,
+    or 200,000 with --quick), built up front; one untimed warm-up of the raw loop.
+    Steps: sizes.rounds rounds, each on fresh topics: confluent-kafka's tight loop with a delivery
     report per message, then without any (the round's setup, so pytest-benchmark times only
     the generator), then one unpaced generator run (the timed call). The generator's rate is
     its report's `acked_eps`, first produce() to last acknowledgement: the raw loops' window;
     the call's own rate (connecting, planning the first block, closing truth) is kept too.
-    Then kafka-python's tight loop on 200,000 of the messages, three times.
+    Then kafka-python's tight loop on sizes.kafka_python_events of the messages, three times.
     Records the medians, each round's ratio and every run, and the CPU microseconds per event
     that the client process (all its threads) and the broker spent in the raw loop with
     reports and in the generator run.
     """
     bootstrap = kafka.bootstrap_servers
-    spec = workload(THROUGHPUT_EPS, THROUGHPUT_S, PARTITIONS)
+    spec = workload(THROUGHPUT_EPS, sizes.throughput_events / THROUGHPUT_EPS, PARTITIONS)
     messages = generator_messages(spec)
     assert len(messages) == planned(spec), f"built {len(messages):,} messages for {planned(spec):,} events"
-    confluent_tight_loop(bootstrap, new_topic("warm-up"), messages.head(KAFKA_PYTHON_EVENTS))
+    confluent_tight_loop(bootstrap, new_topic("warm-up"), messages.head(sizes.kafka_python_events))
     meter = CpuMeter(kafka.pids())
     raw_eps: list[float] = []
     bare_eps: list[float] = []
@@ -84,9 +83,9 @@ def test_generator_vs_raw_client(benchmark, kafka, new_topic, tmp_path):
         generator_eps.append(report["acked_eps"])
         cpu["generator"].append(used)
 
-    benchmark.pedantic(generator_run, setup=raw_then_prepare, rounds=ROUNDS, iterations=1)
+    benchmark.pedantic(generator_run, setup=raw_then_prepare, rounds=sizes.rounds, iterations=1)
     kafka_python_eps = [kafka_python_tight_loop(bootstrap, new_topic("kafka-python"),
-                                                messages.head(KAFKA_PYTHON_EVENTS)) for _ in range(3)]
+                                                messages.head(sizes.kafka_python_events)) for _ in range(3)]
     raw, bare, gen, kp = (statistics.median(x) for x in (raw_eps, bare_eps, generator_eps, kafka_python_eps))
     benchmark.extra_info.update({
         "events": len(messages), "partitions": PARTITIONS, "value_bytes_mean": messages.mean_value_bytes,
@@ -99,7 +98,7 @@ def test_generator_vs_raw_client(benchmark, kafka, new_topic, tmp_path):
         "generator_call_eps_runs": call_eps, "kafka_python_eps_runs": kafka_python_eps,
         **{f"{run}_cpu_us_per_event_{who}": statistics.median(c[who] for c in cpu[run])
            for run in cpu for who in ("client", "broker")},
-        "kafka_python_events": KAFKA_PYTHON_EVENTS, "kafka_python_config": KAFKA_PYTHON_CONFIG,
+        "kafka_python_events": sizes.kafka_python_events, "kafka_python_config": KAFKA_PYTHON_CONFIG,
         "goal_generator_eps": 250_000, "goal_ratio": 0.9,
     })
 

@@ -19,50 +19,50 @@ from workloads.generator.anchors import prepare
 from workloads.generator.encode import Encoder
 from workloads.generator.plan import Planner
 
-EVENTS_EPS, EVENTS_S = 100_000, 10   # 1,000,000 events, the throughput benchmark's workload
-ROUNDS = 5
+EVENTS_EPS = 100_000   # the throughput benchmark's workload: sizes.stage_events events
 
 
 @pytest.fixture(scope="module")
-def planned():
-    """The throughput benchmark's 1,000,000 events, planned and encoded once."""
-    spec = workload(EVENTS_EPS, EVENTS_S, PARTITIONS)
+def planned(sizes):
+    """The throughput benchmark's events (1,000,000; 200,000 with --quick), planned and encoded once."""
+    spec = workload(EVENTS_EPS, sizes.stage_events / EVENTS_EPS, PARTITIONS)
     planner = Planner(spec, time.time_ns() // 1_000_000)
     blocks = list(planner)
     encoder = Encoder(spec.payload, planner.keys.names)
     return planner, blocks, encoder
 
 
-def _per_event(benchmark, blocks, fn) -> None:
+def _per_event(benchmark, blocks, fn, rounds: int) -> None:
     events = sum(len(b) for b in blocks)
-    benchmark.pedantic(fn, rounds=ROUNDS, iterations=1, warmup_rounds=1)
+    benchmark.pedantic(fn, rounds=rounds, iterations=1, warmup_rounds=1)
     benchmark.extra_info.update({"events": events,
                                  "ns_per_event": benchmark.stats.stats.median / events * 1e9})
 
 
 @pytest.mark.benchmark(group="stages")
-def test_plan(benchmark, planned):
+def test_plan(benchmark, planned, sizes):
     """Planning: schedule, keys, delays, payload draws and partitions of every event."""
     planner, blocks, _ = planned
-    _per_event(benchmark, blocks, lambda: list(planner))
+    _per_event(benchmark, blocks, lambda: list(planner), sizes.rounds)
 
 
 @pytest.mark.benchmark(group="stages")
-def test_encode(benchmark, planned):
+def test_encode(benchmark, planned, sizes):
     """JSON values as the Python bytes the client takes, and the keys."""
     _, blocks, encoder = planned
-    _per_event(benchmark, blocks, lambda: [(encoder.values(b), encoder.keys_of(b)) for b in blocks])
+    _per_event(benchmark, blocks, lambda: [(encoder.values(b), encoder.keys_of(b)) for b in blocks],
+               sizes.rounds)
 
 
 @pytest.mark.benchmark(group="stages")
-def test_prepare(benchmark, planned):
+def test_prepare(benchmark, planned, sizes):
     """Ranks within partitions, anchors and the partition list of every block."""
     _, blocks, _ = planned
-    _per_event(benchmark, blocks, lambda: [prepare(b, [], []) for b in blocks])
+    _per_event(benchmark, blocks, lambda: [prepare(b, [], []) for b in blocks], sizes.rounds)
 
 
 @pytest.mark.benchmark(group="stages")
-def test_truth(benchmark, planned, tmp_path):
+def test_truth(benchmark, planned, tmp_path, sizes):
     """Ground truth: every block written to Parquet as the truth thread does."""
     planner, blocks, _ = planned
 
@@ -73,4 +73,4 @@ def test_truth(benchmark, planned, tmp_path):
             writer.write(b, b.intended_us, offset, b.intended_us // 1000, np.ones(len(b), dtype=bool))
         writer.close()
 
-    _per_event(benchmark, blocks, write)
+    _per_event(benchmark, blocks, write, sizes.rounds)

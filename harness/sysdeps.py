@@ -102,6 +102,9 @@ PREREQUISITES: tuple[Prerequisite, ...] = (
                  ("postgresql",)),
     # builds Toxiproxy (the network fault) from the Go module proxy: `python -m harness fetch`
     Prerequisite("go", "the Go toolchain", on_path("go"), ("golang-go",)),
+    # the report test opens report.html in it (tests/test_report_html.py)
+    Prerequisite("chromium", "Chromium, headless", on_path("chromium"), ("chromium",),
+                 envs=frozenset({"test"})),
 )
 
 
