@@ -85,6 +85,9 @@ def _fmt(value, digits: int = 0, unit: str = "") -> str:
 
 def _table(headers: list[str], rows: list[list[str]], table_id: str = "", text_columns: int = 1) -> str:
     ident = f' id="{table_id}"' if table_id else ""
+    if not any(headers):   # a table of names and values: no header row
+        body = "".join("<tr>" + "".join(f'<td class="text">{c}</td>' for c in row) + "</tr>" for row in rows)
+        return f"<table{ident}><tbody>{body}</tbody></table>"
     head = "".join(f'<th class="text">{escape(h)}</th>' if i < text_columns else f"<th>{escape(h)}</th>"
                    for i, h in enumerate(headers))
     body = "".join("<tr>" + "".join(f'<td class="text">{c}</td>' if i < text_columns else f"<td>{c}</td>"
@@ -164,8 +167,8 @@ def _timeline_charts(case_dir: Path, case: dict) -> list[str]:
     t = pd.read_parquet(path)
     xs, bands, name = t["second"].tolist(), _bands(case), case["name"]
 
-    def series(columns: dict[str, str]) -> list[svg.Series]:
-        return [svg.Series(label, xs, [None if pd.isna(v) else float(v) for v in t[col]])
+    def series(columns: dict[str, str], connect: bool = False) -> list[svg.Series]:
+        return [svg.Series(label, xs, [None if pd.isna(v) else float(v) for v in t[col]], connect)
                 for col, label in columns.items() if col in t]
 
     charts = [svg.line_chart(f"{name}: throughput", series(
@@ -174,7 +177,8 @@ def _timeline_charts(case_dir: Path, case: dict) -> list[str]:
                   x_label="seconds since the first event", y_label="events/s", bands=bands),
               svg.line_chart(f"{name}: latency", series(
                   {"event_time_p50_ms": "event time p50", "event_time_p99_ms": "event time p99",
-                   "processing_time_p50_ms": "processing p50", "processing_time_p99_ms": "processing p99"}),
+                   "processing_time_p50_ms": "processing p50", "processing_time_p99_ms": "processing p99"},
+                  connect=True),   # output comes in bursts (windows close): join the seconds that had some
                   x_label="seconds since the first event (output visible)", y_label="ms", bands=bands),
               svg.line_chart(f"{name}: consumer lag", series({"lag_records": "lag (records)"}),
                              x_label="seconds since the first event", y_label="records", bands=bands)]

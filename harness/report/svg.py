@@ -24,6 +24,7 @@ class Series:
     name: str
     xs: Sequence[float]
     ys: Sequence[float | None]     # None or NaN: a gap in the line
+    connect: bool = False          # draw across the gaps (sparse samples, such as window output)
 
 
 @dataclass(frozen=True)
@@ -119,15 +120,15 @@ def _legend(names: list[str], width: int) -> list[str]:
     return out
 
 
-def _polylines(f: _Frame, xs, ys, color: str) -> list[str]:
-    """One polyline per unbroken run of finite points."""
+def _polylines(f: _Frame, xs, ys, color: str, connect: bool = False) -> list[str]:
+    """One polyline per unbroken run of finite points (one for all of them with `connect`)."""
     out: list[list[str]] = []
     run: list[str] = []
     for x, y in zip(xs, ys, strict=True):
         if y is None or not math.isfinite(float(y)):
-            if run:
+            if run and not connect:
                 out.append(run)
-            run = []
+                run = []
             continue
         run.append(f"{f.x(float(x))},{f.y(float(y))}")
     if run:
@@ -152,16 +153,17 @@ def line_chart(title: str, series: list[Series], *, x_label: str, y_label: str,
     y_ticks = nice_ticks(0.0, max(ys) if max(ys) > 0 else 1.0, 4)
     f = _Frame((x_ticks[0], max(x_ticks[-1], max(xs))), (0.0, max(y_ticks[-1], max(ys))), width, height)
     out = _open(title, width, height)
-    for b in bands:
+    for i, b in enumerate(bands):
         x0, x1 = f.x(max(b.start, f.x0)), f.x(min(max(b.end, b.start), f.x1))
         out.append(f'<rect class="band" x="{x0}" y="{TOP}" width="{round(max(x1 - x0, 2.0), 1)}" '
                    f'height="{height - TOP - BOTTOM}" fill="{BAND_FILL}" fill-opacity="0.35">'
                    f'<title>{escape(b.label)}</title></rect>')
-        out.append(f'<text x="{x0 + 2}" y="{TOP + 11}" font-size="10" '
+        # labels on three staggered lines, so that faults close together stay readable
+        out.append(f'<text x="{x0 + 2}" y="{TOP + 11 + 12 * (i % 3)}" font-size="10" '
                    f'fill="#8a3b12">{escape(b.label)}</text>')
     out += _axes(f, [(t, _label(t)) for t in x_ticks], y_ticks, x_label, y_label)
     for i, s in enumerate(series):
-        out += _polylines(f, s.xs, s.ys, PALETTE[i % len(PALETTE)])
+        out += _polylines(f, s.xs, s.ys, PALETTE[i % len(PALETTE)], s.connect)
     out += _legend([s.name for s in series], width)
     out.append("</svg>")
     return "\n".join(out)
