@@ -86,7 +86,8 @@ class TestReport:
         run = _copy(tmp_path)
         proc = run_cli("report", str(run))
         assert proc.returncode == 0, proc.stderr
-        assert (run / "report.html").read_text() == html.render(run, json.loads((run / "summary.json").read_text()))
+        summary = json.loads((run / "summary.json").read_text())
+        assert (run / "report.html").read_text() == html.render(run, summary)
 
     def test_an_unknown_schema_version_is_refused(self, tmp_path):
         run = _copy(tmp_path)
@@ -100,7 +101,8 @@ class TestReport:
 # injected into a copy of the page: what the browser laid out, written where --dump-dom shows it
 _PROBE = """<script>
 addEventListener("load", () => {
-  const drawn = [...document.querySelectorAll("svg.chart")].filter(s => s.getBoundingClientRect().width > 100);
+  const drawn = [...document.querySelectorAll("svg.chart")]
+    .filter(s => s.getBoundingClientRect().width > 100);
   const rows = document.querySelectorAll("#comparison tbody tr").length;
   document.body.setAttribute("data-probe", JSON.stringify({charts: drawn.length, rows: rows,
     lines: document.querySelectorAll("svg.chart polyline").length}));
@@ -119,7 +121,8 @@ def test_the_page_renders_in_headless_chromium(tmp_path):
     probe.write_text(page.replace("</body>", _PROBE))
     flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
              f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([*flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120)
+    dom = subprocess.run([*flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True,
+                         timeout=120)
     found = re.search(r'data-probe="([^"]*)"', dom.stdout)
     assert found, f"chromium did not run the page: {dom.stderr[-2000:]}"
     laid_out = json.loads(found.group(1).replace("&quot;", '"'))
@@ -127,7 +130,7 @@ def test_the_page_renders_in_headless_chromium(tmp_path):
     assert laid_out["charts"] == len(_charts(page)) and laid_out["rows"] == len(summary["cases"])
     assert laid_out["lines"] >= len(summary["cases"]) * 4
     shot = tmp_path / "report.png"
-    subprocess.run([*flags, "--window-size=1280,2400", f"--screenshot={shot}", (run / "report.html").as_uri()],
-                   capture_output=True, timeout=120)
+    subprocess.run([*flags, "--window-size=1280,2400", f"--screenshot={shot}",
+                    (run / "report.html").as_uri()], capture_output=True, timeout=120)
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000, len(data)
