@@ -34,7 +34,7 @@ def _error(path: Path) -> ScenarioError:
 class TestShippedScenarios:
     @pytest.mark.parametrize("name, n_cases", [("smoke", 1), ("bench", 3), ("faults", 3), ("pipelines", 8),
                                                 ("sinks", 5), ("triggers", 3), ("capped", 1),
-                                                ("watermarks", 3), ("overhead", 1)])
+                                                ("watermarks", 3), ("overhead", 1), ("steady", 1)])
     def test_each_shipped_scenario_loads(self, name, n_cases):
         """The files the README points at validate, with quick and without."""
         for quick in (False, True):
