@@ -23,6 +23,7 @@ from harness.metrics import flow, latency, resources
 from harness.report import summary as summary_mod
 from harness.run.case import Case
 from harness.run.faults import FaultRunner
+from harness.run.live import LiveStatus
 from harness.run.stack import needs_postgres, start_stack
 from harness.scenario.faults import needs_proxy
 from harness.services.base import Registry
@@ -200,6 +201,7 @@ def _offer_load(case: Case, schedule: FaultRunner) -> None:
     case.progress.step(f"case {case.name}: sending for {wl.duration_s:g}s "
                        f"at a {rate['shape']} rate ({params}){first}")
     case.phase = "sending"
+    live = LiveStatus(case.spark.progress_path, case.topic, len(case.warmup))
 
     def on_progress(sent: int, planned: int) -> None:
         case.sent, case.planned = sent, planned
@@ -209,7 +211,7 @@ def _offer_load(case: Case, schedule: FaultRunner) -> None:
             except DriverDied as exc:   # the schedule never waits for the system, nor stops for it
                 if not case.expect_down:   # a fault may have killed it between the two checks
                     _driver_died(case, exc)
-        case.progress.update(f"sent {sent:,}/{planned:,}")
+        case.progress.update(live.line(sent, planned))
 
     start_ms = time.time_ns() // 1_000_000 + generator.START_LEAD_MS
     schedule.start(t0=start_ms / 1000)   # a fault's `at` counts from the first event sent
