@@ -95,7 +95,7 @@ class TestCompare:
         new = _run(tmp_path, "new", [_case("eo", 3000.0, 8000.0, lost=4)])
         proc = run_cli("compare", str(base), str(new), "--fail-on", "p99:+10%,lost:>0")
         assert proc.returncode == 1
-        assert "eo: p99 +23.1% (p99:+10%; noise unknown (one run a side))" in proc.stdout
+        assert "eo: p99 +23.1% (p99:+10%; noise unknown (one run on each side))" in proc.stdout
         assert "eo: lost" in proc.stdout
 
     def test_losses_count_only_where_the_guarantee_forbids_them(self, tmp_path):

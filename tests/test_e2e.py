@@ -61,8 +61,17 @@ class TestSmokeScenario:
                      "services/postgres/postgres.log"]:
             assert (run_dir / path).exists(), path
         for name in ["truth/part-0000.parquet", "truth/control.parquet", "generator.json", "sink.parquet",
-                     "progress.jsonl", "spark-driver.log", "checkpoint"]:
+                     "progress.jsonl", "spark-driver.log", "checkpoint", "spark-conf.json"]:
             assert (case / name).exists(), name
+        effective = json.loads((run_dir / "scenario.effective.json").read_text())
+        assert effective["name"] == "smoke" and effective["quick"] is False
+        # the Spark configuration the driver actually ran with: the driver's, the harness's, the sink's
+        conf = json.loads((case / "spark-conf.json").read_text())
+        assert conf["spark.sql.shuffle.partitions"] == "2"
+        assert conf["spark.master"].startswith("local-cluster")
+        assert "-XX:TieredStopAtLevel=1" in conf["spark.executor.extraJavaOptions"]
+        page = (run_dir / "report.html").read_text()
+        assert '<table id="comparison">' in page and page.count("<svg ") >= 4
 
     def test_the_driver_and_two_executors_were_processes_of_their_own(self, smoke_run):
         """local-cluster[2,1,1024]: the summary names the driver's pid and two other executor pids."""
@@ -122,6 +131,7 @@ class TestInterruptedRun:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 128 + sig, err[-3000:]
         assert json.loads((run_dir / "summary.json").read_text())["status"] == "aborted"
+        assert (run_dir / "report.html").exists(), "an aborted run gets its report too"
         assert _driver_status(run_dir)["state"] != "running", "status.json still says running"
         _assert_nothing_left(run_dir)
 

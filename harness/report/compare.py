@@ -199,7 +199,11 @@ class Row:
     @property
     def noise(self) -> str:
         if self.significant is None:
-            return "noise unknown (one run a side)" if self.base and self.new else ""
+            if not (self.base and self.new):
+                return ""
+            side = "each side" if len(self.base) < 2 and len(self.new) < 2 else (
+                "base" if len(self.base) < 2 else "new")
+            return f"noise unknown (one run on {side})"
         return "larger than the noise" if self.significant else "within the noise"
 
 

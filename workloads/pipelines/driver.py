@@ -4,6 +4,7 @@ Runs in its own process (the harness starts it as a service), so a fault can kil
 and a restart resumes from the same checkpoint. It reads a DriverConfig (config.py),
 starts the query, and writes beside it:
   status.json     {"state": "running"|"stopped"|"failed", "query_id", "error"}
+  spark-conf.json the SparkConf it runs with
   progress.jsonl  one StreamingQueryProgress JSON per micro-batch
 It stops gracefully when the file named by `stop_path` appears. Between a sink's write
 and Spark's commit it obeys the control directory (pipelines/control.py).
@@ -91,6 +92,7 @@ def _session(config: DriverConfig):
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    _write_conf(spark, Path(config.status_path).with_name("spark-conf.json"))
     if config.progress:
         spark.streams.addListener(_progress_listener(Path(config.progress_path)))
     return spark
@@ -193,6 +195,15 @@ def _checked_output(out, config: DriverConfig):
         raise ValueError(f"pipeline.build {where} returned columns {out.columns}; "
                          f"{config.pipeline} output needs {wanted} (missing {missing})")
     return out.select(*wanted)
+
+
+def _write_conf(spark, path: Path) -> None:
+    """The Spark configuration the driver actually runs with (its defaults, the harness's and
+    the sink's settings, the user's), for the run directory to describe itself."""
+    conf = dict(sorted(spark.sparkContext.getConf().getAll()))
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(conf, indent=2) + "\n")
+    os.replace(tmp, path)
 
 
 def _write_status(path: Path, **fields) -> None:
