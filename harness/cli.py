@@ -107,7 +107,7 @@ def _compare(args) -> int:
     rules = compare.parse_rules(args.fail_on if args.fail_on is not None else compare.DEFAULT_RULES)
     base, new = compare.load(args.base), compare.load(args.new)
     rows = compare.compare(base, new, rules)
-    print(compare.render(base, new, rows))
+    print(compare.render(base, new, rows, compare.tests(base, new, rules)))
     return 1 if any(r.failed for r in rows) else 0
 
 

@@ -63,6 +63,32 @@ class TestNoise:
         assert compare.significant([100, 110, 90], [104, 92, 112]) is False
         assert compare.significant([100], [120, 121]) is None
 
+    @pytest.mark.parametrize("t, df, p", [(2.776, 4, 0.05), (4.604, 4, 0.01), (12.706, 1, 0.05),
+                                          (2.228, 10, 0.05), (1.96, 1e6, 0.05)])
+    def test_p_values_are_students_t(self, t, df, p):
+        """The two-sided p of Student's t from the incomplete beta function, against the
+        table's critical values."""
+        assert compare.betainc(df / 2, 0.5, df / (df + t * t)) == pytest.approx(p, abs=2e-4)
+
+    def test_many_judged_changes_share_the_5_percent(self, tmp_path):
+        """Six changes judged (three cases, p99 and throughput): a p of 0.03 on one of them is
+        the noise a run of six tests gives about one time in six, not a regression; the same
+        runs judged alone would be. (The at-most-once p99 of two real bench runs, three each.)"""
+        base_p99, new_p99 = [9153.0, 9240.0, 10607.0], [10951.0, 11922.0, 12545.0]
+        assert compare.welch_p(base_p99, new_p99) == pytest.approx(0.032, abs=0.001)
+        cases = {"a": (BASE_EPS, base_p99, new_p99), "b": (BASE_EPS, BASE_P99, BASE_P99),
+                 "c": (BASE_EPS, BASE_P99, BASE_P99)}
+        base = _run(tmp_path, "base", [c for n, (e, p, _) in cases.items() for c in _repeated(n, e, p)])
+        new = _run(tmp_path, "new", [c for n, (e, _, p) in cases.items() for c in _repeated(n, e, p)])
+        rules = compare.parse_rules(compare.DEFAULT_RULES)
+        b, n = compare.load(base), compare.load(new)
+        assert compare.tests(b, n, rules) == 6
+        assert not any(r.failed for r in compare.compare(b, n, rules))
+        alone = compare.compare({"cases": [c for c in b["cases"] if c["series"] == "a"]},
+                                {"cases": [c for c in n["cases"] if c["series"] == "a"]},
+                                compare.parse_rules("p99:+10%"))
+        assert [r.failed for r in alone if r.metric == "p99"] == [["p99:+10%"]]
+
 
 class TestCompare:
     def test_a_planted_20_percent_throughput_regression_exits_1(self, tmp_path):
@@ -71,7 +97,7 @@ class TestCompare:
         new = _run(tmp_path, "new", _repeated("eo", [e * 0.8 for e in BASE_EPS], BASE_P99))
         proc = run_cli("compare", str(base), str(new))
         assert proc.returncode == 1, proc.stdout + proc.stderr
-        assert "eo: throughput -20.0% (throughput:-5%; larger than the noise)" in proc.stdout
+        assert "eo: throughput -20.0% (throughput:-5%; larger than the noise (p=" in proc.stdout
         assert "p99" not in proc.stdout.split("regressions:")[1]
 
     def test_two_unchanged_runs_pass(self, tmp_path):
@@ -80,7 +106,7 @@ class TestCompare:
         new = _run(tmp_path, "new", _repeated("eo", [3040.0, 2930.0, 2990.0], [6600.0, 6450.0, 6560.0]))
         proc = run_cli("compare", str(base / "summary.json"), str(new))
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert "no regression" in proc.stdout and "within the noise" in proc.stdout
+        assert "no regression" in proc.stdout and "within the noise (p=" in proc.stdout
 
     def test_a_change_past_the_threshold_but_within_the_noise_is_not_a_regression(self, tmp_path):
         """-6% on the median, but the runs scatter by more than that: no regression."""

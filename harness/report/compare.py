@@ -5,9 +5,11 @@ BASE and NEW are run directories or summary.json files. Cases are matched by the
 (a case's name in the scenario; `run --repeat N` runs each one N times, as `<name>-r<k>`).
 Per case and metric it prints the median and the min-max of each side and the change of
 the medians. With at least two runs on each side it asks whether the change is larger
-than the noise, as pyperf does: a two-sided Welch t-test at 95%. A rule fails only on a
-change past its threshold that is also significant (or, without repeats, past its
-threshold: the noise is then unknown, and the output says so).
+than the noise, as pyperf does: a two-sided Welch t-test, at 5% for the whole comparison
+(Bonferroni: each change judged by a rule at 5% divided by how many are judged, so that
+many cases and metrics do not make a false alarm likely). A rule fails only on a change
+past its threshold that is also significant (or, without repeats, past its threshold: the
+noise is then unknown, and the output says so).
 
 Rules, comma-separated `metric:threshold`:
   p99:+10%          fails when NEW's median is more than 10% above BASE's
@@ -149,25 +151,58 @@ def series(summary: dict) -> dict[str, list[dict]]:
     return out
 
 
-# two-sided 95% critical values of Student's t, by degrees of freedom (then 1.96)
-_T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-        2.045, 2.042]
+ALPHA = 0.05   # the family-wise error rate of one compare, over all the changes its rules judge
 
 
-def significant(a: list[float], b: list[float]) -> bool | None:
-    """Welch's t-test at 95% (pyperf's model): is the difference of means larger than the
-    noise? None with fewer than two values on a side (the noise is unknown)."""
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function (modified Lentz)."""
+    tiny, c, d = 1e-300, 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        for aa in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                   -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-14:
+            break
+    return h
+
+
+def betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x)
+                     + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def welch_p(a: list[float], b: list[float]) -> float | None:
+    """The two-sided p-value of Welch's t-test on the means of `a` and `b` (pyperf's model);
+    None with fewer than two values on a side (the noise is unknown)."""
     if len(a) < 2 or len(b) < 2:
         return None
     ma, mb = statistics.fmean(a), statistics.fmean(b)
     va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
     if va + vb == 0:
-        return ma != mb
+        return 0.0 if ma != mb else 1.0
     t = abs(ma - mb) / math.sqrt(va + vb)
     df = (va + vb) ** 2 / ((va ** 2 / (len(a) - 1) if va else 0) + (vb ** 2 / (len(b) - 1) if vb else 0))
-    critical = _T95[min(max(int(df), 1), len(_T95)) - 1] if df < len(_T95) + 1 else 1.96
-    return t > critical
+    return betainc(df / 2.0, 0.5, df / (df + t * t))
+
+
+def significant(a: list[float], b: list[float], alpha: float = ALPHA) -> bool | None:
+    """Is the difference larger than the noise, at level `alpha`? None: the noise is unknown."""
+    p = welch_p(a, b)
+    return None if p is None else p < alpha
 
 
 @dataclass
@@ -178,6 +213,7 @@ class Row:
     new: list[float]
     significant: bool | None
     failed: list[str]
+    p: float | None = None
 
     @staticmethod
     def _side(values: list[float]) -> str:
@@ -204,31 +240,48 @@ class Row:
             side = "each side" if len(self.base) < 2 and len(self.new) < 2 else (
                 "base" if len(self.base) < 2 else "new")
             return f"noise unknown (one run on {side})"
-        return "larger than the noise" if self.significant else "within the noise"
+        p = "" if self.p is None else f" (p={self.p:.2g})"
+        return ("larger than the noise" if self.significant else "within the noise") + p
+
+
+def _values(runs: list[dict], metric: Metric) -> list[float]:
+    return [float(v) for v in (metric.get(c) for c in runs) if v is not None]
+
+
+def tests(base: dict, new: dict, rules: list[Rule]) -> int:
+    """How many changes the rules judge against the noise (a case and a metric with a
+    relative or absolute rule, repeats on both sides): the Bonferroni divisor, so that one
+    compare cries wolf at most ALPHA of the time in all, not ALPHA per case and metric."""
+    judged = {r.metric for r in rules if r.kind != "limit"}
+    base_series = series(base)
+    return sum(1 for name, runs in series(new).items() for m in judged
+               if len(_values(runs, METRICS[m])) >= 2
+               and len(_values(base_series.get(name, []), METRICS[m])) >= 2)
 
 
 def compare(base: dict, new: dict, rules: list[Rule]) -> list[Row]:
     rows = []
     base_series, new_series = series(base), series(new)
+    alpha = ALPHA / max(tests(base, new, rules), 1)
     for name, runs in new_series.items():
         before = base_series.get(name, [])
         for metric_name, metric in METRICS.items():
-            b = [v for v in (metric.get(c) for c in before) if v is not None]
-            n = [v for v in (metric.get(c) for c in runs) if v is not None]
+            b, n = _values(before, metric), _values(runs, metric)
             if not b and not n:
                 continue
-            sig = significant(b, n)
+            p = welch_p(b, n)
+            sig = None if p is None else p < alpha
             failed = []
             for rule in (r for r in rules if r.metric == metric_name):
                 crossed = rule.crossed(statistics.median(b) if b else None,
                                        statistics.median(n) if n else None, n)
                 if crossed and (rule.kind == "limit" or sig is not False):
                     failed.append(rule.text)
-            rows.append(Row(name, metric_name, [float(v) for v in b], [float(v) for v in n], sig, failed))
+            rows.append(Row(name, metric_name, b, n, sig, failed, p))
     return rows
 
 
-def render(base: dict, new: dict, rows: list[Row]) -> str:
+def render(base: dict, new: dict, rows: list[Row], judged: int = 0) -> str:
     def label(s: dict) -> str:
         counts = [len(v) for v in series(s).values()]
         repeats = max(counts) if counts else 0
@@ -238,7 +291,9 @@ def render(base: dict, new: dict, rows: list[Row]) -> str:
     table = [[r.case, f"{r.metric} ({METRICS[r.metric].unit})", Row._side(r.base), Row._side(r.new), r.change,
               r.noise, "FAILED " + ", ".join(r.failed) if r.failed else ""] for r in rows]
     widths = [max(len(h), *(len(t[i]) for t in table)) if table else len(h) for i, h in enumerate(headers)]
-    lines = [f"compare: base {label(base)} -> new {label(new)}",
+    level = (f"; larger than the noise: Welch's p below {ALPHA:g} / {judged} changes judged"
+             if judged else "")
+    lines = [f"compare: base {label(base)} -> new {label(new)}{level}",
              "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip(),
              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(c.ljust(w) for c, w in zip(t, widths, strict=True)).rstrip() for t in table]
