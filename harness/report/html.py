@@ -6,9 +6,9 @@ inline SVG (harness/report/svg.py), so the file needs nothing beside it. It show
 
 - the run: scenario, status, environment (versions, CPU, memory, git commit);
 - the guarantees side by side: throughput, p99, lost, duplicated, recovery time, verdict;
-- per case, over time: the four throughputs, latency p50 and p99, and the lag, with each
-  fault's period shaded and labelled; the latency percentile plot; and, when the verdict
-  failed, the discrepancies;
+- per case, over time: the four throughputs, latency p50 and p99, the lag and each
+  component's CPU, with each fault's period shaded and labelled; the latency percentile
+  plot; and, when the verdict failed, the discrepancies;
 - the sustain search and the watermark sweep, when the run had them.
 """
 
@@ -182,6 +182,11 @@ def _timeline_charts(case_dir: Path, case: dict) -> list[str]:
                   x_label="seconds since the first event (output visible)", y_label="ms", bands=bands),
               svg.line_chart(f"{name}: consumer lag", series({"lag_records": "lag (records)"}),
                              x_label="seconds since the first event", y_label="records", bands=bands)]
+    cpu = {c: c.split(":", 1)[1] for c in t.columns if c.startswith("cpu_percent:")}
+    if cpu:   # what each process used meanwhile (resources.parquet, joined per second)
+        charts.append(svg.line_chart(f"{name}: CPU by component", series(cpu),
+                                     x_label="seconds since the first event", y_label="% of one core",
+                                     bands=bands))
     return charts
 
 

@@ -67,10 +67,10 @@ class _Frame:
     """Maps data to pixels for one chart."""
 
     def __init__(self, x_range: tuple[float, float], y_range: tuple[float, float],
-                 width: int, height: int):
+                 width: int, height: int, top: int = TOP):
         self.x0, self.x1 = x_range
         self.y0, self.y1 = y_range
-        self.width, self.height = width, height
+        self.width, self.height, self.top = width, height, top
 
     def x(self, value: float) -> float:
         span = (self.x1 - self.x0) or 1.0
@@ -78,7 +78,7 @@ class _Frame:
 
     def y(self, value: float) -> float:
         span = (self.y1 - self.y0) or 1.0
-        return round(self.height - BOTTOM - (value - self.y0) / span * (self.height - TOP - BOTTOM), 1)
+        return round(self.height - BOTTOM - (value - self.y0) / span * (self.height - self.top - BOTTOM), 1)
 
 
 def _open(title: str, width: int, height: int) -> list[str]:
@@ -101,21 +101,34 @@ def _axes(f: _Frame, x_ticks: list[tuple[float, str]], y_ticks: list[float], x_l
         out.append(f'<line x1="{x}" y1="{bottom}" x2="{x}" y2="{bottom + 4}" stroke="#333"/>')
         out.append(f'<text x="{x}" y="{bottom + 16}" text-anchor="middle">{escape(text)}</text>')
     out.append(f'<line x1="{LEFT}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#333"/>')
-    out.append(f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{bottom}" stroke="#333"/>')
+    out.append(f'<line x1="{LEFT}" y1="{f.top}" x2="{LEFT}" y2="{bottom}" stroke="#333"/>')
     out.append(f'<text x="{(LEFT + right) / 2}" y="{f.height - 6}" '
                f'text-anchor="middle">{escape(x_label)}</text>')
-    out.append(f'<text x="14" y="{(TOP + bottom) / 2}" text-anchor="middle" '
-               f'transform="rotate(-90 14 {(TOP + bottom) / 2})">{escape(y_label)}</text>')
+    out.append(f'<text x="14" y="{(f.top + bottom) / 2}" text-anchor="middle" '
+               f'transform="rotate(-90 14 {(f.top + bottom) / 2})">{escape(y_label)}</text>')
     return out
 
 
-def _legend(names: list[str], width: int) -> list[str]:
+LEGEND_ROW = 18   # a legend too wide to share the title's row gets a row of its own, this high
+
+
+def _legend_width(names: list[str]) -> float:
+    return sum(20 + 6.5 * len(n) for n in names)
+
+
+def _legend_fits(title: str, names: list[str], width: int) -> bool:
+    """Whether the legend fits right of the title (bold 13 px: about 7.5 px a character)."""
+    return LEFT + 7.5 * len(title) + 16 + _legend_width(names) <= width - RIGHT
+
+
+def _legend(names: list[str], width: int, row: int = 0) -> list[str]:
     out: list[str] = []
-    x = float(width - RIGHT)
+    x, y = float(width - RIGHT), 8 + row * LEGEND_ROW
     for i, name in reversed(list(enumerate(names))):
         x -= 12 + 6.5 * len(name)
-        out.append(f'<rect x="{round(x, 1)}" y="8" width="9" height="9" fill="{PALETTE[i % len(PALETTE)]}"/>')
-        out.append(f'<text x="{round(x + 12, 1)}" y="16">{escape(name)}</text>')
+        color = PALETTE[i % len(PALETTE)]
+        out.append(f'<rect x="{round(x, 1)}" y="{y}" width="9" height="9" fill="{color}"/>')
+        out.append(f'<text x="{round(x + 12, 1)}" y="{y + 8}">{escape(name)}</text>')
         x -= 8
     return out
 
@@ -151,20 +164,23 @@ def line_chart(title: str, series: list[Series], *, x_label: str, y_label: str,
                           "</svg>"])
     x_ticks = nice_ticks(min(0.0, min(xs)), max(xs), 8)
     y_ticks = nice_ticks(0.0, max(ys) if max(ys) > 0 else 1.0, 4)
-    f = _Frame((x_ticks[0], max(x_ticks[-1], max(xs))), (0.0, max(y_ticks[-1], max(ys))), width, height)
+    names = [s.name for s in series]
+    row = 0 if _legend_fits(title, names, width) else 1
+    height, top = height + row * LEGEND_ROW, TOP + row * LEGEND_ROW
+    f = _Frame((x_ticks[0], max(x_ticks[-1], max(xs))), (0.0, max(y_ticks[-1], max(ys))), width, height, top)
     out = _open(title, width, height)
     for i, b in enumerate(bands):
         x0, x1 = f.x(max(b.start, f.x0)), f.x(min(max(b.end, b.start), f.x1))
-        out.append(f'<rect class="band" x="{x0}" y="{TOP}" width="{round(max(x1 - x0, 2.0), 1)}" '
-                   f'height="{height - TOP - BOTTOM}" fill="{BAND_FILL}" fill-opacity="0.35">'
+        out.append(f'<rect class="band" x="{x0}" y="{top}" width="{round(max(x1 - x0, 2.0), 1)}" '
+                   f'height="{height - top - BOTTOM}" fill="{BAND_FILL}" fill-opacity="0.35">'
                    f'<title>{escape(b.label)}</title></rect>')
         # labels on three staggered lines, so that faults close together stay readable
-        out.append(f'<text x="{x0 + 2}" y="{TOP + 11 + 12 * (i % 3)}" font-size="10" '
+        out.append(f'<text x="{x0 + 2}" y="{top + 11 + 12 * (i % 3)}" font-size="10" '
                    f'fill="#8a3b12">{escape(b.label)}</text>')
     out += _axes(f, [(t, _label(t)) for t in x_ticks], y_ticks, x_label, y_label)
     for i, s in enumerate(series):
         out += _polylines(f, s.xs, s.ys, PALETTE[i % len(PALETTE)], s.connect)
-    out += _legend([s.name for s in series], width)
+    out += _legend(names, width, row)
     out.append("</svg>")
     return "\n".join(out)
 
