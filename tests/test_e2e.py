@@ -14,6 +14,7 @@ import time
 import pytest
 
 from harness.report import summary
+from harness.scenario import load
 from harness.wait import wait_until
 from tests.helpers import REPO, assert_nothing_left, harness_cmd, run_cli
 
@@ -63,8 +64,10 @@ class TestSmokeScenario:
         for name in ["truth/part-0000.parquet", "truth/control.parquet", "generator.json", "sink.parquet",
                      "progress.jsonl", "spark-driver.log", "checkpoint", "spark-conf.json"]:
             assert (case / name).exists(), name
+        # every value the run used: the --quick overrides applied
         effective = json.loads((run_dir / "scenario.effective.json").read_text())
-        assert effective["name"] == "smoke" and effective["quick"] is False
+        assert effective == json.loads(json.dumps(load(SMOKE, quick=True).to_dict()))
+        assert effective["quick"] is True
         # the Spark configuration the driver actually ran with: the driver's, the harness's, the sink's
         conf = json.loads((case / "spark-conf.json").read_text())
         assert conf["spark.sql.shuffle.partitions"] == "2"
