@@ -316,7 +316,8 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
     if truth is None:   # died before sending: nothing to check
         return {**result, **_nothing_checked(spec.guarantee, failure)}
     batch_times.table(progress_records).to_parquet(case.dir / "batches.parquet", index=False)
-    speed, (rates, lag) = _speed(case, truth, progress_records, sink)
+    batches = checkpoint.read_queries(case.checkpoints, case.topic)
+    speed, (rates, lag) = _speed(case, truth, progress_records, sink, batches)
     start_ms = _first_send_ms(truth)
 
     def timeline(latencies: dict) -> None:
@@ -331,7 +332,6 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
         timeline({})
         unchecked = _nothing_checked(spec.guarantee, failure, checked=False)
         return {**result, **unchecked, **speed, "faults": result["faults"]}
-    batches = checkpoint.read_queries(case.checkpoints, case.topic)
     try:
         checked = checker.check(pl, truth, sink, batches)
     except Problem:
@@ -365,7 +365,7 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
 _COUNTS = ("tumbling_count", "windowed_count")
 
 
-def _speed(case: Case, truth, progress_records: list[dict], sink) -> tuple[dict, tuple]:
+def _speed(case: Case, truth, progress_records: list[dict], sink, batches) -> tuple[dict, tuple]:
     """Throughput and backpressure for summary.json: the run's overall rates; the four
     throughputs measured after [measure] warmup; the lag's trend; whether Spark's count
     of records read agrees with the harness's. And per second, the throughputs and each
@@ -389,8 +389,7 @@ def _speed(case: Case, truth, progress_records: list[dict], sink) -> tuple[dict,
     if burst is not None:
         backpressure["burst"] = burst
     eps = window["eps"]
-    committed = flow.committed_eps(checkpoint.read_queries(case.checkpoints, case.topic), start_ms,
-                                   window["window_s"])
+    committed = flow.committed_eps(batches, start_ms, window["window_s"])
     throughput = {"offered": metrics.offered_eps(truth),
                   "processed": metrics.processed_eps(progress_records, start_ms),
                   "ingested": eps["ingested"], "delivered": eps["delivered"],
