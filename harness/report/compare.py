@@ -55,12 +55,6 @@ def _latency(kind: str, q: str) -> Callable[[dict], float | None]:
     return get
 
 
-def _recovery(c: dict):
-    times = [_get(f, "recovery", "lag_recovered_s") for f in c.get("faults", [])]
-    times = [t for t in times if t is not None]
-    return max(times) if times else None
-
-
 @dataclass(frozen=True)
 class Metric:
     unit: str
@@ -79,7 +73,7 @@ METRICS = {
     "duplicated": Metric("events", False, lambda c: _get(c, "events", "duplicated")
                          if c.get("guarantee") != "at-least-once" else None),
     "max_lag": Metric("records", False, lambda c: _get(c, "backpressure", "max_lag_records")),
-    "recovery": Metric("s", False, _recovery),
+    "recovery": Metric("s", False, summary_mod.lag_recovered_s),
     "batch_p50": Metric("ms", False,
                         lambda c: _get(c, "batch_time", "phases_ms", "triggerExecution", "median")),
 }

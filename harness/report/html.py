@@ -118,13 +118,6 @@ def _verdict(case: dict) -> str:
     return '<span class="pass">PASS</span>' if v.get("holds") else '<span class="fail">FAIL</span>'
 
 
-def recovery_s(case: dict) -> float | None:
-    """The longest time any fault's backlog took to drain (None: no fault, or it never drained)."""
-    times = [f.get("recovery", {}).get("lag_recovered_s") for f in case.get("faults", [])]
-    times = [t for t in times if t is not None]
-    return max(times) if times else case.get("backpressure", {}).get("recovery_s")
-
-
 def _measured(case: dict, kind: str) -> float | None:
     lat = case.get("latency_measured_ms") or case.get("latency_ms") or {}
     return (lat.get(kind) or {}).get("p99")
@@ -143,7 +136,8 @@ def _comparison(cases: list[dict]) -> str:
                      _fmt(measured.get("offered", eps.get("offered"))),
                      _fmt(measured.get("processed", eps.get("processed"))),
                      _fmt(_measured(c, "event_time")), _fmt(_measured(c, "processing_time")),
-                     _fmt(events.get("lost")), _fmt(events.get("duplicated")), _fmt(recovery_s(c), 1),
+                     _fmt(events.get("lost")), _fmt(events.get("duplicated")),
+                     _fmt(summary_mod.lag_recovered_s(c), 1),
                      _fmt(c.get("backpressure", {}).get("keeping_up"))])
     return _table(headers, rows, "comparison", text_columns=5)
 

@@ -78,6 +78,14 @@ def unchecked(expected: str, failure: str | None) -> dict:
             "detail": "not checked: the sink keeps nothing to read back (a speed run)"}
 
 
+def lag_recovered_s(case: dict) -> float | None:
+    """A case's recovery time: the longest any fault's backlog took to drain (None: no
+    fault, or it never drained), else backpressure.recovery_s."""
+    times = [f.get("recovery", {}).get("lag_recovered_s") for f in case.get("faults", [])]
+    times = [t for t in times if t is not None]
+    return max(times) if times else (case.get("backpressure") or {}).get("recovery_s")
+
+
 def write(run_dir: Path, summary: dict) -> Path:
     """Validate, then write run_dir/summary.json atomically. A summary of another run is
     never overwritten."""
