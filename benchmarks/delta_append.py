@@ -5,8 +5,8 @@
 Appends 8 batches of 300 rows (the size of a micro-batch at 300 events/s) into a fresh
 Delta table with `txnAppId`/`txnVersion`, as DeltaBatchSink does, and prints each
 append's seconds. The first two pay for a cold JVM; the rest are the steady cost. The
-sinks' `spark.databricks.delta.snapshotPartitions = 2` came from this script (README,
-"Sinks"). Needs the Delta jars (`python -m harness fetch`).
+sinks' `spark.databricks.delta.snapshotPartitions = 2` came from this script (docs/performance.md,
+"Delta snapshot partitions"). Needs the Delta jars (`python -m harness fetch`).
 """
 
 from __future__ import annotations

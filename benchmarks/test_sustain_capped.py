@@ -2,7 +2,8 @@
 at most 1,000 records a 2 s batch, so the search must land within 10% of 500 events/s.
 
 About 9 minutes (seven 40 s trials and Spark's ceiling), so it runs only when asked:
-`BENCH_SUSTAIN=1 tox -e bench`. Issue 11 asks for it; its result is in the README.
+`BENCH_SUSTAIN=1 tox -e bench`. Issue 11 asks for it; its result is in docs/performance.md,
+"A known answer: capped.toml".
 """
 
 from __future__ import annotations

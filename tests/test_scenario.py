@@ -36,7 +36,7 @@ class TestShippedScenarios:
                                                 ("sinks", 5), ("triggers", 3), ("capped", 1),
                                                 ("watermarks", 3), ("overhead", 1), ("steady", 1)])
     def test_each_shipped_scenario_loads(self, name, n_cases):
-        """The files the README points at validate, with quick and without."""
+        """The shipped scenarios validate, with quick and without."""
         for quick in (False, True):
             scenario = load(SCENARIOS / f"{name}.toml", quick=quick)
             assert scenario.name == name and len(scenario.cases) == n_cases

@@ -71,7 +71,7 @@ _DELTA_CONF = {   # Delta's session settings (its documentation's two)
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     # Delta rebuilds the table's snapshot after every commit in 50 tasks by default: on two
-    # cores that was 4.5 s of each 300-row append; in 2 tasks, 2.3 s (README, "Delta Lake")
+    # cores that was 4.5 s of each 300-row append; in 2 tasks, 2.3 s (docs/pipelines-and-sinks.md, "Delta Lake")
     "spark.databricks.delta.snapshotPartitions": "2",
 }
 SINKS = {
