@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from faults.base import Fault, Observation
+from faults.kinds import DOWNTIME, FaultKind, Key, always
 from faults.targets import wait_for
 
 
@@ -34,3 +35,15 @@ class RestartBroker(Fault):
         assert self.injected_at is not None
         down = round(self.back_at - self.injected_at, 3)
         return Observation(True, f"{self.target} was down {down:.1f}s; batches resumed", {"downtime_s": down})
+
+
+MODES = ("clean", "hard")
+
+RESTART_BROKER = FaultKind(
+    "restart-broker", RestartBroker,
+    about="stop the broker (`mode = \"clean\"`: SIGTERM, a controlled shutdown; `\"hard\"`: SIGKILL) and "
+          "start it again on the same data after `downtime`; batches must resume",
+    models="a broker restart for an upgrade (clean), or a broker crash (hard)",
+    keys=(Key("mode", "choice", "clean (SIGTERM) or hard (SIGKILL)", default="hard", choices=MODES,
+              draw="choice"), DOWNTIME),
+    targets=("broker",), default_target="broker", restarts=True, requires=always("own-kafka"))

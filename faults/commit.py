@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from faults.base import Fault, Observation
+from faults.kinds import DURATION, FaultKind
 from workloads.pipelines.control import DELAY_COMMIT, held_batches, request, withdraw
 
 
@@ -26,3 +27,12 @@ class DelayCommit(Fault):
         return Observation(True, f"batch {first['batch_id']} ({first['rows']} rows) was written and held "
                                  f"up to {self.spec.duration_s:g}s before its commit",
                            {"held_batch": first["batch_id"]})
+
+
+DELAY_COMMIT = FaultKind(
+    "delay-commit", DelayCommit,
+    about="the driver's commit gate holds the next batch that wrote rows between the sink's write and "
+          "Spark's commit log (`checkpoint/commits/N`) for `duration`; it goes around any `foreachBatch` sink",
+    models="a slow commit: the window in which a crash makes Spark replay a batch the sink already has",
+    keys=(DURATION,), targets=("driver",), default_target="driver", needs_commit_gate=True,
+    recovery_keys=("held_batch",))

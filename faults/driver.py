@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from faults.base import Fault, Observation
+from faults.kinds import DOWNTIME, FaultKind
 from faults.targets import end_s as _end_s
 from faults.targets import wait_for
 from workloads.pipelines.control import DELAY_COMMIT, HOLD_COMMIT, held_batches, holding, request, withdraw
@@ -113,6 +114,28 @@ class ReplayBatch(KillDriver):
         what = "skipped (at-most-once restarts fresh)" if fresh else "ran again"
         return Observation(True, f"batch {self.held['batch_id']} ({self.held['rows']} rows) was written, "
                                  f"the driver killed before its commit, and the batch {what}", seen.facts)
+
+
+
+_DRIVER_RECOVERY = ("downtime_s", "first_batch_after_s", "batches_reexecuted", "events_reread")
+
+KILL_DRIVER = FaultKind(
+    "kill-driver", KillDriver,
+    about="SIGKILL the driver's process tree and start a new driver after `downtime`; a batch must complete "
+          "after it. Inside a `delay-commit` it waits for the held batch, so that it kills there",
+    models="a driver crash: its node lost, its container killed",
+    keys=(DOWNTIME,), targets=("driver",), default_target="driver", restarts=True,
+    recovery_keys=_DRIVER_RECOVERY)
+
+REPLAY_BATCH = FaultKind(
+    "replay-batch", ReplayBatch,
+    about="hold the next batch that wrote rows after the sink's write, kill the driver there and start "
+          "again: the batch is in the offset log and not in the commit log, so Spark must run it again "
+          "with its id",
+    models="a crash between a sink's commit and Spark's commit log (the Paimon double commit, "
+           "apache/paimon#9666)",
+    keys=(DOWNTIME,), targets=("driver",), default_target="driver", restarts=True,
+    needs_commit_gate=True, recovery_keys=_DRIVER_RECOVERY)
 
 
 def _uncommitted(checkpoint) -> set[int]:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import time
 
 from faults.base import Fault, Observation
+from faults.kinds import DURATION, TARGET, FaultKind, Key, by_target
 from faults.targets import RefusedTarget
 from workloads import kafka_admin
+from workloads.errors import SpecError
 
 _PREFIX = "harness-"   # toxics carry our prefix and the fault's time: heal removes only its own
 
@@ -126,3 +128,27 @@ def probe_postgres(url: str) -> float:
     with psycopg.connect(url, connect_timeout=10) as conn:
         conn.execute("SELECT 1").fetchone()
     return 0.0
+
+
+def _one_toxic(values: dict, s) -> None:
+    """A network fault does something: latency, bandwidth or reset."""
+    extra = values["extra"]
+    if not (extra.get("latency_ms") or "bandwidth_kbps" in extra or extra.get("reset")):
+        raise SpecError(f"{s.path} does nothing: a network fault needs latency, bandwidth or reset",
+                        'add e.g. latency = "500ms", bandwidth = 64 (KB/s) or reset = true')
+
+
+NETWORK = FaultKind(
+    "network", Network,
+    about="Toxiproxy's toxics on Spark's path only, for `duration`: latency with jitter, a bandwidth limit "
+          "(KB/s), connection resets; a probe through the proxy must show the latency or the reset",
+    models="a slow or lossy network between Spark and Kafka or its sink",
+    keys=(TARGET, DURATION,
+          Key("latency", "duration", "added to every packet", default="0ms", store="latency_ms"),
+          Key("jitter", "duration", "random variation of the latency", default="0ms", store="jitter_ms"),
+          Key("bandwidth", "integer", "a limit in KB/s", default=None, store="bandwidth_kbps", gt=0),
+          Key("reset", "boolean", "reset connections (TCP RST)", default=False)),
+    targets=("kafka", "postgres"), default_target="kafka",
+    requires=by_target({"kafka": ("own-kafka",), "postgres": ("own-postgres",)}),
+    check=_one_toxic, drawable=False,
+    why_not_drawable="its toxics are the scenario's choice; declare network faults in [[faults]]")

@@ -7,6 +7,7 @@ import signal
 import psutil
 
 from faults.base import Fault, Observation
+from faults.kinds import DURATION, TARGET, FaultKind, Key, by_target
 from faults.targets import RefusedTarget, wait_for
 from workloads.pipelines.control import KILL_EXECUTOR, KILLED, request
 
@@ -138,3 +139,32 @@ def _status(proc: psutil.Process) -> str | None:
         return proc.status()
     except psutil.NoSuchProcess:
         return None
+
+
+VIAS = ("signal", "spark-api")
+
+KILL_EXECUTOR = FaultKind(
+    "kill-executor", KillExecutor,
+    about="SIGKILL one executor (`via = \"signal\"`), and `local-cluster` must launch a replacement; or "
+          "through Spark's own API (`via = \"spark-api\"`): the driver calls "
+          "`SparkContext.killAndReplaceExecutor` (where it is missing, `killExecutor` then "
+          "`requestExecutors(1)`), which works on a remote cluster too. Either way the process must die "
+          "and a new executor must appear",
+    models="a lost node, or an executor the kernel's OOM killer ended",
+    keys=(TARGET, Key("via", "choice", "how: a signal to the process, or Spark's own API",
+                      default="signal", choices=VIAS)),
+    targets=("executor",), default_target="executor:0", nemesis_targets=("executor:random",),
+    recovery_keys=("executor_back_s",),
+    requires=lambda spec: ("own-executors",) if spec.via == "signal" else ())
+
+PAUSE = FaultKind(
+    "pause", Pause,
+    about="SIGSTOP every process of the target, then SIGCONT after `duration`; every process must show "
+          "`stopped`, then run again",
+    models="a long garbage-collection pause, or a frozen virtual machine",
+    keys=(TARGET, DURATION),
+    targets=("executor", "driver", "broker", "postgres"), default_target="driver",
+    # a nemesis aims pauses at Spark's processes: the broker and Postgres have faults of their own
+    nemesis_targets=("executor:random", "driver"),
+    requires=by_target({"executor": ("own-executors",), "broker": ("own-kafka",),
+                        "postgres": ("own-postgres",)}))

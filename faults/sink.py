@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from faults.base import Fault, Observation
+from faults.kinds import DURATION, FaultKind, always
 from faults.targets import RefusedTarget, wait_for
 
 
@@ -55,3 +56,11 @@ class StallSink(Fault):
             return Observation(False, f"no batch committed to {table} within 60s of the lock's release")
         return Observation(True, f"no batch committed to {table} for {self.spec.duration_s:g}s; "
                                  f"commits resumed after the lock was released")
+
+
+STALL_SINK = FaultKind(
+    "stall-sink", StallSink,
+    about="another session holds `LOCK TABLE ... ACCESS EXCLUSIVE` on the sink table for `duration`; no "
+          "batch may commit meanwhile, and commits must resume",
+    models="a sink that stops answering: a locked table, a database under maintenance",
+    keys=(DURATION,), targets=("sink",), default_target="sink", requires=always("postgres-sink"))

@@ -7,7 +7,9 @@ import time
 
 import pytest
 
-import faults
+from dataclasses import replace
+
+from faults import registry
 from faults.base import Fault, Observation
 from faults.spec import FaultSpec
 from faults.targets import RefusedTarget, Targets
@@ -87,12 +89,17 @@ class _Recorded(Fault):
         return Observation(True, "recorded")
 
 
+def _record(monkeypatch, kind: str) -> None:
+    """Faults of `kind` are _Recorded ones for the test's length."""
+    monkeypatch.setitem(registry.KINDS, kind, replace(registry.KINDS[kind], injector=_Recorded))
+
+
 class TestSchedule:
     @pytest.fixture(autouse=True)
     def recorded(self, monkeypatch):
         _Recorded.calls = []
         for kind in ("pause", "kill-driver"):
-            monkeypatch.setitem(faults.INJECTORS, kind, f"{__name__}:_Recorded")
+            _record(monkeypatch, kind)
 
     def test_each_fault_is_injected_at_its_time_healed_and_recorded(self, tmp_path):
         """at 0.1 s for 0.2 s: injected, healed, observed; summary fields from the first event sent."""
@@ -143,7 +150,7 @@ class TestTargets:
 
 def test_threads_of_a_finished_schedule_are_gone(tmp_path, monkeypatch):
     """No thread of the schedule outlives it."""
-    monkeypatch.setitem(faults.INJECTORS, "pause", f"{__name__}:_Recorded")
+    _record(monkeypatch, "pause")
     runner = FaultRunner((FaultSpec("pause", 0, "driver", duration_s=0.05),), _targets(tmp_path))
     runner.start(time.time())
     runner.join(5)

@@ -15,15 +15,12 @@ import time
 import traceback
 from collections.abc import Callable
 
-import faults
+from faults import registry
 from faults.base import Fault, Observation
 from faults.spec import FaultSpec
 from faults.targets import Targets
 
 log = logging.getLogger(__name__)
-
-# faults whose heal starts processes: on an aborted run they are not healed, only forgotten
-_HEAL_STARTS = {"kill-driver", "replay-batch", "restart-broker"}
 
 
 class FaultRun:
@@ -39,7 +36,7 @@ class FaultRun:
         if stopping.wait(max(0.0, self.t0 + self.spec.at_s - time.time())):
             return
         try:
-            self.fault = faults.make(self.spec, self.targets)
+            self.fault = registry.make(self.spec, self.targets)
             self.fault.inject()
             self.say(f"fault {self.spec.kind}: injected into {self.fault.target}")
             stopping.wait(self.spec.lasts_s)
@@ -78,9 +75,7 @@ class FaultRun:
             "kind": self.spec.kind, "at_s": self.spec.at_s, "started_s": started, "ended_s": ended,
             "target": f.target if f is not None else self.spec.target, "observed": observed,
             "detail": detail, "spec": self.spec.describe(),
-            "recovery": {key: facts.get(key) for key in
-                         ("downtime_s", "first_batch_after_s", "lag_recovered_s", "batches_reexecuted",
-                          "events_reread")},
+            "recovery": {key: facts.get(key) for key in registry.recovery_keys(self.spec.kind)},
         }
 
 
@@ -117,7 +112,8 @@ class FaultRunner:
         for thread in self.threads:
             thread.join(30)
         for run in self.runs:
-            if not (aborted and run.spec.kind in _HEAL_STARTS):
+            # a kind whose heal starts a process (a driver, the broker) is left as it is
+            if not (aborted and registry.kind(run.spec.kind).restarts):
                 run.release()
 
     def records(self) -> list[dict]:

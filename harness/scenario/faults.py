@@ -1,24 +1,98 @@
-"""The scenario's `[[faults]]` array, validated into FaultSpecs before anything starts.
+"""The scenario's `[[faults]]` array and `[nemesis]`, validated into FaultSpecs before
+anything starts, from the registered kinds (faults/registry.py).
 
 Each mistake names the dotted path (`faults[1].target`) and the fix: an unknown kind, a
 fault after the workload ends, a target that does not exist (executor 5 of 2), a
-missing or negative duration.
+missing or negative duration, a fault the run cannot carry out (a broker restart on an
+external Kafka, a sink lock on a sink that is not PostgreSQL).
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from faults import nemesis
-from faults.spec import KINDS, MODES, RESTART_MARGIN_S, RESTARTING, VIAS, FaultSpec
+from faults.kinds import COMMON_KEYS, FaultKind
+from faults.registry import KINDS, drawable
+from faults.spec import RESTART_MARGIN_S, FaultSpec
 from harness.errors import ScenarioError
+from harness.scenario.model import Case, Services
 from workloads.generator._validate import Section, bad
+from workloads.sinks import SINKS
 
 _TARGET = re.compile(r"([a-z]+)(?::(\d+|random))?")
 _LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*(\d+)\s*,")
-_DEFAULT_DOWNTIME = "3s"
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a fault is checked against: the workload's length, the services, the cases."""
+
+    workload_s: float
+    services: Services
+    cases: tuple[Case, ...] = ()
+
+    @property
+    def master(self) -> str:
+        return self.services.spark.master
+
+
+def _external(what: str, key: str) -> Callable[[Context, Case | None], str | None]:
+    def check(ctx: Context, case: Case | None) -> str | None:
+        named = getattr(getattr(ctx.services, what), key)
+        return (f"services.{what}.{key} names an external {what}, and the harness touches only what it "
+                "started itself") if named else None
+    return check
+
+
+def _own_executors(ctx: Context, case: Case | None) -> str | None:
+    if executors_of(ctx.master) is not None:
+        return None
+    return (f"the master {ctx.master} runs executors on machines the harness did not start them on, so it "
+            'cannot signal them (via = "spark-api" asks Spark to kill one instead)')
+
+
+def _postgres_sink(ctx: Context, case: Case | None) -> str | None:
+    if case is None or case.sink == "postgres":
+        return None
+    return f"case {case.name} writes to the {case.sink} sink, not to PostgreSQL"
+
+
+def _commit_gate(ctx: Context, case: Case | None) -> str | None:
+    if case is None or case.sink not in SINKS or SINKS[case.sink].commit_gate:
+        return None
+    return (f"case {case.name} writes through the {case.sink} sink, Spark's own, not a foreachBatch sink, "
+            "so no batch can be held in its commit window")
+
+
+# name -> (check(context, case) -> why not, or None; per case or once for the run)
+PRECONDITIONS: dict[str, tuple[Callable[[Context, Case | None], str | None], bool]] = {
+    "own-kafka": (_external("kafka", "bootstrap_servers"), False),
+    "own-postgres": (_external("postgres", "url"), False),
+    "own-executors": (_own_executors, False),
+    "postgres-sink": (_postgres_sink, True),
+    "commit-gate": (_commit_gate, True),
+}
+
+
+def requirements(kind: FaultKind, spec: FaultSpec) -> tuple[str, ...]:
+    """The preconditions a fault needs: the kind's, given its keys, and the commit gate."""
+    return (*kind.requires(spec), *(("commit-gate",) if kind.needs_commit_gate else ()))
+
+
+def why_not(spec: FaultSpec, ctx: Context) -> str | None:
+    """The reason `spec` cannot run in this scenario, or None."""
+    for name in requirements(KINDS[spec.kind], spec):
+        check, per_case = PRECONDITIONS[name]
+        for case in (ctx.cases if per_case else (None,)):
+            reason = check(ctx, case)
+            if reason:
+                return f"{spec.kind} needs {name}: {reason}"
+    return None
 
 
 def needs_proxy(faults: tuple[FaultSpec, ...]) -> set[str]:
@@ -26,28 +100,28 @@ def needs_proxy(faults: tuple[FaultSpec, ...]) -> set[str]:
     return {f.target for f in faults if f.kind == "network"}
 
 
-def parse_nemesis(s: Section, workload_s: float, default_seed: int) -> tuple[FaultSpec, ...]:
+def parse_nemesis(s: Section, ctx: Context, default_seed: int) -> tuple[FaultSpec, ...]:
     """[nemesis] kinds, interval, seed -> the seeded plan (empty without the table)."""
     if not s.data:
         return ()
     kinds = s.raw("kinds")
+    can = drawable()
     if not isinstance(kinds, list) or not kinds:
         raise bad(s.field("kinds"), kinds, "expected a non-empty array of fault kinds",
-                  f'write kinds = ["kill-executor", "pause"] (kinds: {", ".join(KINDS)})')
-    for i, kind in enumerate(kinds):
-        if kind == "network":
-            raise bad(f"{s.field('kinds')}[{i}]", kind, "needs its own keys (target, latency, ...)",
-                      "declare network faults in [[faults]]")
-        if kind not in KINDS:
-            close = difflib.get_close_matches(str(kind), KINDS, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise bad(f"{s.field('kinds')}[{i}]", kind, "is not a fault kind",
-                      f"{hint}write one of {', '.join(KINDS)}")
+                  f'write kinds = ["kill-executor", "pause"] (kinds: {", ".join(can)})')
+    for i, name in enumerate(kinds):
+        path = f"{s.field('kinds')}[{i}]"
+        _known(name, path)
+        if name not in can:
+            raise bad(path, name, "cannot be drawn by a nemesis: " + KINDS[name].why_not_drawable,
+                      f"declare {name} faults in [[faults]]; a nemesis draws {', '.join(can)}")
     interval_s = s.duration_ms("interval", gt=0) / 1000
-    if interval_s > workload_s:
-        raise bad(s.field("interval"), s.raw("interval"), f"is longer than the workload ({workload_s:g}s)",
+    if interval_s > ctx.workload_s:
+        raise bad(s.field("interval"), s.raw("interval"), f"is longer than the workload ({ctx.workload_s:g}s)",
                   "choose an interval shorter than workload.duration, so that a fault fits in it")
-    return nemesis.plan(tuple(kinds), interval_s, s.integer("seed", default_seed), workload_s)
+    tables = nemesis.plan(tuple(kinds), interval_s, s.integer("seed", default_seed), ctx.workload_s)
+    return tuple(fault(t, f"nemesis (fault {i} drawn: {t['kind']} at {t['at']})", ctx)
+                 for i, t in enumerate(tables))
 
 
 def executors_of(master: str) -> int | None:
@@ -56,57 +130,45 @@ def executors_of(master: str) -> int | None:
     return int(match[1]) if match else None
 
 
-def parse_faults(raw: Any, workload_s: float, master: str, where: str = "faults") -> tuple[FaultSpec, ...]:
+def parse_faults(raw: Any, ctx: Context, where: str = "faults") -> tuple[FaultSpec, ...]:
     """`[[faults]]` -> FaultSpecs, in the order of their `at`."""
     if raw is None:
         return ()
     if not isinstance(raw, list):
         raise bad(where, raw, "expected an array of tables", f"write each fault as a [[{where}]] table")
-    specs = [_fault(item, f"{where}[{i}]", workload_s, master) for i, item in enumerate(raw)]
+    specs = [fault(item, f"{where}[{i}]", ctx) for i, item in enumerate(raw)]
     return tuple(sorted(specs, key=lambda f: f.at_s))
 
 
-def _fault(item: Any, path: str, workload_s: float, master: str) -> FaultSpec:
-    kind_name = _kind(item, path)
-    kind = KINDS[kind_name]
-    s = Section(item, path, ("kind", "at", *kind.keys))
+def fault(item: Any, path: str, ctx: Context) -> FaultSpec:
+    """One `[[faults]]` table -> its FaultSpec, or ScenarioError naming the dotted path."""
+    kind = KINDS[_kind(item, path)]
+    s = Section(item, path, (*COMMON_KEYS, *kind.key_names))
     at_s = s.duration_ms("at") / 1000
-    if at_s >= workload_s:
-        raise bad(s.field("at"), s.raw("at"), f"is not before the workload ends ({workload_s:g}s)",
+    if at_s >= ctx.workload_s:
+        raise bad(s.field("at"), s.raw("at"), f"is not before the workload ends ({ctx.workload_s:g}s)",
                   "inject faults while events are being sent: choose an `at` earlier than "
                   "workload.duration (with --quick, [quick] may shorten it)")
-    target = _target(s, kind_name, master)
-    lasts_s = max(s.duration_ms("duration", "0s"), s.duration_ms("downtime", _DEFAULT_DOWNTIME)) / 1000
-    if kind_name in RESTARTING and at_s + lasts_s + RESTART_MARGIN_S > workload_s:
-        raise bad(s.field("at"), s.raw("at"), f"leaves too little workload after the restart: {kind_name} "
+    target = _target(s, kind, ctx.master)
+    spec = FaultSpec(kind=kind.name, at_s=at_s, target=target, **kind.parse(s))
+    if kind.restarts and at_s + spec.lasts_s + RESTART_MARGIN_S > ctx.workload_s:
+        raise bad(s.field("at"), s.raw("at"), f"leaves too little workload after the restart: {kind.name} "
                   f"needs {RESTART_MARGIN_S:g}s of events after its downtime to see the new process at work",
-                  f"choose an `at` of at most {max(0.0, workload_s - lasts_s - RESTART_MARGIN_S):g}s, "
+                  f"choose an `at` of at most {max(0.0, ctx.workload_s - spec.lasts_s - RESTART_MARGIN_S):g}s, "
                   "or a longer workload.duration")
-    duration_s = 0.0
-    if "duration" in kind.keys:
-        duration_s = s.duration_ms("duration", gt=0) / 1000
-    downtime_s = s.duration_ms("downtime", _DEFAULT_DOWNTIME) / 1000 if "downtime" in kind.keys else 0.0
-    via = s.choice("via", VIAS, "signal") if "via" in kind.keys else "signal"
-    extra = _network(s) if kind_name == "network" else {}
-    return FaultSpec(kind=kind_name, at_s=at_s, target=target, duration_s=duration_s, extra=extra,
-                     downtime_s=downtime_s,
-                     via=via,
-                     mode=s.choice("mode", MODES, "hard") if "mode" in kind.keys else "hard")
+    reason = why_not(spec, ctx)
+    if reason:
+        raise ScenarioError(f"{path}: {reason}",
+                            "drop this fault, or run it in a scenario whose services and sinks allow it")
+    return spec
 
 
-def _network(s: Section) -> dict:
-    """The toxics of a network fault: at least one of latency, bandwidth and reset."""
-    toxics = {"latency_ms": s.duration_ms("latency", "0ms"), "jitter_ms": s.duration_ms("jitter", "0ms")}
-    if "bandwidth" in s:
-        toxics["bandwidth_kbps"] = s.integer("bandwidth", gt=0)
-    reset = s.raw("reset", False)
-    if not isinstance(reset, bool):
-        raise bad(s.field("reset"), reset, "expected true or false", "write reset = true")
-    toxics["reset"] = reset
-    if not (toxics["latency_ms"] or "bandwidth_kbps" in toxics or reset):
-        raise ScenarioError(f"{s.path} does nothing: a network fault needs latency, bandwidth or reset",
-                            'add e.g. latency = "500ms", bandwidth = 64 (KB/s) or reset = true')
-    return toxics
+def _known(name: Any, path: str) -> str:
+    if name not in KINDS:
+        close = difflib.get_close_matches(str(name), KINDS, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise bad(path, name, "is not a fault kind", f"{hint}write one of {', '.join(KINDS)}")
+    return name
 
 
 def _kind(item: Any, path: str) -> str:
@@ -114,22 +176,15 @@ def _kind(item: Any, path: str) -> str:
         raise bad(path, item, "expected a table", "write it as a [[faults]] table")
     if "kind" not in item:
         raise ScenarioError(f"{path}.kind is missing", f"add kind = one of {', '.join(KINDS)}")
-    kind = item["kind"]
-    if kind not in KINDS:
-        close = difflib.get_close_matches(str(kind), KINDS, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        raise bad(f"{path}.kind", kind, "is not a fault kind",
-                  f"{hint}write one of {', '.join(KINDS)}")
-    return kind
+    return _known(item["kind"], f"{path}.kind")
 
 
-def _target(s: Section, kind_name: str, master: str) -> str:
-    kind = KINDS[kind_name]
-    target = s.string("target", kind.default_target) if "target" in kind.keys else kind.default_target
+def _target(s: Section, kind: FaultKind, master: str) -> str:
+    target = s.string("target", kind.default_target) if "target" in kind.key_names else kind.default_target
     match = _TARGET.fullmatch(target)
     if match is None or match[1] not in kind.targets:
-        allowed = ", ".join(f'"{t}:N"' if t == "executor" else f'"{t}"' for t in kind.targets)
-        raise bad(s.field("target"), target, f"is not a target of {kind_name}", f"write one of {allowed}")
+        raise bad(s.field("target"), target, f"is not a target of {kind.name}",
+                  f"write one of {', '.join(shown_targets(kind))}")
     if match[1] == "executor":
         index = match[2] or "0"
         count = executors_of(master)
@@ -139,3 +194,9 @@ def _target(s: Section, kind_name: str, master: str) -> str:
                       f"write executor:0 to executor:{count - 1}, or executor:random")
         target = f"executor:{index}"
     return target
+
+
+def shown_targets(kind: FaultKind) -> list[str]:
+    """The targets of `kind` as a scenario writes them."""
+    return [f'"{t}:N"' if t == "executor" else f'"{t}"' for t in kind.targets] + (
+        ['"executor:random"'] if "executor" in kind.targets else [])

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from harness.errors import ScenarioError
-from harness.scenario.faults import needs_proxy, parse_faults, parse_nemesis
+from harness.scenario.faults import Context, parse_faults, parse_nemesis
 from harness.scenario.model import (
     GUARANTEES,
     Case,
@@ -76,12 +76,11 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     pipeline = parse_pipeline(top, path.parent)
     cases = _cases(top.raw("cases"), top.table("matrix", ("guarantee", "sink", "watermark")), path.parent,
                    pipeline)
-    faults = _faults(top.raw("faults"), quick_faults, quick, workload, services.spark.master)
+    ctx = Context(workload.duration_s, services, cases)
+    faults = _faults(top.raw("faults"), quick_faults, quick, ctx)
     nemesis = top.table("nemesis", ("kinds", "interval", "seed"))
-    chaos = parse_nemesis(nemesis, workload.duration_s, workload.seed)
+    chaos = parse_nemesis(nemesis, ctx, workload.seed)
     faults = tuple(sorted(faults + chaos, key=lambda f: f.at_s))
-    _own_services_for_network(faults, services)
-    _commit_window_faults(faults, cases)
     _real_time(pipeline, cases, workload, services)
     measure = _measure(top.table("measure", ("warmup", "warmup_eps", "lag_trend_max", "enabled")), workload)
     return Scenario(**head, path=path, services=services, workload=workload, pipeline=pipeline,
@@ -101,26 +100,12 @@ def _measure(s: Section, workload: WorkloadSpec) -> Measure:
                    warmup_eps=warmup_eps, enabled=s.boolean("enabled", True))
 
 
-def _faults(raw: Any, quick_raw: Any, quick: bool, workload: WorkloadSpec, master: str):
+def _faults(raw: Any, quick_raw: Any, quick: bool, ctx: Context):
     """[[faults]]; with --quick, [[quick.faults]] replaces them when the scenario gives it
     (a shorter workload needs an earlier schedule)."""
     if quick and quick_raw is not None:
-        return parse_faults(quick_raw, workload.duration_s, master, "quick.faults")
-    return parse_faults(raw, workload.duration_s, master)
-
-
-# faults that hold a batch between the sink's write and Spark's commit: a foreachBatch sink only
-_COMMIT_WINDOW = ("delay-commit", "replay-batch")
-
-
-def _commit_window_faults(faults, cases: tuple[Case, ...]) -> None:
-    """Refuse a commit-window fault with a sink that has no commit window of ours."""
-    held = sorted({f.kind for f in faults if f.kind in _COMMIT_WINDOW})
-    for i, case in enumerate(cases):
-        if held and case.sink in SINKS and not SINKS[case.sink].commit_gate:
-            raise ScenarioError(f"cases[{i}] ({case.name}): the {case.sink} sink is Spark's own, not a "
-                                f"foreachBatch sink, so {', '.join(held)} cannot hold its batches in the "
-                                "commit window", "drop those faults, or run that case on another scenario")
+        return parse_faults(quick_raw, ctx, "quick.faults")
+    return parse_faults(raw, ctx)
 
 
 # Spark's real-time mode writes through sinks that run inside its long-running tasks (Kafka,
@@ -148,16 +133,6 @@ def _real_time(pipeline, cases: tuple[Case, ...], workload: WorkloadSpec, servic
                   f"Spark's real-time mode runs one long-running task per Kafka partition at once, and "
                   f"{services.spark.master} has {cores} cores", f"use at most {cores} partitions, or more "
                   "executors in services.spark.master")
-
-
-def _own_services_for_network(faults, services: Services) -> None:
-    """A network fault puts a proxy in front of a service: only one the harness starts."""
-    external = {"kafka": services.kafka.bootstrap_servers, "postgres": services.postgres.url}
-    for path in needs_proxy(faults):
-        if external[path]:
-            raise ScenarioError(f"a network fault on the {path} path needs the harness's own {path}, "
-                                f"but services.{path} names an external one",
-                                f"remove services.{path} for this scenario, or drop the network fault")
 
 
 def _description(top: Section) -> str:

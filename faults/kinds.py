@@ -1,0 +1,212 @@
+"""A fault kind described once: its keys, targets, injector, and what the harness must know
+about it (Jepsen's nemesis "package": everything about a family in one place).
+
+A fault module declares its kinds next to its injectors, and `faults/registry.py` lists
+them, one line each. Everything else reads the registry: the scenario loader parses a
+`[[faults]]` table with `FaultKind.parse`, the nemesis and the hunt draw one with
+`FaultKind.draw`, the schedule asks `restarts`, the recovery figures come from
+`recovery_keys`, and docs/faults.md's table is `registry.table()`.
+
+    KILL_DRIVER = FaultKind(
+        "kill-driver", KillDriver, about="...", models="...",
+        keys=(DOWNTIME,), targets=("driver",), restarts=True,
+        recovery_keys=("downtime_s", "first_batch_after_s"))
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from workloads.generator._validate import REQUIRED, Section, bad
+
+# the keys every fault has besides its own: kind, and `at` (from the first event sent)
+COMMON_KEYS = ("kind", "at")
+# where a key's value goes in a FaultSpec: these four are fields of their own, every other
+# key goes into `extra` under its `store` name
+_SPEC_FIELDS = {"duration": "duration_s", "downtime": "downtime_s", "via": "via", "mode": "mode"}
+# recovery figures every kind records (faults/base.Observation.facts, plus the lag's, which
+# the runner computes for every fault from the lag at each batch's end)
+RECOVERY_KEYS = ("downtime_s", "first_batch_after_s", "lag_recovered_s", "batches_reexecuted",
+                 "events_reread")
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of a fault kind, as a scenario writes it.
+
+    `type` is one of: duration (a string with a unit; stored in seconds for `duration` and
+    `downtime`, in milliseconds as `<store>` otherwise), choice, integer, boolean, table.
+    `default` REQUIRED means the key must be written. `draw` says how a nemesis or the hunt
+    picks a value: "default", "choice" (uniformly among `choices`), "span" (the drawn
+    fault's length), "short" (at most 2 s of it)."""
+
+    name: str
+    type: str
+    about: str
+    default: Any = REQUIRED
+    choices: tuple = ()
+    store: str = ""        # the name in FaultSpec.extra ("" = the key's own, or its spec field)
+    gt: float | None = None
+    ge: float | None = None
+    draw: str = "default"
+
+    def read(self, s: Section) -> Any:
+        """The value of this key in `s` (or its default), checked; raises with the dotted path."""
+        bounds = {k: v for k, v in (("gt", self.gt), ("ge", self.ge)) if v is not None}
+        if self.type == "duration":
+            ms = s.duration_ms(self.name, self.default, **bounds)
+            return ms / 1000 if self.name in ("duration", "downtime") else ms
+        if self.type == "choice":
+            return s.choice(self.name, self.choices, self.default)
+        if self.type == "integer":
+            return s.integer(self.name, self.default, **bounds)
+        if self.type == "boolean":
+            return s.boolean(self.name, self.default)
+        if self.type == "table":
+            value = s.raw(self.name, self.default if self.default is not REQUIRED else None)
+            if not isinstance(value, dict):
+                raise bad(s.field(self.name), value, "expected a table",
+                          f"write {self.name} = {{ key = \"value\" }}")
+            return dict(value)
+        raise ValueError(f"key {self.name}: unknown type {self.type!r}")
+
+    @property
+    def field(self) -> str:
+        """Where the value goes: a FaultSpec field, or `extra.<name>`."""
+        return _SPEC_FIELDS.get(self.name) or f"extra.{self.store or self.name}"
+
+    def shown_default(self) -> str:
+        if self.default is REQUIRED:
+            return "required"
+        if isinstance(self.default, bool):
+            return "true" if self.default else "false"
+        return "-" if self.default is None else f"`{self.default}`" if self.default != {} else "`{}`"
+
+    def example(self) -> Any:
+        """A value the key accepts (the docs test and the registry test write it)."""
+        if self.type == "duration":
+            return "2s"
+        if self.type == "choice":
+            return self.choices[-1]
+        if self.type == "integer":
+            return int((self.gt if self.gt is not None else (self.ge or 0) - 1) + 2)
+        if self.type == "boolean":
+            return True
+        return {}
+
+    def wrong(self) -> Any:
+        """A value the key refuses."""
+        return {"duration": "2 parsecs", "choice": "no-such-value", "integer": "many",
+                "boolean": "yes", "table": 3}[self.type]
+
+
+# keys several kinds share
+DURATION = Key("duration", "duration", "how long the fault lasts", gt=0, draw="span")
+DOWNTIME = Key("downtime", "duration", "how long the process stays down before it is started again",
+               default="3s", draw="short")
+
+
+# `target` is checked by the harness against the cluster (executor 5 of 2): its choices are
+# the kind's `targets`, its default the kind's `default_target`
+TARGET = Key("target", "target", "what the fault acts on: one of the kind's targets", default=None)
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    """Everything the harness knows about one kind of fault."""
+
+    name: str
+    injector: type                       # a faults.base.Fault subclass, built as Injector(spec, targets)
+    about: str                           # what happens, and what must be seen (the docs table)
+    models: str                          # the real failure it stands for
+    keys: tuple[Key, ...] = ()           # besides kind and at
+    targets: tuple[str, ...] = ()        # what `target` may name: "executor" (executor:N), "driver"...
+    default_target: str = ""
+    restarts: bool = False               # its heal starts a process (a driver, the broker)
+    needs_commit_gate: bool = False      # it holds a batch in a foreachBatch sink's commit window
+    recovery_keys: tuple[str, ...] = ()  # its own figures in recovery{}, beyond RECOVERY_KEYS
+    # the preconditions a fault of this kind needs, by name, given its spec (its target, its
+    # via...); the harness checks each before anything starts (harness/scenario/faults.py
+    # PRECONDITIONS): "own-kafka", "own-postgres", "own-executors", "postgres-sink"
+    requires: Callable[[Any], tuple[str, ...]] = lambda spec: ()
+    check: Callable[[dict, Section], None] | None = None   # keys that constrain each other
+    nemesis_targets: tuple[str, ...] = ()   # the targets a nemesis draws from (default: default_target)
+    drawable: bool = True                # False: a nemesis cannot invent its keys (network)
+    why_not_drawable: str = ""
+
+    @property
+    def key_names(self) -> tuple[str, ...]:
+        return tuple(k.name for k in self.keys)
+
+    def key(self, name: str) -> Key:
+        return next(k for k in self.keys if k.name == name)
+
+    def parse(self, s: Section) -> dict:
+        """The kind's keys of `s`, as FaultSpec fields: {"duration_s": ..., "extra": {...}}.
+        `target` is left to the caller, which knows the cluster (executor 5 of 2)."""
+        values: dict[str, Any] = {"extra": {}}
+        for key in self.keys:
+            if key.type == "target":
+                continue
+            if key.default is None and key.name not in s:
+                continue   # an optional key without a default: absent
+            value = key.read(s)
+            spec_field = _SPEC_FIELDS.get(key.name)
+            if spec_field:
+                values[spec_field] = value
+            else:
+                values["extra"][key.store or key.name] = value
+        if self.check is not None:
+            self.check(values, s)
+        return values
+
+    def draw(self, rng: random.Random, at_s: float, span_s: float) -> dict:
+        """A `[[faults]]` table of this kind at `at_s`, lasting at most `span_s`, its keys drawn
+        from `rng`: what a nemesis or the hunt adds to a plan (parsed like any other)."""
+        if not self.drawable:
+            raise ValueError(f"{self.name} cannot be drawn: {self.why_not_drawable}")
+        raw: dict[str, Any] = {"kind": self.name, "at": _seconds(at_s)}
+        for key in self.keys:
+            if key.type == "target":
+                raw["target"] = rng.choice(self.nemesis_targets or (self.default_target,))
+            elif key.draw == "span":
+                raw[key.name] = _seconds(span_s)
+            elif key.draw == "short":
+                raw[key.name] = _seconds(min(2.0, span_s))
+            elif key.draw == "choice":
+                raw[key.name] = rng.choice(key.choices)
+        return raw
+
+    def lasts_key(self) -> str | None:
+        """The key whose value is how long the fault lasts (duration or downtime)."""
+        names = self.key_names
+        return "duration" if "duration" in names else "downtime" if "downtime" in names else None
+
+
+def _seconds(s: float) -> str:
+    """A duration string TOML and the parser agree on: "12.5s", "3s"."""
+    return f"{round(s, 3):g}s"
+
+
+def by_target(needs: Mapping[str, tuple[str, ...]]) -> Callable[[Any], tuple[str, ...]]:
+    """`requires` for a kind whose preconditions depend on what it targets:
+    {"broker": ("own-kafka",)} -> a broker target needs the harness's own Kafka."""
+    return lambda spec: needs.get(spec.target_kind, ())
+
+
+def always(*names: str) -> Callable[[Any], tuple[str, ...]]:
+    """`requires` for a kind that needs `names` whatever its keys say."""
+    return lambda spec: names
+
+
+def register(*kinds: FaultKind) -> Mapping[str, FaultKind]:
+    """name -> kind, refusing a name registered twice."""
+    out: dict[str, FaultKind] = {}
+    for kind in kinds:
+        if kind.name in out:
+            raise ValueError(f"fault kind {kind.name!r} is registered twice")
+        out[kind.name] = kind
+    return out

@@ -1,0 +1,65 @@
+"""Every fault kind, registered once: adding a kind is one module plus one line here.
+
+The scenario loader, the nemesis, the hunt, the schedule, the recovery figures and
+docs/faults.md's table all read `KINDS` (faults/kinds.py says what a kind declares).
+"""
+
+from __future__ import annotations
+
+from faults import broker, commit, driver, network, process, sink
+from faults.kinds import RECOVERY_KEYS, FaultKind, register
+
+KINDS = register(
+    process.KILL_EXECUTOR,
+    process.PAUSE,
+    driver.KILL_DRIVER,
+    driver.REPLAY_BATCH,
+    commit.DELAY_COMMIT,
+    sink.STALL_SINK,
+    broker.RESTART_BROKER,
+    network.NETWORK,
+)
+
+
+def kind(name: str) -> FaultKind:
+    """The registered kind `name` (a KeyError names an unknown one)."""
+    return KINDS[name]
+
+
+def make(spec, targets):
+    """The injector for `spec` (a faults.spec.FaultSpec), acting on `targets`."""
+    return KINDS[spec.kind].injector(spec, targets)
+
+
+def recovery_keys(name: str) -> tuple[str, ...]:
+    """The recovery figures a fault of kind `name` records: every kind's, then its own."""
+    own = KINDS[name].recovery_keys
+    return (*RECOVERY_KEYS, *(k for k in own if k not in RECOVERY_KEYS))
+
+
+def drawable() -> tuple[str, ...]:
+    """The kinds a nemesis or the hunt can invent a fault of."""
+    return tuple(name for name, k in KINDS.items() if k.drawable)
+
+
+def table() -> str:
+    """docs/faults.md's table of kinds, in Markdown (python -m harness.docs writes it there)."""
+    from faults.kinds import REQUIRED
+
+    rows = ["| kind | keys (default) | targets | what happens, and what must be seen | what it models |",
+            "|---|---|---|---|---|"]
+    for name, k in KINDS.items():
+        keys = []
+        for key in k.keys:
+            if key.type == "target":
+                keys.append(f"`target` (`{k.default_target}`)")
+            else:
+                default = "required" if key.default is REQUIRED else key.shown_default()
+                choices = f": {', '.join(f'`{c}`' for c in key.choices)}" if key.choices else ""
+                keys.append(f"`{key.name}` ({default}{choices})")
+        targets = ", ".join(f"`{t}:N`, `{t}:random`" if t == "executor" else f"`{t}`" for t in k.targets)
+        flags = [*(["restarts a process"] if k.restarts else []),
+                 *(["a `foreachBatch` sink's commit window"] if k.needs_commit_gate else [])]
+        about = k.about + (f" ({'; '.join(flags)})" if flags else "")
+        rows.append(f"| `{name}` | {', '.join(keys) or '-'} | {targets} | {about} | {k.models} |")
+    return "\n".join(rows)

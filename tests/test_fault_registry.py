@@ -1,0 +1,104 @@
+"""Every registered fault kind, walked: its keys parse, bad values are refused with the dotted
+path, a nemesis can draw it, its preconditions are known, and the docs list it."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import random
+
+import pytest
+
+import faults
+from faults.kinds import FaultKind
+from faults.registry import KINDS, drawable, table
+from faults.spec import FaultSpec
+from harness import docs
+from harness.errors import ScenarioError
+from harness.scenario import load
+from harness.scenario.faults import PRECONDITIONS, requirements
+from tests.helpers import MINIMAL_SCENARIO
+
+pytestmark = pytest.mark.unit
+
+# a minute of workload: room for a restarting kind's margin after its downtime
+LONG = MINIMAL_SCENARIO.replace('duration = "1s"', 'duration = "60s"')
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+    return repr(value)
+
+
+def _scenario(tmp_path, table: dict):
+    body = "\n".join(f"{k} = {_toml(v)}" for k, v in table.items())
+    path = tmp_path / "s.toml"
+    path.write_text(LONG + "\n[[faults]]\n" + body + "\n")
+    return path
+
+
+def _good(kind: FaultKind) -> dict:
+    """A table of `kind` at 1 s with every key at a value it accepts."""
+    table: dict = {"kind": kind.name, "at": "1s"}
+    for key in kind.keys:
+        table[key.name] = kind.default_target if key.type == "target" else key.example()
+    return table
+
+
+@pytest.mark.parametrize("name", list(KINDS))
+class TestEveryKind:
+    def test_every_key_parses(self, name, tmp_path):
+        """A [[faults]] table with each key at an accepted value loads into one FaultSpec of the kind."""
+        (spec,) = load(_scenario(tmp_path, _good(KINDS[name]))).faults
+        assert spec.kind == name and spec.at_s == 1.0
+
+    def test_a_bad_value_is_refused_with_its_dotted_path(self, name, tmp_path):
+        """Each key, in turn, given a value it refuses: the error names faults[0].<key>."""
+        kind = KINDS[name]
+        for key in kind.keys:
+            table = {**_good(kind), key.name: "nowhere" if key.type == "target" else key.wrong()}
+            with pytest.raises(ScenarioError) as err:
+                load(_scenario(tmp_path, table))
+            assert f"faults[0].{key.name}" in str(err.value), (key.name, str(err.value))
+
+    def test_an_unknown_key_is_refused(self, name, tmp_path):
+        with pytest.raises(ScenarioError, match=r"unknown key faults\[0\]\.colour"):
+            load(_scenario(tmp_path, {**_good(KINDS[name]), "colour": "red"}))
+
+    def test_its_preconditions_are_known_to_the_harness(self, name):
+        """Whatever the kind requires, for any of its targets, the loader knows how to check."""
+        kind = KINDS[name]
+        for target in kind.targets:
+            spec = FaultSpec(name, 1.0, target if target != "executor" else "executor:0")
+            assert set(requirements(kind, spec)) <= set(PRECONDITIONS), requirements(kind, spec)
+
+    def test_the_docs_list_it(self, name):
+        assert f"| `{name}` |" in docs.block((docs.DOCS / "faults.md").read_text(), "fault-kinds")
+
+
+@pytest.mark.parametrize("name", drawable())
+def test_a_drawn_fault_of_each_drawable_kind_loads(name, tmp_path):
+    """What a nemesis (or the hunt) draws is a plain [[faults]] table the loader accepts."""
+    table = KINDS[name].draw(random.Random(1), 2.0, 5.0)
+    (spec,) = load(_scenario(tmp_path, table)).faults
+    assert spec.kind == name and spec.at_s == 2.0 and spec.lasts_s <= 5.0
+
+
+def test_every_kind_a_fault_module_declares_is_registered():
+    """Adding a kind is one module plus one registration: a declared kind left out of the
+    registry is caught here."""
+    declared = set()
+    for info in pkgutil.iter_modules(faults.__path__):
+        module = importlib.import_module(f"faults.{info.name}")
+        declared |= {v.name for v in vars(module).values() if isinstance(v, FaultKind)}
+    assert declared == set(KINDS)
+
+
+def test_the_docs_table_is_the_registry_s():
+    """docs/faults.md's generated table is what `python -m harness.docs` writes from the registry."""
+    assert docs.block((docs.DOCS / "faults.md").read_text(), "fault-kinds") == table()
