@@ -39,7 +39,7 @@ class RestartBroker(Fault):
 
 MODES = ("clean", "hard")
 
-RESTART_BROKER = FaultKind(
+RESTART_BROKER_FAULT = FaultKind(
     "restart-broker", RestartBroker,
     about="stop the broker (`mode = \"clean\"`: SIGTERM, a controlled shutdown; `\"hard\"`: SIGKILL) and "
           "start it again on the same data after `downtime`; batches must resume",

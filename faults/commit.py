@@ -29,10 +29,11 @@ class DelayCommit(Fault):
                            {"held_batch": first["batch_id"]})
 
 
-DELAY_COMMIT = FaultKind(
+DELAY_COMMIT_FAULT = FaultKind(
     "delay-commit", DelayCommit,
     about="the driver's commit gate holds the next batch that wrote rows between the sink's write and "
-          "Spark's commit log (`checkpoint/commits/N`) for `duration`; it goes around any `foreachBatch` sink",
+          "Spark's commit log (`checkpoint/commits/N`) for `duration`; it goes around any "
+          "`foreachBatch` sink",
     models="a slow commit: the window in which a crash makes Spark replay a batch the sink already has",
     keys=(DURATION,), targets=("driver",), default_target="driver", needs_commit_gate=True,
     recovery_keys=("held_batch",))

@@ -119,7 +119,7 @@ class ReplayBatch(KillDriver):
 
 _DRIVER_RECOVERY = ("downtime_s", "first_batch_after_s", "batches_reexecuted", "events_reread")
 
-KILL_DRIVER = FaultKind(
+KILL_DRIVER_FAULT = FaultKind(
     "kill-driver", KillDriver,
     about="SIGKILL the driver's process tree and start a new driver after `downtime`; a batch must complete "
           "after it. Inside a `delay-commit` it waits for the held batch, so that it kills there",
@@ -127,7 +127,7 @@ KILL_DRIVER = FaultKind(
     keys=(DOWNTIME,), targets=("driver",), default_target="driver", restarts=True,
     recovery_keys=_DRIVER_RECOVERY)
 
-REPLAY_BATCH = FaultKind(
+REPLAY_BATCH_FAULT = FaultKind(
     "replay-batch", ReplayBatch,
     about="hold the next batch that wrote rows after the sink's write, kill the driver there and start "
           "again: the batch is in the offset log and not in the commit log, so Spark must run it again "

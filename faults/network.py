@@ -138,7 +138,7 @@ def _one_toxic(values: dict, s) -> None:
                         'add e.g. latency = "500ms", bandwidth = 64 (KB/s) or reset = true')
 
 
-NETWORK = FaultKind(
+NETWORK_FAULT = FaultKind(
     "network", Network,
     about="Toxiproxy's toxics on Spark's path only, for `duration`: latency with jitter, a bandwidth limit "
           "(KB/s), connection resets; a probe through the proxy must show the latency or the reset",

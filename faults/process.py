@@ -143,7 +143,7 @@ def _status(proc: psutil.Process) -> str | None:
 
 VIAS = ("signal", "spark-api")
 
-KILL_EXECUTOR = FaultKind(
+KILL_EXECUTOR_FAULT = FaultKind(
     "kill-executor", KillExecutor,
     about="SIGKILL one executor (`via = \"signal\"`), and `local-cluster` must launch a replacement; or "
           "through Spark's own API (`via = \"spark-api\"`): the driver calls "
@@ -157,7 +157,7 @@ KILL_EXECUTOR = FaultKind(
     recovery_keys=("executor_back_s",),
     requires=lambda spec: ("own-executors",) if spec.via == "signal" else ())
 
-PAUSE = FaultKind(
+PAUSE_FAULT = FaultKind(
     "pause", Pause,
     about="SIGSTOP every process of the target, then SIGCONT after `duration`; every process must show "
           "`stopped`, then run again",

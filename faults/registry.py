@@ -10,14 +10,14 @@ from faults import broker, commit, driver, network, process, sink
 from faults.kinds import RECOVERY_KEYS, FaultKind, register
 
 KINDS = register(
-    process.KILL_EXECUTOR,
-    process.PAUSE,
-    driver.KILL_DRIVER,
-    driver.REPLAY_BATCH,
-    commit.DELAY_COMMIT,
-    sink.STALL_SINK,
-    broker.RESTART_BROKER,
-    network.NETWORK,
+    process.KILL_EXECUTOR_FAULT,
+    process.PAUSE_FAULT,
+    driver.KILL_DRIVER_FAULT,
+    driver.REPLAY_BATCH_FAULT,
+    commit.DELAY_COMMIT_FAULT,
+    sink.STALL_SINK_FAULT,
+    broker.RESTART_BROKER_FAULT,
+    network.NETWORK_FAULT,
 )
 
 

@@ -58,7 +58,7 @@ class StallSink(Fault):
                                  f"commits resumed after the lock was released")
 
 
-STALL_SINK = FaultKind(
+STALL_SINK_FAULT = FaultKind(
     "stall-sink", StallSink,
     about="another session holds `LOCK TABLE ... ACCESS EXCLUSIVE` on the sink table for `duration`; no "
           "batch may commit meanwhile, and commits must resume",

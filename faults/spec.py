@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-
 # a kind whose heal restarts a process (a driver takes ~16-20 s on 2 cores) needs this much
 # workload after its heal, or the new process has nothing to show it is back
 RESTART_MARGIN_S = 20.0

@@ -34,6 +34,10 @@ def block(text: str, name: str) -> str | None:
     return None if match is None else match[1].strip("\n")
 
 
+def _between(body: str) -> Callable[[re.Match], str]:
+    return lambda m: m[1] + body + "\n" + m[2]
+
+
 def write(docs: Path = DOCS) -> list[Path]:
     """Rewrite every generated block; returns the files changed."""
     changed = []
@@ -42,8 +46,8 @@ def write(docs: Path = DOCS) -> list[Path]:
         text = path.read_text()
         if block(text, name) is None:
             raise SystemExit(f"{path} has no <!-- {name}:begin --> ... <!-- {name}:end --> block")
-        new = re.sub(rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)",
-                     lambda m: m[1] + make() + "\n" + m[2], text, flags=re.S)
+        pattern = re.compile(rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)", re.S)
+        new = pattern.sub(_between(make()), text)
         if new != text:
             path.write_text(new)
             changed.append(path)

@@ -89,6 +89,7 @@ def driver_config(kafka, postgres, topic: str, checkpoint: Path, table: str = "s
         app_name="test-services", master="local-cluster[2,1,1024]",
         jars=[str(p) for p in jvm.spark_connector_jars()], bootstrap_servers=kafka.bootstrap_servers,
         topic=topic, checkpoint=str(checkpoint), pipeline="tumbling_count",
+        build="workloads.pipelines.tumbling_count:build",
         params={"window_ms": 5000, "slide_ms": 5000, "watermark_ms": 1000}, trigger_ms=1000,
         sink="postgres", sink_context=SinkContext(
             name=table, guarantee="exactly-once", columns=dict(tumbling_count.COLUMNS),

@@ -4,10 +4,9 @@ import json
 import os
 import threading
 import time
+from dataclasses import replace
 
 import pytest
-
-from dataclasses import replace
 
 from faults import registry
 from faults.base import Fault, Observation

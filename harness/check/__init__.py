@@ -12,31 +12,17 @@ An oracle module has `check(truth, sink, batches, params)` returning a CheckResu
 `final_watermark_ms(max_event_time_ms, params)`: the watermark at which all of a run's
 output is final (None for a pipeline without a watermark: its output is final once its
 batches have read every offset), so the runner knows when the pipeline has drained.
+Each built-in pipeline names its oracle in harness/pipelines.py, its one registration.
 """
 
 from __future__ import annotations
-
-import importlib
-from types import ModuleType
 
 import pandas as pd
 
 from harness.check import custom, watermark
 from harness.check.checkpoint import Batch
 from harness.check.result import CheckResult
-from workloads.pipelines import CUSTOM
-
-ORACLES = {
-    "passthrough": "harness.check.passthrough",
-    "tumbling_count": "harness.check.windows",
-    "windowed_count": "harness.check.windows",
-    "sliding_top_n": "harness.check.topn",
-    "session_count": "harness.check.sessions",
-    "dedup": "harness.check.dedup",
-    "failed_logins": "harness.check.logins",
-    "order_payment_join": "harness.check.join",
-}
-
+from harness.pipelines import CUSTOM, Oracle, kind
 
 # the ground-truth columns the built-in oracles and the run's metrics read; an oracle module
 # that needs more says so in EXTRA_TRUTH_COLUMNS (a custom oracle gets every column)
@@ -51,9 +37,9 @@ def truth_columns(pipeline) -> list[str] | None:
     return [*TRUTH_COLUMNS, *getattr(oracle(pipeline.kind), "EXTRA_TRUTH_COLUMNS", ())]
 
 
-def oracle(kind: str) -> ModuleType:
-    """The oracle module for pipeline `kind`."""
-    return importlib.import_module(ORACLES[kind])
+def oracle(name: str) -> Oracle:
+    """The oracle of the built-in pipeline `name`."""
+    return kind(name).oracle
 
 
 def check(pipeline, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch]) -> CheckResult:

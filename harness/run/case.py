@@ -118,7 +118,7 @@ class Case:
             checkpoint=str(self.checkpoint), pipeline=pl.kind, params=pl.params(),
             trigger=pl.trigger, trigger_ms=pl.trigger_ms, sink=self.spec.sink,
             sink_context=self.driver_sink_context(),
-            build=pl.build or "", sink_class=self.spec.sink_class or "",
+            build=pl.build_target, sink_class=self.spec.sink_class or "",
             import_paths=[str(sc.path.parent)])
 
     def start_driver(self) -> SparkDriver:

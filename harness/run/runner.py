@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from harness import check as checker
-from harness import environment, jvm, metrics, tools
+from harness import environment, jvm, metrics, pipelines, tools
 from harness.check import checkpoint
 from harness.errors import HarnessError, RunAborted
 from harness.metrics import batches as batch_times
@@ -362,9 +362,6 @@ def _case_result(case: Case, failure: str | None, schedule: FaultRunner) -> dict
                                       metrics.lag_series(truth, progress_records, case.topic))}
 
 
-_COUNTS = ("tumbling_count", "windowed_count")
-
-
 def _speed(case: Case, truth, progress_records: list[dict], sink, batches) -> tuple[dict, tuple]:
     """Throughput and backpressure for summary.json: the run's overall rates; the four
     throughputs measured after [measure] warmup; the lag's trend; whether Spark's count
@@ -372,8 +369,10 @@ def _speed(case: Case, truth, progress_records: list[dict], sink, batches) -> tu
     partition's lag (the latter saved as lag.parquet) for the case's timeline."""
     start_ms, measure = _first_send_ms(truth), case.scenario.measure
     delivered_ms = sink["committed_ms"].to_numpy() if sink is not None and len(sink) else np.array([])
-    # a windowed count's row stands for its count of events
-    weights = sink["count"].to_numpy() if len(delivered_ms) and case.pipeline.kind in _COUNTS else None
+    # a windowed count's row stands for its count of events (the pipeline's delivered_weight)
+    kind = case.pipeline.kind
+    weight = None if kind == pipelines.CUSTOM else pipelines.kind(kind).delivered_weight
+    weights = sink[weight].to_numpy() if len(delivered_ms) and weight else None
     rates, lag = flow.timeline(truth, progress_records, case.topic, delivered_ms, start_ms, weights)
     lag.to_parquet(case.dir / "lag.parquet", index=False)
     window = flow.measured(rates, lag, truth, start_ms, measure.warmup_s, measure.lag_trend_max)
@@ -437,7 +436,9 @@ def _read_sink(case: Case) -> tuple[Any, dict | None]:
 def _sink_report(sink) -> dict | None:
     """The sink's own figures (files outside its log...), if it has any; a report that fails
     is recorded as its error: it describes the output, the verdict does not rest on it."""
-    if not callable(getattr(sink, "report", None)):
+    from workloads.sinks import ReportingSink
+
+    if not isinstance(sink, ReportingSink):
         return None
     try:
         return sink.report()

@@ -117,7 +117,8 @@ def parse_nemesis(s: Section, ctx: Context, default_seed: int) -> tuple[FaultSpe
                       f"declare {name} faults in [[faults]]; a nemesis draws {', '.join(can)}")
     interval_s = s.duration_ms("interval", gt=0) / 1000
     if interval_s > ctx.workload_s:
-        raise bad(s.field("interval"), s.raw("interval"), f"is longer than the workload ({ctx.workload_s:g}s)",
+        raise bad(s.field("interval"), s.raw("interval"),
+                  f"is longer than the workload ({ctx.workload_s:g}s)",
                   "choose an interval shorter than workload.duration, so that a fault fits in it")
     tables = nemesis.plan(tuple(kinds), interval_s, s.integer("seed", default_seed), ctx.workload_s)
     return tuple(fault(t, f"nemesis (fault {i} drawn: {t['kind']} at {t['at']})", ctx)
@@ -154,7 +155,8 @@ def fault(item: Any, path: str, ctx: Context) -> FaultSpec:
     if kind.restarts and at_s + spec.lasts_s + RESTART_MARGIN_S > ctx.workload_s:
         raise bad(s.field("at"), s.raw("at"), f"leaves too little workload after the restart: {kind.name} "
                   f"needs {RESTART_MARGIN_S:g}s of events after its downtime to see the new process at work",
-                  f"choose an `at` of at most {max(0.0, ctx.workload_s - spec.lasts_s - RESTART_MARGIN_S):g}s, "
+                  f"choose an `at` of at most "
+                  f"{max(0.0, ctx.workload_s - spec.lasts_s - RESTART_MARGIN_S):g}s, "
                   "or a longer workload.duration")
     reason = why_not(spec, ctx)
     if reason:

@@ -121,6 +121,15 @@ class Pipeline:
         return dict(self.values)
 
     @property
+    def build_target(self) -> str:
+        """The "module:function" the driver calls: the scenario's own build, or the kind's."""
+        if self.build:
+            return self.build
+        from harness.pipelines import kind
+
+        return kind(self.kind).build
+
+    @property
     def window_ms(self) -> int | None:
         return self.values.get("window_ms")
 

@@ -21,10 +21,11 @@ from pathlib import Path
 from types import MappingProxyType
 
 from harness.errors import ScenarioError
+from harness.pipelines import CUSTOM, PIPELINES
+from harness.pipelines import kind as pipeline_kind
 from harness.scenario.model import STATE_STORES, Pipeline, SparkSettings
 from workloads import plugins
 from workloads.generator._validate import Section, bad
-from workloads.pipelines import CUSTOM, PIPELINES, pipeline
 from workloads.pipelines import params as param_mod
 
 _OWN = ("kind", "trigger", "trigger_interval", "build", "state_store", "shuffle_partitions",
@@ -41,23 +42,20 @@ def parse(top: Section, scenario_dir: Path, where: str = "pipeline") -> Pipeline
     if kind == CUSTOM:
         return _custom(top.table("pipeline", (*_OWN, *_CUSTOM, *(p.key for p in param_mod.COMMON))),
                        scenario_dir)
-    module = pipeline(kind)
-    s = top.table("pipeline", (*_OWN, *(p.key for p in module.PARAMS)))
-    values = param_mod.read(s, module.PARAMS)
-    check = getattr(module, "check_params", None)
-    if check is not None:
-        check(values)
+    registered = pipeline_kind(kind)
+    s = top.table("pipeline", (*_OWN, *(p.key for p in registered.params)))
+    values = param_mod.read(s, registered.params)
+    registered.check_params(values)
     build = s.string("build", None)
     if build is not None:
         plugins.function(build, s.field("build"), ("events_df", "params"), scenario_dir)
-    needs = getattr(module, "STATE_STORES", None)
-    spark = _spark(s, needs)
+    spark = _spark(s, registered.state_stores)
     trigger, trigger_ms = _trigger(s)
-    if trigger == "real-time" and not getattr(module, "STATELESS", False):
+    if trigger == "real-time" and not registered.stateless:
         raise bad(s.field("trigger"), "real-time", f"Spark's real-time mode runs stateless queries only, "
                   f"and {kind} keeps state", 'use trigger = "1s" or "available-now", or the passthrough kind')
     return Pipeline(kind=kind, values=MappingProxyType(values), trigger=trigger, trigger_ms=trigger_ms,
-                    build=build, columns=MappingProxyType(dict(module.COLUMNS)), spark=spark)
+                    build=build, columns=MappingProxyType(registered.columns), spark=spark)
 
 
 def _custom(s: Section, scenario_dir: Path) -> Pipeline:

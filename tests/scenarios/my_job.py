@@ -1,4 +1,5 @@
-"""A user's own code, as docs/pipelines-and-sinks.md, "Your own pipeline and sink", has it: kept beside the scenario."""
+"""A user's own code, as docs/pipelines-and-sinks.md, "Your own pipeline and sink", has it:
+kept beside the scenario."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ class DriverConfig:
     sink: str                      # a name in workloads.sinks.SINKS, or "custom"
     sink_context: SinkContext
     trigger: str = "processing-time"   # or "available-now", "real-time" (harness/scenario/model.py)
-    build: str = ""                # "module:function" that builds the query ("": the kind's own)
+    build: str                     # "module:function" that builds the query: the kind's, or the user's
     sink_class: str = ""           # "module:Class" of the sink ("": the named sink's own)
     import_paths: list[str] = field(default_factory=list)   # the scenario's directory: the user's code
     source_options: dict[str, str] = field(default_factory=dict)   # e.g. maxOffsetsPerTrigger

@@ -24,7 +24,7 @@ import traceback
 from pathlib import Path
 
 from workloads import plugins
-from workloads.pipelines import builder_target, control
+from workloads.pipelines import control
 from workloads.pipelines.config import DriverConfig
 from workloads.pipelines.control import CommitGate
 from workloads.pipelines.source import parse_events, rate_events, read_kafka
@@ -157,7 +157,7 @@ def _start_query(spark, config: DriverConfig, sink):
     else:
         options = {"startingOffsets": config.starting_offsets, **config.source_options}
         events = parse_events(read_kafka(spark, config.bootstrap_servers, config.topic, options))
-    build = plugins.load(config.build or builder_target(config.pipeline), "pipeline.build")
+    build = plugins.load(config.build, "pipeline.build")
     out = _checked_output(build(events, dict(config.params)), config)
 
     def configured(df):
@@ -186,7 +186,7 @@ def _checked_output(out, config: DriverConfig):
     fails the driver with what it returned and what the kind expects."""
     from pyspark.sql import DataFrame
 
-    where = config.build or builder_target(config.pipeline)
+    where = config.build
     if not isinstance(out, DataFrame) or not out.isStreaming:
         raise TypeError(f"pipeline.build {where} returned {type(out).__name__}, not a streaming DataFrame")
     wanted = list(config.sink_context.columns)

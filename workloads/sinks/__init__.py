@@ -1,12 +1,19 @@
 """Sinks: where a pipeline's output goes, and how a consumer reads it back.
 
-A sink is a class built as `Sink(ctx)` from a `SinkContext`, with four methods:
-  setup()                      create what it writes into (in the driver, before the query)
-  write(batch_df, batch_id)    one micro-batch; the driver passes it to `foreachBatch`
-  read()                       in the harness: what a consumer sees, as a pandas DataFrame
-                               with the output columns plus `committed_ms` (when a reader
-                               could first see each row) and, if it knows it, `batch_id`
-  close()                      release connections
+A sink is a class built as `Sink(ctx)` from a `SinkContext`. The driver calls
+  setup()                      create what it writes into, before the query starts
+  write(batch_df, batch_id)    one micro-batch, through `foreachBatch` (behind the commit gate)
+  close()                      release connections, when the query stopped
+and the harness, after the run,
+  read()                       what a consumer sees, as a pandas DataFrame with the output
+                               columns plus `committed_ms` (when a reader could first see
+                               each row) and, if it knows it, `batch_id`
+  report()                     optional: what the sink says about itself beyond its rows
+                               (files outside its log...), recorded as the case's sink_report
+A sink may set `last_rows` after each write (how many rows it wrote: the commit gate holds
+only a batch that wrote some). Spark's own format sinks (`FormatSink`) set
+`streaming_format = True` and start the query themselves with `start(df, configured)`
+in place of `write`.
 `SINKS` maps a scenario's sink name to its class and the guarantees it can give. A
 scenario's own sink is `sink = "custom"` with `sink_class = "module:Class"` (the same
 contract; the case's guarantee is what its author claims for it, and the verdict tests it).
@@ -16,7 +23,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -36,10 +43,27 @@ class SinkContext:
 
 
 class Sink(Protocol):
+    """What the driver (setup, write, close) and the harness (read) call."""
+
     def setup(self) -> None: ...
     def write(self, batch_df, batch_id: int) -> None: ...
-    def read(self): ...
+    def read(self) -> Any: ...     # a pandas DataFrame: the output columns + committed_ms
     def close(self) -> None: ...
+
+
+class FormatSink(Sink, Protocol):
+    """Spark's own sink (Parquet, Kafka, Delta): it starts the query itself."""
+
+    streaming_format: bool
+
+    def start(self, df, configured) -> Any: ...   # configured(df): the DataStreamWriter; returns the query
+
+
+@runtime_checkable
+class ReportingSink(Protocol):
+    """A sink that says something about itself beyond its rows."""
+
+    def report(self) -> dict: ...
 
 
 @dataclass(frozen=True)
@@ -71,7 +95,8 @@ _DELTA_CONF = {   # Delta's session settings (its documentation's two)
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     # Delta rebuilds the table's snapshot after every commit in 50 tasks by default: on two
-    # cores that was 4.5 s of each 300-row append; in 2 tasks, 2.3 s (docs/pipelines-and-sinks.md, "Delta Lake")
+    # cores that was 4.5 s of each 300-row append; in 2 tasks, 2.3 s
+    # (docs/pipelines-and-sinks.md, "Delta Lake")
     "spark.databricks.delta.snapshotPartitions": "2",
 }
 SINKS = {
