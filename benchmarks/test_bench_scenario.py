@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from harness.paths import results_dir
-from harness.run.rundir import new_run_id
+from harness.results.rundir import new_run_id
 from tests.helpers import REPO
 
 SCENARIO = REPO / "harness" / "scenario" / "scenarios" / "bench.toml"

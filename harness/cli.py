@@ -141,7 +141,8 @@ def _run(args, search=None) -> int:
         scenario, search = search(scenario)
     from harness.paths import results_dir
     from harness.report import table
-    from harness.run import rundir, runner
+    from harness.results import rundir
+    from harness.run import runner
     from harness.services.base import Registry, describe_reaped
     from workloads.progress import Progress
 
@@ -149,42 +150,44 @@ def _run(args, search=None) -> int:
         rundir.check_out(args.out)
     runner.preflight(scenario)
     run_id = rundir.new_run_id(scenario.name)  # unique even when --out names the directory
-    run_dir = rundir.create(args.out or results_dir() / run_id, scenario.path, scenario.to_dict())
+    run_dir = rundir.RunDir(args.out or results_dir() / run_id).create(scenario.path, scenario.to_dict())
     os.environ["HARNESS_RUN_ID"] = run_id  # inherited by every process the run starts
-    _log_to(run_dir / "harness.log", args.verbose)
+    _log_to(run_dir.log, args.verbose)
     progress = Progress()
-    progress.step(f"run {run_id}: scenario {scenario.name}{' (quick)' if args.quick else ''} -> {run_dir}")
-    registry = Registry(pids_path=run_dir / "pids.json")
+    quick = " (quick)" if args.quick else ""
+    progress.step(f"run {run_id}: scenario {scenario.name}{quick} -> {run_dir.path}")
+    registry = Registry(pids_path=run_dir.pids)
     _raise_on_signals()
     cases = None if search is None else search(run_dir, run_id, progress, registry)
     try:
         with registry:
             for line in describe_reaped(registry.reaped):
                 progress.step(line)
-            summary = runner.run(scenario, run_dir, run_id, progress, registry, cases)
+            result = runner.run(scenario, run_dir, run_id, progress, registry, cases)
     finally:
         _write_report(run_dir, progress)
-        progress.step(f"results: {run_dir}")
-    print(table.render(summary))
+        progress.step(f"results: {run_dir.path}")
+    print(table.render(result))
     if search is not None:
-        print(table.render_sustain(summary["sustain"]))
-        return 0 if summary["sustain"]["rate_eps"] is not None else 1
-    return 0 if all(c["verdict"]["holds"] for c in summary["cases"]) else 1
+        sustain = result.sections["sustain"]
+        print(table.render_sustain(sustain))
+        return 0 if sustain["rate_eps"] is not None else 1
+    return 0 if result.holds else 1
 
 
-def _write_report(run_dir: Path, progress) -> None:
+def _write_report(run_dir, progress) -> None:
     """report.html at the end of every run that wrote a summary, aborted ones too. A report
     that cannot be built is said, never allowed to hide how the run itself ended."""
-    if not (run_dir / "summary.json").exists():
+    if not run_dir.summary.exists():
         return
     from harness.report import html
 
     try:
-        progress.step(f"report: {html.write(run_dir)}")
+        progress.step(f"report: {html.write(run_dir.path)}")
     except Exception as exc:  # noqa: BLE001 - the run's results are in place; the report is extra
         logging.getLogger(__name__).exception("report.html")
         progress.step(f"report.html was not written ({type(exc).__name__}: {exc}); "
-                      f"python -m harness report {run_dir} retries it")
+                      f"python -m harness report {run_dir.path} retries it")
 
 
 def _sustain(args) -> int:
@@ -214,10 +217,10 @@ def _sustain(args) -> int:
 
         def trials(run_dir, run_id, progress, registry):
             def run_them(stack, result):
-                result["sustain"] = {"case": spec.name, "rate_eps": None, "trials": []}
-                result["sustain"].update(sustain.search(scenario, spec, stack, run_dir, run_id, progress,
-                                                        registry, bounds, result["cases"]))
-                sustain.write(run_dir, result["sustain"])
+                found = result.sections["sustain"] = {"case": spec.name, "rate_eps": None, "trials": []}
+                found.update(sustain.search(scenario, spec, stack, run_dir, run_id, progress, registry,
+                                            bounds, result.cases))
+                sustain.write(run_dir, found)
             return run_them
         return scenario, trials
 

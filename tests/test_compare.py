@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -16,6 +17,8 @@ pytestmark = pytest.mark.unit
 def _case(name: str, eps: float, p99: float, lost: int = 0, repeat: int = 1,
           series: str | None = None, guarantee: str = "exactly-once") -> dict:
     return {"name": name, "series": series or name, "repeat": repeat, "guarantee": guarantee,
+            "pipeline": "tumbling_count", "sink": "postgres",
+            "verdict": {"expected": guarantee, "observed": guarantee, "holds": True, "detail": ""},
             "events": {"lost": lost, "duplicated": 0},
             "throughput_eps": {"processed": eps, "measured": {"processed": eps}},
             "latency_ms": {"event_time": {"p50": p99 / 2, "p99": p99}},
@@ -25,7 +28,8 @@ def _case(name: str, eps: float, p99: float, lost: int = 0, repeat: int = 1,
 def _run(tmp_path, label: str, cases: list[dict]) -> object:
     d = tmp_path / label
     d.mkdir()
-    (d / "summary.json").write_text(json.dumps({"schema_version": 1, "run_id": label, "cases": cases}))
+    (d / "summary.json").write_text(json.dumps({"schema_version": 2, "run_id": label, "status": "completed",
+                                                "scenario": {}, "environment": {}, "cases": cases}))
     return d
 
 
@@ -84,8 +88,8 @@ class TestNoise:
         b, n = compare.load(base), compare.load(new)
         assert compare.tests(b, n, rules) == 6
         assert not any(r.failed for r in compare.compare(b, n, rules))
-        alone = compare.compare({"cases": [c for c in b["cases"] if c["series"] == "a"]},
-                                {"cases": [c for c in n["cases"] if c["series"] == "a"]},
+        alone = compare.compare(replace(b, cases=[c for c in b.cases if c.series == "a"]),
+                                replace(n, cases=[c for c in n.cases if c.series == "a"]),
                                 compare.parse_rules("p99:+10%"))
         assert [r.failed for r in alone if r.metric == "p99"] == [["p99:+10%"]]
 

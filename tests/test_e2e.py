@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from harness.report import summary
+from harness.results import summary
 from harness.scenario import load
 from harness.wait import wait_until
 from tests.helpers import REPO, assert_nothing_left, harness_cmd, run_cli

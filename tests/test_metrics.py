@@ -283,7 +283,7 @@ class TestBurstDrain:
         return [(self.START + s * 1000.0, n, 0.0) for s, n in sorted(lag.items())]
 
     def test_drain_counts_from_the_bursts_end(self):
-        from harness.run.runner import _burst_drain
+        from harness.run.collect import _burst_drain
         from workloads.generator import shapes
 
         out = _burst_drain(shapes.Burst(100, 2000, 20.0, 3.0), self.START, self._series)
@@ -292,7 +292,7 @@ class TestBurstDrain:
         assert _burst_drain(warm, self.START, self._series)["drained_s"] == 4.0
 
     def test_other_shapes_have_no_burst(self):
-        from harness.run.runner import _burst_drain
+        from harness.run.collect import _burst_drain
         from workloads.generator import shapes
 
         assert _burst_drain(shapes.Constant(100), self.START, self._series) is None

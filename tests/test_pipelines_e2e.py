@@ -13,7 +13,7 @@ import json
 import pandas as pd
 import pytest
 
-from harness.report import summary
+from harness.results import summary
 from tests.helpers import REPO, run_cli
 
 pytestmark = pytest.mark.integration

@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 from harness.report import html
+from harness.results import summary as summary_mod
 from tests.helpers import REPO, run_cli
 
 GOLDEN = REPO / "tests" / "golden"
@@ -86,8 +87,7 @@ class TestReport:
         run = _copy(tmp_path)
         proc = run_cli("report", str(run))
         assert proc.returncode == 0, proc.stderr
-        summary = json.loads((run / "summary.json").read_text())
-        assert (run / "report.html").read_text() == html.render(run, summary)
+        assert (run / "report.html").read_text() == html.render(run, summary_mod.load(run / "summary.json"))
 
     def test_an_unknown_schema_version_is_refused(self, tmp_path):
         run = _copy(tmp_path)

@@ -430,14 +430,17 @@ class TestWatermarkSweep:
         assert "matrix.watermark" in err.problem and "no watermark" in err.problem
 
     def test_the_sweep_reports_p99_and_late_share_per_delay(self, tmp_path):
+        from harness.results.model import CaseResult, Verdict
         from harness.run.runner import watermark_sweep
 
         path = _write(tmp_path, GOOD.replace(ONE_CASE, SWEEP))
         scenario = load(path)
 
         def case(name, p99, late):
-            return {"name": name, "events": {"produced": 1000, "dropped_late": late},
-                    "latency_ms": {"event_time": {"p99": p99}}}
+            return CaseResult(name=name, guarantee="exactly-once", pipeline="tumbling_count", sink="postgres",
+                              events={"produced": 1000, "dropped_late": late},
+                              verdict=Verdict("exactly-once", "exactly-once", True, ""), throughput_eps={},
+                              latency_ms={"event_time": {"p99": p99}}, backpressure={})
 
         rows = watermark_sweep(scenario, [case("exactly-once-postgres-wm3s", 9000.0, 2),
                                           case("exactly-once-postgres-wm1s", 6000.0, 40)])

@@ -2,6 +2,7 @@
 
 import pytest
 
+from harness.results.model import CaseResult, Verdict
 from harness.run.sustain import Bounds, next_rate, trial_verdict
 
 pytestmark = pytest.mark.unit
@@ -31,8 +32,11 @@ def test_nothing_sustained_when_the_first_trial_fails():
 
 
 def _case(holds=True, keeping_up=True, p99=100.0):
-    return {"verdict": {"holds": holds, "detail": "x"}, "latency_ms": {"event_time": {"p99": p99}},
-            "backpressure": {"keeping_up": keeping_up, "lag_trend_records_per_s": 40.0}}
+    return CaseResult(name="c", guarantee="exactly-once", pipeline="tumbling_count", sink="postgres",
+                      events={},
+                      verdict=Verdict("exactly-once", "x", holds, "x"), throughput_eps={},
+                      latency_ms={"event_time": {"p99": p99}},
+                      backpressure={"keeping_up": keeping_up, "lag_trend_records_per_s": 40.0})
 
 
 @pytest.mark.parametrize("case, ok, words", [

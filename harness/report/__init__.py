@@ -1,5 +1,6 @@
-"""What a run leaves for people: summary.json (the contract) and the terminal table.
+"""What a run leaves for people, from its result (harness/results/).
 
-  summary.py   build, validate, write and load summary.json (schema/summary.schema.json)
   table.py     the terminal table, one row per case
+  html.py      report.html, with svg.py's charts
+  compare.py   python -m harness compare: two runs against the noise
 """

@@ -31,51 +31,33 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.report import summary as summary_mod
+from harness.results import summary as summary_mod
+from harness.results.model import CaseResult, RunResult
 
 DEFAULT_RULES = "p99:+10%,throughput:-5%,lost:>0"
-
-
-def _get(case: dict, *path, default=None):
-    for key in path:
-        if not isinstance(case, dict) or case.get(key) is None:
-            return default
-        case = case[key]
-    return case
-
-
-def _throughput(c: dict):
-    measured = _get(c, "throughput_eps", "measured") or {}
-    return measured.get("processed", _get(c, "throughput_eps", "processed"))
-
-
-def _latency(kind: str, q: str) -> Callable[[dict], float | None]:
-    def get(c: dict):
-        return _get(c, "latency_measured_ms", kind, q, default=_get(c, "latency_ms", kind, q))
-    return get
 
 
 @dataclass(frozen=True)
 class Metric:
     unit: str
     higher_is_better: bool
-    get: Callable[[dict], float | None]
+    get: Callable[[CaseResult], float | None]
 
 
+# every figure from the result model's accessors, as the terminal table and report.html read them
 METRICS = {
-    "throughput": Metric("events/s", True, _throughput),
-    "p50": Metric("ms", False, _latency("event_time", "p50")),
-    "p99": Metric("ms", False, _latency("event_time", "p99")),
-    "processing_p99": Metric("ms", False, _latency("processing_time", "p99")),
+    "throughput": Metric("events/s", True, lambda c: c.throughput),
+    "p50": Metric("ms", False, lambda c: c.latency.p50),
+    "p99": Metric("ms", False, lambda c: c.latency.p99),
+    "processing_p99": Metric("ms", False, lambda c: c.latency_of("processing_time").p99),
     # only where the case's guarantee forbids them: at-most-once may lose, at-least-once duplicate
-    "lost": Metric("events", False, lambda c: _get(c, "events", "lost")
-                   if c.get("guarantee") != "at-most-once" else None),
-    "duplicated": Metric("events", False, lambda c: _get(c, "events", "duplicated")
-                         if c.get("guarantee") != "at-least-once" else None),
-    "max_lag": Metric("records", False, lambda c: _get(c, "backpressure", "max_lag_records")),
-    "recovery": Metric("s", False, summary_mod.lag_recovered_s),
-    "batch_p50": Metric("ms", False,
-                        lambda c: _get(c, "batch_time", "phases_ms", "triggerExecution", "median")),
+    "lost": Metric("events", False,
+                   lambda c: c.events.get("lost") if c.guarantee != "at-most-once" else None),
+    "duplicated": Metric("events", False,
+                         lambda c: c.events.get("duplicated") if c.guarantee != "at-least-once" else None),
+    "max_lag": Metric("records", False, lambda c: c.backpressure.get("max_lag_records")),
+    "recovery": Metric("s", False, lambda c: c.recovery_s),
+    "batch_p50": Metric("ms", False, lambda c: c.batch_p50_ms),
 }
 
 _RULE = re.compile(r"^\s*([a-z_0-9]+)\s*:\s*"
@@ -124,8 +106,8 @@ def parse_rules(text: str) -> list[Rule]:
     return rules
 
 
-def load(path: Path) -> dict:
-    """A run's summary from its directory or its summary.json (unknown schema versions refused)."""
+def load(path: Path) -> RunResult:
+    """A run's summary from its directory or its summary.json (any version this harness reads)."""
     path = Path(path)
     file = path / "summary.json" if path.is_dir() else path
     if not file.exists():
@@ -137,11 +119,11 @@ def load(path: Path) -> dict:
                            "compare runs written by a harness that knows their schema version") from None
 
 
-def series(summary: dict) -> dict[str, list[dict]]:
+def series(result: RunResult) -> dict[str, list[CaseResult]]:
     """The cases of a run grouped by series (a repeated case's runs together), in run order."""
-    out: dict[str, list[dict]] = {}
-    for c in summary.get("cases", []):
-        out.setdefault(c.get("series") or c["name"], []).append(c)
+    out: dict[str, list[CaseResult]] = {}
+    for c in result.cases:
+        out.setdefault(c.series or c.name, []).append(c)
     return out
 
 
@@ -238,11 +220,11 @@ class Row:
         return ("larger than the noise" if self.significant else "within the noise") + p
 
 
-def _values(runs: list[dict], metric: Metric) -> list[float]:
+def _values(runs: list[CaseResult], metric: Metric) -> list[float]:
     return [float(v) for v in (metric.get(c) for c in runs) if v is not None]
 
 
-def tests(base: dict, new: dict, rules: list[Rule]) -> int:
+def tests(base: RunResult, new: RunResult, rules: list[Rule]) -> int:
     """How many changes the rules judge against the noise (a case and a metric with a
     relative or absolute rule, repeats on both sides): the Bonferroni divisor, so that one
     compare cries wolf at most ALPHA of the time in all, not ALPHA per case and metric."""
@@ -253,7 +235,7 @@ def tests(base: dict, new: dict, rules: list[Rule]) -> int:
                and len(_values(base_series.get(name, []), METRICS[m])) >= 2)
 
 
-def compare(base: dict, new: dict, rules: list[Rule]) -> list[Row]:
+def compare(base: RunResult, new: RunResult, rules: list[Rule]) -> list[Row]:
     rows = []
     base_series, new_series = series(base), series(new)
     alpha = ALPHA / max(tests(base, new, rules), 1)
@@ -275,11 +257,11 @@ def compare(base: dict, new: dict, rules: list[Rule]) -> list[Row]:
     return rows
 
 
-def render(base: dict, new: dict, rows: list[Row], judged: int = 0) -> str:
-    def label(s: dict) -> str:
+def render(base: RunResult, new: RunResult, rows: list[Row], judged: int = 0) -> str:
+    def label(s: RunResult) -> str:
         counts = [len(v) for v in series(s).values()]
         repeats = max(counts) if counts else 0
-        return f"run {s.get('run_id')}" + (f" ({repeats} runs a case)" if repeats > 1 else "")
+        return f"run {s.run_id}" + (f" ({repeats} runs a case)" if repeats > 1 else "")
 
     headers = ["case", "metric", "base", "new", "change", "noise", "rule"]
     table = [[r.case, f"{r.metric} ({METRICS[r.metric].unit})", Row._side(r.base), Row._side(r.new), r.change,

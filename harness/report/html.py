@@ -18,10 +18,11 @@ import math
 from html import escape
 from pathlib import Path
 
-from harness.report import summary as summary_mod
 from harness.report import svg
+from harness.results import summary as summary_mod
+from harness.results.model import CaseResult, RunResult
+from harness.results.rundir import CaseDir, RunDir
 
-REPORT = "report.html"
 # the percentile plot's points: dense towards the tail, as HdrHistogram's output is
 PLOT_PERCENTILES = (0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.999, 100.0)
 DISCREPANCIES_SHOWN = 20
@@ -41,36 +42,36 @@ svg.chart { display: block; margin: 8px 0; }
 
 def write(run_dir: Path) -> Path:
     """Build report.html in `run_dir` from what the directory holds; returns its path."""
-    run_dir = Path(run_dir)
-    summary = summary_mod.load(run_dir / "summary.json")
-    path = run_dir / REPORT
+    files = RunDir(Path(run_dir))
+    result = summary_mod.load(files.summary)
+    path = files.report
     tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(render(run_dir, summary), encoding="utf-8")
+    tmp.write_text(render(files.path, result), encoding="utf-8")
     tmp.replace(path)
     return path
 
 
-def render(run_dir: Path, summary: dict) -> str:
-    cases = summary.get("cases", [])
+def render(run_dir: Path, result: RunResult) -> str:
+    cases, files = result.cases, RunDir(Path(run_dir))
     parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-             f"<title>{escape(_title(summary))}</title><style>{_CSS}</style></head><body>",
-             f"<h1>{escape(_title(summary))}</h1>", _run_table(summary),
+             f"<title>{escape(_title(result))}</title><style>{_CSS}</style></head><body>",
+             f"<h1>{escape(_title(result))}</h1>", _run_table(result),
              "<h2>The guarantees side by side</h2>", _comparison(cases)]
-    if summary.get("error"):
-        parts.append(f"<p class=\"fail\">run error: {escape(str(summary['error']))}</p>")
-    if summary.get("sustain"):
-        parts.append(_sustain(summary["sustain"]))
-    if summary.get("watermark_sweep"):
-        parts.append(_sweep(summary["watermark_sweep"]))
-    parts += [_case(run_dir / "cases" / c["name"], c) for c in cases]
+    if result.error:
+        parts.append(f"<p class=\"fail\">run error: {escape(str(result.error))}</p>")
+    if result.sections.get("sustain"):
+        parts.append(_sustain(result.sections["sustain"]))
+    if result.sections.get("watermark_sweep"):
+        parts.append(_sweep(result.sections["watermark_sweep"]))
+    parts += [_case(files.case(c.name).path, c) for c in cases]
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
 
-def _title(summary: dict) -> str:
-    scenario = summary.get("scenario", {})
+def _title(result: RunResult) -> str:
+    scenario = result.scenario
     quick = " (quick)" if scenario.get("quick") else ""
-    return f"Run {summary.get('run_id', '?')}: scenario {scenario.get('name', '?')}{quick}"
+    return f"Run {result.run_id}: scenario {scenario.get('name', '?')}{quick}"
 
 
 def _fmt(value, digits: int = 0, unit: str = "") -> str:
@@ -95,13 +96,13 @@ def _table(headers: list[str], rows: list[list[str]], table_id: str = "", text_c
     return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _run_table(summary: dict) -> str:
-    env, scenario = summary.get("environment", {}), summary.get("scenario", {})
+def _run_table(result: RunResult) -> str:
+    env, scenario = result.environment, result.scenario
     commit = env.get("git_sha") or "-"
     if env.get("git_dirty"):
         commit += " (with uncommitted changes)"
-    rows = [("status", summary.get("status")), ("scenario", scenario.get("path")),
-            ("started", summary.get("started_at")), ("ended", summary.get("ended_at")),
+    rows = [("status", result.status), ("scenario", scenario.get("path")),
+            ("started", result.started_at), ("ended", result.ended_at),
             ("harness", env.get("harness")), ("python", env.get("python")), ("java", env.get("java")),
             ("spark", env.get("spark")), ("kafka", env.get("kafka")),
             ("spark master", env.get("spark_master")),
@@ -111,55 +112,41 @@ def _run_table(summary: dict) -> str:
     return _table(["", ""], [[escape(k), _fmt(v)] for k, v in rows], "run", text_columns=2)
 
 
-def _verdict(case: dict) -> str:
-    v = case.get("verdict", {})
-    if v.get("holds") is None:
-        return '<span class="unchecked">UNCHECKED</span>'
-    return '<span class="pass">PASS</span>' if v.get("holds") else '<span class="fail">FAIL</span>'
+def _verdict(case: CaseResult) -> str:
+    return '<span class="pass">PASS</span>' if case.verdict.holds else '<span class="fail">FAIL</span>'
 
 
-def _measured(case: dict, kind: str) -> float | None:
-    lat = case.get("latency_measured_ms") or case.get("latency_ms") or {}
-    return (lat.get(kind) or {}).get("p99")
-
-
-def _comparison(cases: list[dict]) -> str:
+def _comparison(cases: list[CaseResult]) -> str:
     headers = ["case", "guarantee", "sink", "verdict", "observed", "offered/s", "processed/s",
                "event-time p99 ms", "processing p99 ms", "lost", "duplicated", "recovery s", "keeps up"]
     rows = []
     for c in cases:
-        eps, events = c.get("throughput_eps", {}), c.get("events", {})
-        measured = eps.get("measured") or {}
-        rows.append([escape(c["name"]), escape(c.get("guarantee", "")), escape(c.get("sink", "")),
-                     _verdict(c),
-                     escape(str(c.get("verdict", {}).get("observed") or "-")),
-                     _fmt(measured.get("offered", eps.get("offered"))),
-                     _fmt(measured.get("processed", eps.get("processed"))),
-                     _fmt(_measured(c, "event_time")), _fmt(_measured(c, "processing_time")),
-                     _fmt(events.get("lost")), _fmt(events.get("duplicated")),
-                     _fmt(summary_mod.lag_recovered_s(c), 1),
-                     _fmt(c.get("backpressure", {}).get("keeping_up"))])
+        rows.append([escape(c.name), escape(c.guarantee), escape(c.sink), _verdict(c),
+                     escape(c.verdict.observed or "-"), _fmt(c.offered), _fmt(c.throughput),
+                     _fmt(c.latency.p99), _fmt(c.latency_of("processing_time").p99),
+                     _fmt(c.events.get("lost")), _fmt(c.events.get("duplicated")), _fmt(c.recovery_s, 1),
+                     _fmt(c.backpressure.get("keeping_up"))])
     return _table(headers, rows, "comparison", text_columns=5)
 
 
-def _bands(case: dict) -> list[svg.Band]:
+def _bands(case: CaseResult) -> list[svg.Band]:
     out = []
-    for f in case.get("faults", []):
-        if f.get("started_s") is None:
+    for f in case.faults:
+        if f.started_s is None:
             continue
-        end = f.get("ended_s") if f.get("ended_s") is not None else f["started_s"]
-        out.append(svg.Band(float(f["started_s"]), float(end), f.get("kind", "fault")))
+        end = f.ended_s if f.ended_s is not None else f.started_s
+        out.append(svg.Band(float(f.started_s), float(end), f.kind))
     return out
 
 
-def _timeline_charts(case_dir: Path, case: dict) -> list[str]:
-    path = case_dir / "timeline.parquet"
+def _timeline_charts(case_dir: Path, case: CaseResult) -> list[str]:
+    path = CaseDir(case_dir).timeline
     if not path.exists():
         return ['<p class="muted">no timeline.parquet: the case sent nothing</p>']
     import pandas as pd
 
     t = pd.read_parquet(path)
-    xs, bands, name = t["second"].tolist(), _bands(case), case["name"]
+    xs, bands, name = t["second"].tolist(), _bands(case), case.name
 
     def series(columns: dict[str, str], connect: bool = False) -> list[svg.Series]:
         return [svg.Series(label, xs, [None if pd.isna(v) else float(v) for v in t[col]], connect)
@@ -189,7 +176,7 @@ def _percentile_chart(case_dir: Path, name: str) -> str:
 
     curves = {}
     for kind in (*latency.KINDS, *latency.OPTIONAL):
-        path = case_dir / f"latency-{kind}.hdr"
+        path = CaseDir(case_dir).latency(kind)
         if not path.exists():
             continue
         h = latency.load(path)
@@ -199,14 +186,13 @@ def _percentile_chart(case_dir: Path, name: str) -> str:
     return svg.percentile_chart(f"{name}: latency by percentile", curves)
 
 
-def _discrepancies(case_dir: Path, case: dict) -> str:
-    if case.get("verdict", {}).get("holds") is not False:
+def _discrepancies(case_dir: Path, case: CaseResult) -> str:
+    if case.verdict.holds:
         return ""
-    detail = escape(case.get("verdict", {}).get("detail", ""))
-    out = [f"<h3>Why it failed</h3><p>{detail}</p>"]
-    if case.get("error"):
-        out.append(f"<p>{escape(str(case['error']))}</p>")
-    path = case_dir / "discrepancies.parquet"
+    out = [f"<h3>Why it failed</h3><p>{escape(case.verdict.detail)}</p>"]
+    if case.error:
+        out.append(f"<p>{escape(str(case.error))}</p>")
+    path = CaseDir(case_dir).discrepancies
     if path.exists():
         import pandas as pd
 
@@ -218,27 +204,24 @@ def _discrepancies(case_dir: Path, case: dict) -> str:
             out.append(f'<p class="muted">the first {len(rows)} of {len(d):,} '
                        "kept in discrepancies.parquet</p>")
             out.append(_table(["kind", "item", "expected", "actual", "batch"], rows,
-                              f"discrepancies-{case['name']}", text_columns=4))
+                              f"discrepancies-{case.name}", text_columns=4))
     return "\n".join(out)
 
 
-def _faults_table(case: dict) -> str:
-    faults = case.get("faults", [])
-    if not faults:
+def _faults_table(case: CaseResult) -> str:
+    if not case.faults:
         return ""
-    rows = [[escape(f.get("kind", "")), _fmt(f.get("started_s"), 1), _fmt(f.get("ended_s"), 1),
-             escape(str(f.get("target", ""))), _fmt(f.get("observed")), escape(str(f.get("detail", ""))),
-             _fmt(f.get("recovery", {}).get("lag_recovered_s"), 1)] for f in faults]
+    rows = [[escape(f.kind), _fmt(f.started_s, 1), _fmt(f.ended_s, 1), escape(f.target), _fmt(f.observed),
+             escape(f.detail), _fmt(f.recovery.get("lag_recovered_s"), 1)] for f in case.faults]
     return _table(["fault", "from s", "to s", "target", "observed", "what happened", "lag recovered s"],
                   rows, text_columns=1)
 
 
-def _case(case_dir: Path, case: dict) -> str:
-    name = case["name"]
+def _case(case_dir: Path, case: CaseResult) -> str:
+    name = case.name
     head = (f'<h2 id="case-{escape(name)}">{escape(name)} {_verdict(case)}</h2>'
-            f'<p>{escape(case.get("guarantee", ""))} into {escape(case.get("sink", ""))}, '
-            f'pipeline {escape(case.get("pipeline", ""))}: '
-            f'{escape(case.get("verdict", {}).get("detail", ""))}</p>')
+            f'<p>{escape(case.guarantee)} into {escape(case.sink)}, pipeline {escape(case.pipeline)}: '
+            f'{escape(case.verdict.detail)}</p>')
     return "\n".join([head, _faults_table(case), *_timeline_charts(case_dir, case),
                       _percentile_chart(case_dir, name), _discrepancies(case_dir, case)])
 

@@ -2,26 +2,30 @@
 
 from __future__ import annotations
 
-COLUMNS = [
-    ("case", lambda c: c["name"]),
-    ("guarantee", lambda c: c["guarantee"]),
-    ("observed", lambda c: c["verdict"]["observed"]),
-    ("verdict", lambda c: "PASS" if c["verdict"]["holds"] else "FAIL"),
-    ("produced", lambda c: _count(c["events"]["produced"])),
-    ("expected", lambda c: _count(c["events"]["expected"])),
-    ("lost", lambda c: _count(c["events"]["lost"])),
-    ("dup", lambda c: _count(c["events"]["duplicated"])),
-    ("late", lambda c: _count(c["events"]["dropped_late"])),
-    ("offered/s", lambda c: _num(c["throughput_eps"]["offered"])),
-    ("processed/s", lambda c: _num(c["throughput_eps"]["processed"])),
-    ("ev-time p50 ms", lambda c: _num(c["latency_ms"]["event_time"]["p50"])),
-    ("ev-time p99 ms", lambda c: _num(c["latency_ms"]["event_time"]["p99"])),
-    ("proc p99 ms", lambda c: _num(c["latency_ms"]["processing_time"]["p99"])),
-    ("max lag", lambda c: _count(c["backpressure"]["max_lag_records"])),
-    ("keeps up", lambda c: _yes_no(c["backpressure"].get("keeping_up"))),
-    ("batch p50 ms", lambda c: _num(_batch_median(c))),
-    ("faults seen", lambda c: _faults_seen(c.get("faults", []))),
-    ("recovery s", lambda c: _recovery_s(c.get("faults", []))),
+from collections.abc import Callable
+
+from harness.results.model import CaseResult, RunResult
+
+COLUMNS: list[tuple[str, Callable[[CaseResult], str]]] = [
+    ("case", lambda c: c.name),
+    ("guarantee", lambda c: c.guarantee),
+    ("observed", lambda c: c.verdict.observed),
+    ("verdict", lambda c: "PASS" if c.verdict.holds else "FAIL"),
+    ("produced", lambda c: _count(c.events["produced"])),
+    ("expected", lambda c: _count(c.events["expected"])),
+    ("lost", lambda c: _count(c.events["lost"])),
+    ("dup", lambda c: _count(c.events["duplicated"])),
+    ("late", lambda c: _count(c.events["dropped_late"])),
+    ("offered/s", lambda c: _num(c.offered)),
+    ("processed/s", lambda c: _num(c.throughput)),
+    ("ev-time p50 ms", lambda c: _num(c.latency.p50)),
+    ("ev-time p99 ms", lambda c: _num(c.latency.p99)),
+    ("proc p99 ms", lambda c: _num(c.latency_of("processing_time").p99)),
+    ("max lag", lambda c: _count(c.backpressure["max_lag_records"])),
+    ("keeps up", lambda c: _yes_no(c.backpressure.get("keeping_up"))),
+    ("batch p50 ms", lambda c: _num(c.batch_p50_ms)),
+    ("faults seen", lambda c: _faults_seen(c)),
+    ("recovery s", lambda c: "-" if c.recovery_s is None else f"{c.recovery_s:,.1f}"),
 ]
 _LEFT = {"case", "guarantee", "observed", "verdict"}
 
@@ -38,39 +42,28 @@ def _yes_no(value) -> str:
     return "-" if value is None else ("yes" if value else "NO")
 
 
-def _batch_median(case: dict):
-    """The median time of a batch with input (Spark's triggerExecution)."""
-    return case.get("batch_time", {}).get("phases_ms", {}).get("triggerExecution", {}).get("median")
+def _faults_seen(case: CaseResult) -> str:
+    return f"{sum(f.observed for f in case.faults)}/{len(case.faults)}" if case.faults else "-"
 
 
-def _faults_seen(faults: list[dict]) -> str:
-    return f"{sum(f['observed'] for f in faults)}/{len(faults)}" if faults else "-"
-
-
-def _recovery_s(faults: list[dict]) -> str:
-    """The longest time from a fault to the first batch committed after it."""
-    times = [f.get("recovery", {}).get("first_batch_after_s") for f in faults]
-    times = [t for t in times if t is not None]
-    return f"{max(times):,.1f}" if times else "-"
-
-
-def render(summary: dict) -> str:
-    """The table, each case's verdict sentence, and the status line."""
-    rows = [[name for name, _ in COLUMNS]] + [[cell(c) for _, cell in COLUMNS] for c in summary["cases"]]
+def render(result: RunResult) -> str:
+    """The table, each case's verdict sentence, and the status line. Every figure comes from
+    the result model's accessors, as report.html's and compare's do."""
+    rows = [[name for name, _ in COLUMNS]] + [[cell(c) for _, cell in COLUMNS] for c in result.cases]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     lines = ["  ".join(cell.ljust(w) if COLUMNS[i][0] in _LEFT else cell.rjust(w)
                        for i, (cell, w) in enumerate(zip(row, widths, strict=True))) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    for case in summary["cases"]:
-        lines.append(f"{case['name']}: {case['verdict']['detail']}")
-        lines += [f"  fault {f['kind']} at {f['at_s']:g}s: {'seen' if f['observed'] else 'NOT SEEN'}: "
-                  f"{f.get('detail', '')}" for f in case.get("faults", [])]
-    for row in summary.get("watermark_sweep") or []:
+    for case in result.cases:
+        lines.append(f"{case.name}: {case.verdict.detail}")
+        lines += [f"  fault {f.kind} at {f.at_s:g}s: {'seen' if f.observed else 'NOT SEEN'}: {f.detail}"
+                  for f in case.faults]
+    for row in result.sections.get("watermark_sweep") or []:
         share = (row["late_share"] or 0) * 100
         lines.append(f"watermark {row['watermark_ms']:>7,} ms: event-time p99 "
                      f"{_num(row['event_time_p99_ms'])} ms, {row['dropped_late']:,} dropped as late "
                      f"({share:.2f}% of sent)")
-    lines.append(f"status: {summary['status']}  run: {summary['run_id']}")
+    lines.append(f"status: {result.status}  run: {result.run_id}")
     return "\n".join(lines)
 
 

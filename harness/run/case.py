@@ -11,6 +11,7 @@ from faults.network import probe_kafka, probe_postgres
 from faults.targets import Targets
 from harness import jvm
 from harness.metrics import read_progress
+from harness.results.rundir import CaseDir, RunDir
 from harness.run.stack import Stack
 from harness.scenario import Case as CaseSpec
 from harness.scenario import Scenario
@@ -46,9 +47,14 @@ class Case:
     checkpoints: list[Path] = field(default_factory=list)   # one per query; at-most-once restarts fresh
 
     @classmethod
-    def create(cls, scenario: Scenario, spec: CaseSpec, stack: Stack, run_dir: Path, run_id: str,
+    def create(cls, scenario: Scenario, spec: CaseSpec, stack: Stack, run_dir: RunDir, run_id: str,
                progress: Progress, registry: Registry) -> Case:
-        return cls(scenario, spec, stack, run_id, run_dir / "cases" / spec.name, progress, registry)
+        return cls(scenario, spec, stack, run_id, run_dir.case(spec.name).path, progress, registry)
+
+    @property
+    def files(self) -> CaseDir:
+        """The case's directory, every file named."""
+        return CaseDir(self.dir)
 
     @property
     def spark(self) -> SparkDriver:
@@ -82,11 +88,11 @@ class Case:
     @property
     def checkpoint(self) -> Path:
         """The current query's checkpoint."""
-        return self.checkpoints[-1] if self.checkpoints else self.dir / "checkpoint"
+        return self.checkpoints[-1] if self.checkpoints else self.files.checkpoint
 
     @property
     def truth_dir(self) -> Path:
-        return self.dir / "truth"
+        return self.files.truth
 
     def sink_context(self) -> SinkContext:
         return SinkContext(name=self.sink_name, guarantee=self.spec.guarantee,
@@ -123,7 +129,7 @@ class Case:
 
     def start_driver(self) -> SparkDriver:
         """Start the case's first driver, on its checkpoint, reading from the earliest offsets."""
-        self.checkpoints = [self.dir / "checkpoint"]
+        self.checkpoints = [self.files.checkpoint]
         self.driver = SparkDriver(self.dir, self.driver_config(), self.registry).start().wait_ready()
         self.driver_up.set()
         return self.driver
@@ -146,7 +152,7 @@ class Case:
         skipped and nothing is replayed."""
         fresh = self.spec.guarantee == "at-most-once"
         if fresh:
-            self.checkpoints.append(self.dir / f"checkpoint-{len(self.checkpoints)}")
+            self.checkpoints.append(self.files.fresh_checkpoint(len(self.checkpoints)))
         config = replace(self.driver_config(starting_offsets="latest" if fresh else "earliest"),
                          batch_base=(len(self.checkpoints) - 1) * QUERY_ID_STRIDE)
         self.progress.step(f"case {self.name}: restarting the driver "
@@ -168,7 +174,7 @@ class Case:
         return Targets(
             driver=self.current_driver, restart_driver=self.restart_driver,
             expect_down=self.set_expect_down,
-            control_dir=self.dir / "control", progress=lambda: read_progress(self.dir / "progress.jsonl"),
+            control_dir=self.files.control, progress=lambda: read_progress(self.files.progress),
             checkpoint=lambda: self.checkpoint, started_pids=self.registry.seen_pids,
             services=services,
             postgres_url=self.stack.postgres_url, sink_table=self.sink_name,

@@ -17,6 +17,8 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from harness.results.model import CaseResult
+from harness.results.rundir import RunDir
 from harness.run import ceiling
 from harness.run.case import Case
 from harness.run.runner import run_case
@@ -33,16 +35,15 @@ class Bounds:
     steps: int = 3              # bisections after the coarse search
 
 
-def trial_verdict(case: dict, p99_ms: float) -> tuple[bool, str]:
+def trial_verdict(case: CaseResult, p99_ms: float) -> tuple[bool, str]:
     """Whether a trial kept up, and why not."""
-    keeping_up = case["backpressure"].get("keeping_up")
-    # the p99 of the output after the warm-up, as the lag trend is (older summaries: of all)
-    p99 = case.get("latency_measured_ms", case["latency_ms"])["event_time"]["p99"]
+    keeping_up = case.backpressure.get("keeping_up")
+    p99 = case.p99_ms   # of the output after the warm-up, as the lag trend is
     why = []
-    if not case["verdict"]["holds"]:
-        why.append(f"its verdict failed: {case['verdict']['detail']}")
+    if not case.verdict.holds:
+        why.append(f"its verdict failed: {case.verdict.detail}")
     if keeping_up is not True:
-        why.append(f"the lag grew {case['backpressure'].get('lag_trend_records_per_s')} records/s a second")
+        why.append(f"the lag grew {case.backpressure.get('lag_trend_records_per_s')} records/s a second")
     if p99 is None or p99 > p99_ms:
         why.append(f"event-time p99 {p99} ms over {p99_ms:g} ms")
     return not why, "; ".join(why)
@@ -63,8 +64,8 @@ def next_rate(passed: list[float], failed: list[float], bisections: int, bounds:
     return round((low + high) / 2, 1)
 
 
-def search(scenario, spec, stack, run_dir, run_id: str, progress, registry, bounds: Bounds,
-           cases: list[dict]) -> dict:
+def search(scenario, spec, stack, run_dir: RunDir, run_id: str, progress, registry, bounds: Bounds,
+           cases: list[CaseResult]) -> dict:
     """Run trials until next_rate says done, appending each trial's case entry to `cases`
     as it ends (an interrupted search keeps the trials it finished); returns the sustain
     section of summary.json."""
@@ -84,9 +85,8 @@ def search(scenario, spec, stack, run_dir, run_id: str, progress, registry, boun
         (passed if ok else failed).append(eps)
         cases.append(case)
         trials.append({"eps": eps, "sustained": ok, "why_not": why or None, "case": name,
-                       "processed_eps": case["throughput_eps"].get("measured", {}).get("processed"),
-                       "p99_ms": case.get("latency_measured_ms", case["latency_ms"])["event_time"]["p99"],
-                       "lag_trend_records_per_s": case["backpressure"].get("lag_trend_records_per_s")})
+                       "processed_eps": case.throughput, "p99_ms": case.p99_ms,
+                       "lag_trend_records_per_s": case.backpressure.get("lag_trend_records_per_s")})
         progress.step(f"sustain: {eps:,.0f} events/s " + ("kept up" if ok else f"did not: {why}"))
     found = max(passed, default=None)
     reference = ceiling.measure(Case.create(scenario, replace(spec, name=f"{spec.name}-ceiling"), stack,
@@ -99,8 +99,7 @@ def search(scenario, spec, stack, run_dir, run_id: str, progress, registry, boun
         "trials": sorted(trials, key=lambda t: t["eps"])}
 
 
-def write(run_dir: Path, found: dict) -> Path:
+def write(run_dir: RunDir, found: dict) -> Path:
     """sustain.json: the rate found (`rate_eps`), Spark's ceiling and every trial."""
-    path = Path(run_dir) / "sustain.json"
-    path.write_text(json.dumps(found, indent=2))
-    return path
+    run_dir.sustain.write_text(json.dumps(found, indent=2))
+    return run_dir.sustain

@@ -13,10 +13,12 @@ import re
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from harness.errors import ServiceError
 from harness.paths import REPO_ROOT
+from harness.results.rundir import CaseDir
 from harness.services.base import Service
 from harness.wait import WaitTimeout, wait_until
 from workloads.pipelines.config import DriverConfig
@@ -43,8 +45,11 @@ class SparkDriver(Service):
 
     def __init__(self, workdir: Path, config: DriverConfig, registry=None, name: str = "spark-driver"):
         super().__init__(name, workdir, registry)
-        self.config = config.with_paths(self.workdir)
-        self.config_path = self.workdir / "driver.json"
+        files = CaseDir(self.workdir)
+        self.config = replace(config, status_path=str(files.status), conf_path=str(files.spark_conf),
+                              progress_path=str(files.progress), stop_path=str(files.stop),
+                              control_dir=str(files.control))
+        self.config_path = files.driver_config
         self.status_path = Path(self.config.status_path)
         self.progress_path = Path(self.config.progress_path)
         self.stop_path = Path(self.config.stop_path)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from workloads.sinks import SinkContext
@@ -36,8 +36,10 @@ class DriverConfig:
     # Spark's own ceiling of the query (harness/run/ceiling.py)
     source: str = "kafka"
     rows_per_batch: int = 0
-    # files the driver writes and watches, in the case directory
+    # files the driver writes and watches, in the case directory (the harness names them:
+    # harness/results/rundir.py CaseDir)
     status_path: str = ""
+    conf_path: str = ""            # the SparkConf it runs with
     progress_path: str = ""
     progress: bool = True          # False ([measure] enabled = false): no progress listener
     stop_path: str = ""
@@ -45,11 +47,6 @@ class DriverConfig:
     # where a query on a fresh checkpoint starts: earliest, or latest (at-most-once's restart)
     starting_offsets: str = "earliest"
     batch_base: int = 0            # added to batch ids in the sink: one range per query
-
-    def with_paths(self, workdir: Path) -> DriverConfig:
-        return replace(self, status_path=str(workdir / "status.json"),
-                       progress_path=str(workdir / "progress.jsonl"), stop_path=str(workdir / "STOP"),
-                       control_dir=str(workdir / "control"))
 
     def write(self, path: Path) -> None:
         Path(path).write_text(json.dumps(asdict(self), indent=2))

@@ -92,7 +92,7 @@ def _session(config: DriverConfig):
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-    _write_conf(spark, Path(config.status_path).with_name("spark-conf.json"))
+    _write_conf(spark, Path(config.conf_path))
     if config.progress:
         spark.streams.addListener(_progress_listener(Path(config.progress_path)))
     return spark

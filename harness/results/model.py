@@ -1,0 +1,283 @@
+"""The result of a run, typed: the run, its cases, their faults, incidents and findings.
+
+Built in one place (harness/run/collect.py for a case, harness/run/runner.py for the
+run) and serialised to summary.json with `to_json()`; read back with `from_json()`, from
+this schema version or an older one (harness/results/summary.py). Each headline figure
+has one accessor, which the terminal table, report.html, compare and the pytest plugin
+all use:
+
+  CaseResult.throughput_eps   events/s processed, over the measured window
+  CaseResult.latency          event-time percentiles, over the output after the warm-up
+  CaseResult.recovery_s       the longest any fault's backlog took to drain
+
+A case's sections that no code reads by name beyond the report (batch_time, generator,
+resources, spark_settings...) are kept as written, in `sections`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+
+def _get(d: dict | None, *path: str) -> Any:
+    for key in path:
+        if not isinstance(d, dict) or d.get(key) is None:
+            return None
+        d = d[key]
+    return d
+
+
+@dataclass
+class Verdict:
+    """Whether the case's guarantee held, and in one sentence why (not)."""
+
+    expected: str
+    observed: str          # exactly-once, at-least-once, at-most-once, none, unchecked
+    holds: bool
+    detail: str
+
+    @classmethod
+    def from_json(cls, d: dict) -> Verdict:
+        return cls(d["expected"], d["observed"], d["holds"], d["detail"])
+
+
+@dataclass
+class FaultRecord:
+    """One fault of the schedule as it was carried out."""
+
+    kind: str
+    at_s: float
+    started_s: float | None
+    ended_s: float | None
+    target: str
+    observed: bool
+    detail: str = ""
+    spec: dict = field(default_factory=dict)
+    recovery: dict = field(default_factory=dict)
+    more: dict = field(default_factory=dict)       # fields a later version added
+
+    @classmethod
+    def from_json(cls, d: dict) -> FaultRecord:
+        return cls(**_split(cls, d))
+
+    def to_json(self) -> dict:
+        out = _joined(self)
+        if not out["spec"]:
+            del out["spec"]   # optional in the schema; a scheduled fault always has one
+        return out
+
+
+@dataclass
+class Incident:
+    """Something nobody scheduled that happened while the case ran: an executor lost or
+    added, a driver or service process that exited."""
+
+    at_s: float | None        # from the first event sent (negative: before it)
+    kind: str                 # executor-lost, executor-added, driver-exit, service-exit
+    target: str               # "executor 1", "driver (pid 123)", "kafka (pid 456)"
+    cause: str                # Spark's reason, the exit code or the signal
+    source: str               # where it was seen: "spark" (the driver's listener), "process"
+    scheduled: bool = False   # True when a fault of the schedule explains it
+
+    @classmethod
+    def from_json(cls, d: dict) -> Incident:
+        return cls(at_s=d.get("at_s"), kind=d["kind"], target=d["target"], cause=d["cause"],
+                   source=d["source"], scheduled=bool(d.get("scheduled", False)))
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Finding:
+    """One class of anomaly in a case's output, with the fewest records that prove it and
+    the story of how it came about."""
+
+    cls: str                  # lost, duplicated, unexpected, wrong-value, dropped-late-wrongly...
+    count: int
+    witness: list[dict] = field(default_factory=list)
+    faults: list[str] = field(default_factory=list)
+    checkpoint_files: list[str] = field(default_factory=list)
+    story: str = ""
+
+    @classmethod
+    def from_json(cls, d: dict) -> Finding:
+        return cls(cls=d["class"], count=d["count"], witness=d.get("witness", []), faults=d.get("faults", []),
+                   checkpoint_files=d.get("checkpoint_files", []), story=d.get("story", ""))
+
+    def to_json(self) -> dict:
+        return {"class": self.cls, "count": self.count, "witness": self.witness, "faults": self.faults,
+                "checkpoint_files": self.checkpoint_files, "story": self.story}
+
+
+@dataclass
+class Percentiles:
+    """Latency percentiles in ms (None: no output)."""
+
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    p999: float | None = None
+    max: float | None = None
+    count: int | None = None
+
+    @classmethod
+    def from_json(cls, d: dict | None) -> Percentiles:
+        d = d or {}
+        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
+
+
+@dataclass
+class CaseResult:
+    """One case of a run: its guarantee, its verdict, what was measured and what happened."""
+
+    name: str
+    guarantee: str
+    pipeline: str
+    sink: str
+    events: dict                       # produced, expected, delivered, lost, duplicated, ...
+    verdict: Verdict
+    throughput_eps: dict
+    latency_ms: dict
+    backpressure: dict
+    faults: list[FaultRecord] = field(default_factory=list)
+    series: str = ""
+    repeat: int = 1
+    error: str | None = None
+    latency_measured_ms: dict | None = None
+    incidents: list[Incident] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    sections: dict = field(default_factory=dict)   # every other field of summary.json's case
+
+    # -- the headline figures: the only way anything reads them --------------------------
+    @property
+    def throughput(self) -> float | None:
+        """Events/s Spark processed over the measured window (after the warm-up); the whole
+        run's rate for a summary without the measured window."""
+        measured = _get(self.throughput_eps, "measured", "processed")
+        return measured if measured is not None else self.throughput_eps.get("processed")
+
+    @property
+    def offered(self) -> float | None:
+        """Events/s offered over the measured window (the whole run's without one)."""
+        measured = _get(self.throughput_eps, "measured", "offered")
+        return measured if measured is not None else self.throughput_eps.get("offered")
+
+    @property
+    def batch_p50_ms(self) -> float | None:
+        """The median time of a batch with input (Spark's triggerExecution)."""
+        return _get(self.sections, "batch_time", "phases_ms", "triggerExecution", "median")
+
+    @property
+    def latency(self) -> Percentiles:
+        """Event-time latency over the output that became visible after the warm-up (all of
+        it for a summary that has no measured window)."""
+        return self.latency_of("event_time")
+
+    def latency_of(self, kind: str) -> Percentiles:
+        """Percentiles of `kind` (event_time, processing_time, event_time_newest), measured."""
+        measured = _get(self.latency_measured_ms, kind)
+        return Percentiles.from_json(measured if measured is not None else _get(self.latency_ms, kind))
+
+    @property
+    def p99_ms(self) -> float | None:
+        return self.latency.p99
+
+    @property
+    def recovery_s(self) -> float | None:
+        """The longest time any fault's backlog took to drain (from the fault's start until
+        the lag was back at its level before it); None without a fault that drained."""
+        times = [t for t in (f.recovery.get("lag_recovered_s") for f in self.faults) if t is not None]
+        if times:
+            return max(times)
+        return self.backpressure.get("recovery_s")
+
+    @property
+    def lost(self) -> int:
+        return int(self.events.get("lost") or 0)
+
+    @property
+    def duplicated(self) -> int:
+        return int(self.events.get("duplicated") or 0)
+
+    # -- JSON ------------------------------------------------------------------------------
+    @classmethod
+    def from_json(cls, d: dict) -> CaseResult:
+        known = {f.name for f in fields(cls)} - {"sections"}
+        typed = {k: v for k, v in d.items() if k in known}
+        typed.update(
+            verdict=Verdict.from_json(d["verdict"]),
+            faults=[FaultRecord.from_json(f) for f in d.get("faults", [])],
+            incidents=[Incident.from_json(i) for i in d.get("incidents", [])],
+            findings=[Finding.from_json(f) for f in d.get("findings", [])])
+        return cls(**typed, sections={k: v for k, v in d.items() if k not in known})
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {"name": self.name, "series": self.series or self.name, "repeat": self.repeat,
+                               "guarantee": self.guarantee, "pipeline": self.pipeline, "sink": self.sink}
+        out.update(self.sections)
+        out.update({"faults": [f.to_json() for f in self.faults],
+                    "incidents": [i.to_json() for i in self.incidents],
+                    "findings": [f.to_json() for f in self.findings],
+                    "error": self.error, "events": self.events, "verdict": asdict(self.verdict),
+                    "throughput_eps": self.throughput_eps, "latency_ms": self.latency_ms,
+                    "backpressure": self.backpressure})
+        if self.latency_measured_ms is not None:
+            out["latency_measured_ms"] = self.latency_measured_ms
+        out["headline"] = {"throughput_eps": self.throughput, "p99_ms": self.p99_ms,
+                           "recovery_s": self.recovery_s}
+        return out
+
+
+@dataclass
+class RunResult:
+    """One run: what ran, where, and each case's result."""
+
+    run_id: str
+    status: str                         # completed, aborted, error
+    scenario: dict
+    environment: dict
+    cases: list[CaseResult] = field(default_factory=list)
+    error: str | None = None
+    started_at: str = ""
+    ended_at: str = ""
+    schema_version: int = 0             # the version it was read from; written as the current one
+    sections: dict = field(default_factory=dict)   # watermark_sweep, sustain, hunt...
+
+    def case(self, name: str) -> CaseResult:
+        """The case `name` (a KeyError lists the cases there are)."""
+        for c in self.cases:
+            if c.name == name:
+                return c
+        names = ", ".join(c.name for c in self.cases)
+        raise KeyError(f"no case {name!r} in run {self.run_id} (cases: {names})")
+
+    @property
+    def holds(self) -> bool:
+        """Every case's verdict held."""
+        return all(c.verdict.holds for c in self.cases)
+
+    @classmethod
+    def from_json(cls, d: dict) -> RunResult:
+        known = {f.name for f in fields(cls)} - {"sections", "cases"}
+        typed = {k: v for k, v in d.items() if k in known}
+        return cls(**typed, cases=[CaseResult.from_json(c) for c in d.get("cases", [])],
+                   sections={k: v for k, v in d.items() if k not in known | {"cases"}})
+
+    def to_json(self, version: int) -> dict:
+        return {"schema_version": version, "run_id": self.run_id, "status": self.status,
+                "scenario": self.scenario, "environment": self.environment,
+                "cases": [c.to_json() for c in self.cases], "error": self.error,
+                "started_at": self.started_at, "ended_at": self.ended_at, **self.sections}
+
+
+def _split(cls, d: dict) -> dict:
+    names = {f.name for f in fields(cls)} - {"more"}
+    more = {k: v for k, v in d.items() if k not in names}
+    return {**{k: v for k, v in d.items() if k in names}, "more": more}
+
+
+def _joined(obj) -> dict:
+    out = {f.name: getattr(obj, f.name) for f in fields(obj) if f.name != "more"}
+    return {**out, **obj.more}

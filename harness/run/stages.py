@@ -1,0 +1,152 @@
+"""The stages of a case, in order: start the driver and warm it up, offer the load, drain.
+
+Each stage takes the case (run/case.py) and leaves its output in the case's directory;
+building the case's result from that output is run/collect.py's job.
+"""
+
+from __future__ import annotations
+
+import time
+
+from harness import check as checker
+from harness.check import checkpoint
+from harness.errors import HarnessError
+from harness.run.case import Case
+from harness.run.faults import FaultRunner
+from harness.run.live import LiveStatus
+from harness.services.spark import DriverDied
+from harness.wait import WaitTimeout, wait_until
+
+WARM_UP_TIMEOUT_S = 180.0
+
+
+def driver_died(case: Case, exc: DriverDied) -> None:
+    """Say at once how the driver died, how far the case had got, and its log's errors."""
+    case.failure = f"driver of case {case.name} {exc.how} {case.whereabouts()}"
+    lines = "\n".join(f"    {line}" for line in exc.error_lines) or "    (none)"
+    more = "; the workload goes on to the end of its schedule (open loop)" if case.phase == "sending" else ""
+    case.progress.step(f"FAILED: {case.failure}{more}; its log's error lines:\n{lines}")
+
+
+def start_driver(case: Case) -> None:
+    """Create the topic, start the case's driver and wait until its first batch ran."""
+    from workloads import generator
+
+    generator.create_topic(case.stack.bootstrap_servers, case.topic, case.scenario.workload.partitions)
+    case.progress.step(f"case {case.name}: starting Spark driver ({case.scenario.services.spark.master})")
+    case.phase = "starting the Spark driver"
+    case.start_driver()
+    case.phase = "warming up"
+    warm_up(case)
+
+
+def warm_up(case: Case, timeout_s: float = WARM_UP_TIMEOUT_S) -> None:
+    """Send control events at event time 0 and wait for the batch that reads them, so
+    that JVM warm-up is paid before measurement starts."""
+    from workloads import generator
+
+    case.progress.step("warming up: waiting for the first micro-batch")
+    partitions = case.scenario.workload.partitions
+    case.warmup = generator.send_control(case.stack.bootstrap_servers, case.topic, partitions, -partitions, 0)
+
+    def first_batch_done() -> bool:   # from the checkpoint: progress reports may be off
+        case.spark.check_alive()
+        return any(b.committed and b.rows for b in checkpoint.read_batches(case.checkpoint, case.topic))
+
+    wait_until(first_batch_done, timeout_s, 0.5, f"no micro-batch completed within {timeout_s:.0f}s")
+    case.registry.changed()   # the executors registered after the driver was ready: record them
+
+
+def offer_load(case: Case, schedule: FaultRunner) -> None:
+    """Send the workload open-loop, then the control events that move the watermark past
+    the last output; ground truth goes to the case's truth/ directory."""
+    from workloads import generator
+    from workloads.generator import shapes, truth
+
+    wl = case.scenario.measure.offered(case.scenario.workload)
+    rate = shapes.describe(wl.rate)
+    warmup = rate.pop("warmup", None)
+    params = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in rate.items()
+                       if k != "shape")
+    first = ("" if warmup is None
+             else f", after a {warmup['for_s']:g}s warm-up at {warmup['eps']:,.0f} events/s")
+    case.progress.step(f"case {case.name}: sending for {wl.duration_s:g}s "
+                       f"at a {rate['shape']} rate ({params}){first}")
+    case.phase = "sending"
+    live = LiveStatus(case.spark.progress_path, case.topic, len(case.warmup))
+
+    def on_progress(sent: int, planned: int) -> None:
+        case.sent, case.planned = sent, planned
+        if case.failure is None and not case.expect_down:
+            try:
+                case.spark.check_alive()
+            except DriverDied as exc:   # the schedule never waits for the system, nor stops for it
+                if not case.expect_down:   # a fault may have killed it between the two checks
+                    driver_died(case, exc)
+        case.progress.update(live.line(sent, planned))
+
+    start_ms = time.time_ns() // 1_000_000 + generator.START_LEAD_MS
+    schedule.start(t0=start_ms / 1000)   # a fault's `at` counts from the first event sent
+    try:
+        report = generator.generate(wl, case.stack.bootstrap_servers, case.truth_dir, topic=case.topic,
+                                    start_ms=start_ms, progress=on_progress)
+    finally:
+        truth.write_control(case.truth_dir, case.warmup)   # the warm-up events are truth too
+    if schedule.specs:
+        case.progress.step(f"case {case.name}: waiting for the faults to heal and be observed")
+        schedule.join()
+    case.sent, case.report = report["events"], report
+    generator.write_report(case.files.generator, report)
+    if not report["events"]:
+        raise HarnessError("the workload sent no event (idle partitions or a custom shape ended at once)",
+                           "check [workload] in the scenario")
+    pl = case.pipeline
+    max_ms = report["event_time_ms"]["max"]
+    final_wm = checker.final_watermark_ms(pl, max_ms)
+    # Spark's watermark is the largest event time read by earlier batches minus the delay
+    flush_ms = (max_ms if final_wm is None else final_wm) + pl.watermark_ms + pl.trigger_ms + 1000
+    control = generator.send_control(case.stack.bootstrap_servers, case.topic, wl.partitions,
+                                     report["events"], flush_ms)
+    truth.write_control(case.truth_dir, case.warmup + control)
+    case.flush_offsets = {c["partition"]: c["offset"] + 1 for c in control}
+
+
+def drain(case: Case) -> None:
+    """Wait until a committed batch ran with a watermark at which all output is final (or,
+    for a pipeline without a watermark, until the batches have read every offset): every
+    result has then been emitted and committed to the sink."""
+    pl, timeout_s = case.pipeline, case.scenario.drain_timeout_s
+    assert case.report is not None, "drain after the load"
+    final_wm = checker.final_watermark_ms(pl, case.report["event_time_ms"]["max"])
+    case.phase = "draining"
+    case.progress.step(f"waiting for the pipeline to emit every result (up to {timeout_s:.0f}s)")
+
+    def behind() -> int:
+        read = checkpoint.committed_offsets(case.checkpoint, case.topic)
+        return sum(max(0, end - read.get(p, 0)) for p, end in case.flush_offsets.items())
+
+    def drained() -> bool:
+        case.spark.check_alive()
+        if final_wm is None:
+            left = behind()
+            case.progress.update(f"{left:,} records not yet read by a committed batch")
+            return left == 0
+        wm = checkpoint.committed_watermark(case.checkpoint, case.topic)
+        if wm > 0:
+            case.progress.update(f"watermark {(wm - final_wm) / 1000:+,.1f} s from the last window end")
+        return wm >= final_wm
+
+    try:
+        wait_until(drained, timeout_s, 0.5)
+    except WaitTimeout:
+        # a result of the system under test, not bad input: this case fails, the checker
+        # still reads what the sink holds, and the next case runs
+        if final_wm is None:
+            where = f"{behind():,} records were still unread by a committed batch"
+        else:
+            wm = checkpoint.committed_watermark(case.checkpoint, case.topic)
+            where = ("its watermark stayed " + (f"{(wm - final_wm) / 1000:+,.1f} s from" if wm > 0
+                                                 else "never past the start of") + " the last window end")
+        case.failure = (f"the pipeline did not emit every result within drain_timeout ({timeout_s:.0f}s): "
+                        f"{where}; read {case.spark.log_path}")
+        case.progress.step(f"FAILED: {case.failure}")
