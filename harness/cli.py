@@ -63,6 +63,33 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        return _command(args)
+    finally:
+        _join_threads()
+
+
+THREADS_JOIN_S = 10.0
+
+
+def _join_threads(timeout_s: float = THREADS_JOIN_S) -> list[str]:
+    """Wait for every thread but this one to end, so that none is still inside native code
+    (pyarrow, librdkafka) while the interpreter tears down: a run ends with its verdict's exit
+    code, never with SIGABRT. Returns (and logs) the names of any still running."""
+    import threading
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread():
+            thread.join(max(0.0, deadline - time.monotonic()))
+    left = [t.name for t in threading.enumerate() if t is not threading.current_thread() and t.is_alive()]
+    if left:
+        logging.getLogger(__name__).warning("threads still running at exit: %s", ", ".join(left))
+    return left
+
+
+def _command(args) -> int:
+    try:
         if args.command == "fetch-jvm":
             return _fetch_jvm()
         if args.command == "fetch":

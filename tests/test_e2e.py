@@ -87,8 +87,10 @@ class TestSmokeScenario:
         probing is not logged as errors."""
         proc, run_dir = smoke_run
         assert "%4|" not in proc.stderr and "GETPID" not in proc.stderr, proc.stderr[-2000:]
-        errors = [line for line in (run_dir / "harness.log").read_text().splitlines() if " ERROR " in line]
+        log = (run_dir / "harness.log").read_text()
+        errors = [line for line in log.splitlines() if " ERROR " in line]
         assert not errors, "\n".join(errors[:5])
+        assert "threads still running at exit" not in log, "a thread outlived the run"
 
     def test_no_process_is_left_after_a_normal_run(self, smoke_run):
         """Kafka, Postgres, the driver and its executors are all gone."""

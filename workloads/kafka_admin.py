@@ -19,17 +19,47 @@ def quiet(logger_name: str = "kafka"):
         logger.setLevel(level)
 
 
+@contextlib.contextmanager
+def client(kind: str, bootstrap_servers: str, **config):
+    """A kafka-python client (`kind` "admin" or "consumer"), closed on the way out, and also
+    when its construction fails.
+
+    kafka-python 3.0 starts its IO thread before it bootstraps and leaves it running when
+    the bootstrap fails (no broker there yet): every failed probe of a starting broker left
+    a daemon thread behind, still in the event loop when the interpreter exited. The network
+    client is made here (the `kafka_client` setting), so it can be closed either way."""
+    from kafka import KafkaAdminClient, KafkaConsumer
+    from kafka.net.compat import KafkaNetClient
+
+    made: list = []
+
+    def network_client(**configs):
+        made.append(KafkaNetClient(**configs))
+        return made[-1]
+
+    cls = {"admin": KafkaAdminClient, "consumer": KafkaConsumer}[kind]
+    try:
+        opened = cls(bootstrap_servers=bootstrap_servers, kafka_client=network_client, **config)
+    except BaseException:
+        for net in made:
+            net.close()
+        raise
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def admin_client(bootstrap_servers: str, **config):
+    """client("admin", ...): a KafkaAdminClient that leaves no thread behind."""
+    return client("admin", bootstrap_servers, **config)
+
+
 def describe(bootstrap_servers: str, timeout_ms: int = 3000) -> list:
     """The brokers a metadata request through `bootstrap_servers` returns; raises when it fails."""
-    from kafka import KafkaAdminClient
-
-    with quiet():
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=timeout_ms,
-                                 bootstrap_timeout_ms=timeout_ms)
-        try:
-            return admin.describe_cluster().get("brokers") or []
-        finally:
-            admin.close()
+    with quiet(), admin_client(bootstrap_servers, request_timeout_ms=timeout_ms,
+                               bootstrap_timeout_ms=timeout_ms) as admin:
+        return admin.describe_cluster().get("brokers") or []
 
 
 def answers(bootstrap_servers: str, timeout_ms: int = 3000) -> bool:

@@ -38,24 +38,22 @@ def create_topic(bootstrap_servers: str, topic: str, partitions: int, exist_ok: 
     """Create `topic` with broker append timestamps (so record time = append time).
 
     Admin work goes through kafka-python; only the hot path uses confluent-kafka."""
-    from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
     from kafka.errors import KafkaError, TopicAlreadyExistsError
 
+    from workloads.kafka_admin import admin_client
+
     try:
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers)
-    except KafkaError as exc:
-        raise Problem(f"cannot reach Kafka at {bootstrap_servers}: {exc}",
-                           "check --bootstrap-servers and that the broker is up") from None
-    try:
-        admin.create_topics([NewTopic(topic, partitions, 1,
-                                      topic_configs={"message.timestamp.type": "LogAppendTime"})])
+        with admin_client(bootstrap_servers) as admin:
+            admin.create_topics([NewTopic(topic, partitions, 1,
+                                          topic_configs={"message.timestamp.type": "LogAppendTime"})])
     except TopicAlreadyExistsError:
         if not exist_ok:
             raise Problem(f"topic {topic!r} already exists on {bootstrap_servers}",
-                               "give the run a fresh topic name or delete the topic") from None
-    finally:
-        admin.close()
+                          "give the run a fresh topic name or delete the topic") from None
+    except KafkaError as exc:
+        raise Problem(f"Kafka at {bootstrap_servers} did not create topic {topic!r}: {exc}",
+                      "check --bootstrap-servers and that the broker is up") from None
 
 
 def _prepared(planner: Planner, encoder: Encoder):

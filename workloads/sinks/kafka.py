@@ -46,11 +46,12 @@ class KafkaTopicSink:
     def read(self):
         """Every committed record of the topic, parsed, with its append time as committed_ms."""
         import pandas as pd
-        from kafka import KafkaConsumer, TopicPartition
+        from kafka import TopicPartition
 
-        consumer = KafkaConsumer(bootstrap_servers=self.ctx.bootstrap_servers, enable_auto_commit=False,
-                                 isolation_level="read_committed", consumer_timeout_ms=5000)
-        try:
+        from workloads.kafka_admin import client
+
+        with client("consumer", self.ctx.bootstrap_servers or "", enable_auto_commit=False,
+                    isolation_level="read_committed", consumer_timeout_ms=5000) as consumer:
             consumer.topics()   # a metadata request, so that the topic's partitions are known
             known = consumer.partitions_for_topic(self.topic) or set()
             parts = [TopicPartition(self.topic, p) for p in sorted(known)]
@@ -65,8 +66,6 @@ class KafkaTopicSink:
                                        f"within {READ_TIMEOUT_S:.0f}s")
                 for records in consumer.poll(timeout_ms=1000).values():
                     rows.extend({**json.loads(r.value), "committed_ms": r.timestamp} for r in records)
-        finally:
-            consumer.close()
         columns = [*self.ctx.columns, "committed_ms"]
         out = pd.DataFrame(rows, columns=columns)
         ints = {c: "int64" for c, t in self.ctx.columns.items() if t.upper() in ("LONG", "INT")}
