@@ -117,6 +117,25 @@ class TestLagRecovered:
 
         assert lag_recovered_s(self.SERIES, started_ms=2500, ended_ms=3500) is None
 
+    @pytest.mark.parametrize("series, started, ended, words", [
+        (SERIES[:4], 2500, 3500, "never came back to its level before the fault (120 records): 700"),
+        (SERIES, 2500, 3500, "had run 1.5 s of batches when the fault came, fewer than 10 s"),
+        (SERIES, 2500, 6000, "no batch ended after the fault did"),
+        ([], 2500, 3500, "no batch reported its progress"),
+    ], ids=["never-back", "too-early", "run-ended", "no-batches"])
+    def test_a_missing_figure_comes_with_the_reason(self, series, started, ended, words):
+        """Every fault gets a recovery figure, or a note that says why there is none."""
+        from harness.metrics import lag_recovery
+
+        before = 1500 if words.startswith(("never", "no batch ended")) else 10_000
+        seconds, note = lag_recovery(series, started, ended, before_ms=before)
+        assert seconds is None and words in note, note
+
+    def test_a_figure_comes_without_a_note(self):
+        from harness.metrics import lag_recovery
+
+        assert lag_recovery(self.SERIES, 2500, 3500, before_ms=1500) == (2.5, None)
+
 
 class TestBatchTime:
     def test_phases_and_state_operators_of_the_batches_with_input(self):

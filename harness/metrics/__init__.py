@@ -87,9 +87,28 @@ def lag_recovered_s(series: list[tuple[float, int, float]], started_ms: float, e
     before the fault: the largest lag at the ends of the batches in the `before_ms` before
     it. None when the run had not yet run `before_ms` of batches when the fault came (no
     level to come back to: a fault 1 s in would wait for the end of the run), or the lag
-    never came back."""
+    never came back (lag_recovery says which)."""
+    return lag_recovery(series, started_ms, ended_ms, before_ms)[0]
+
+
+def lag_recovery(series: list[tuple[float, int, float]], started_ms: float, ended_ms: float,
+                 before_ms: float = 10_000) -> tuple[float | None, str | None]:
+    """lag_recovered_s, and when it is None, a sentence saying why."""
+    if not series:
+        return None, "no batch reported its progress (measurement off, or no batch ran)"
     level = [n for at, n, _ in series if started_ms - before_ms <= at < started_ms]
     if not level or series[0][0] > started_ms - before_ms:
-        return None
+        ran_s = max(0.0, (started_ms - series[0][0]) / 1000)
+        return None, (f"the run had run {ran_s:.1f} s of batches when the fault came, fewer than "
+                      f"{before_ms / 1000:g} s: no level before it to come back to")
     back = next((at for at, n, _ in series if at >= ended_ms and n <= max(level)), None)
-    return None if back is None else round((back - started_ms) / 1000, 3)
+    if back is None:
+        last_ms = series[-1][0]
+        after = [n for at, n, _ in series if at >= ended_ms]
+        if not after:
+            return None, (f"no batch ended after the fault did ({(last_ms - ended_ms) / 1000:+.1f} s from its "
+                          "end to the last batch)")
+        return None, (f"the lag never came back to its level before the fault ({max(level):,} records): "
+                      f"{min(after):,} at the least, by the last batch {(last_ms - ended_ms) / 1000:.1f} s "
+                      "after the fault ended")
+    return round((back - started_ms) / 1000, 3), None

@@ -212,9 +212,16 @@ def _faults_table(case: CaseResult) -> str:
     if not case.faults:
         return ""
     rows = [[escape(f.kind), _fmt(f.started_s, 1), _fmt(f.ended_s, 1), escape(f.target), _fmt(f.observed),
-             escape(f.detail), _fmt(f.recovery.get("lag_recovered_s"), 1)] for f in case.faults]
+             escape(f.detail), _recovered(f)] for f in case.faults]
     return _table(["fault", "from s", "to s", "target", "observed", "what happened", "lag recovered s"],
                   rows, text_columns=1)
+
+
+def _recovered(fault) -> str:
+    """The fault's lag recovery in seconds, or why there is none."""
+    seconds = fault.recovery.get("lag_recovered_s")
+    note = fault.recovery.get("note")
+    return _fmt(seconds, 1) if seconds is not None or not note else f'<span class="muted">{escape(note)}</span>'
 
 
 def _case(case_dir: Path, case: CaseResult) -> str:

@@ -207,12 +207,17 @@ def _sink_report(sink) -> dict | None:
 
 
 def _lag_recovery(faults: list[FaultRecord], t0: float | None, series) -> None:
-    """Each fault's recovery.lag_recovered_s, from the lag at every batch's end."""
+    """Each fault's recovery.lag_recovered_s, from the lag at every batch's end; where there is
+    none, recovery.note says why."""
     for fault in faults:
-        if t0 is not None and fault.started_s is not None:
-            ended = fault.ended_s if fault.ended_s is not None else fault.started_s
-            fault.recovery["lag_recovered_s"] = metrics.lag_recovered_s(
-                series, (t0 + fault.started_s) * 1000, (t0 + ended) * 1000)
+        if t0 is None or fault.started_s is None:
+            fault.recovery.update(lag_recovered_s=None, note="the fault was not injected")
+            continue
+        ended = fault.ended_s if fault.ended_s is not None else fault.started_s
+        seconds, note = metrics.lag_recovery(series, (t0 + fault.started_s) * 1000, (t0 + ended) * 1000)
+        fault.recovery["lag_recovered_s"] = seconds
+        if note:
+            fault.recovery["note"] = note
 
 
 def _first_send_ms(truth) -> float:
