@@ -17,7 +17,8 @@ from tests.helpers import REPO, run_cli
 RUNS = int(os.environ.get("BENCH_EXITS", "0"))
 SCENARIO = REPO / "benchmarks" / "scenarios" / "exits.toml"
 
-pytestmark = pytest.mark.skipif(RUNS < 1, reason="about a minute a run: BENCH_EXITS=N runs the scenario N times")
+pytestmark = pytest.mark.skipif(RUNS < 1,
+                                reason="about a minute a run: BENCH_EXITS=N runs the scenario N times")
 
 
 def test_every_run_exits_with_its_verdict_s_code(tmp_path, benchmark):

@@ -141,17 +141,23 @@ class TestInterruptedRun:
         _assert_nothing_left(run_dir)
 
 
-class TestDriverKilledByHand:
-    def test_the_case_fails_naming_the_signal_and_how_far_it_got(self, tmp_path):
+class TestKilledByHand:
+    def test_an_executor_then_the_driver_killed_by_hand_are_incidents_and_the_case_fails(self, tmp_path):
         """Setup: the smoke scenario, its run directory 160 characters deep (a CI workspace;
         PostgreSQL's socket path must still fit). Steps: wait until events are being sent,
-        SIGKILL the driver. The case fails (exit 1) with the signal and the events sent, the
-        checker still runs, status.json says killed, and nothing is left."""
+        SIGKILL an executor, wait for the next batch, SIGKILL the driver. Nobody scheduled
+        either: both are incidents of the case, with their causes (exit code 137, SIGKILL). The
+        case fails (exit 1) with the signal and the events sent, the checker still runs,
+        status.json says killed, and nothing is left."""
         run_dir = tmp_path / ("deep-workspace-" * 8) / "run"
         assert len(str(run_dir)) > 160
         proc = _start_and_wait_for_driver(run_dir)
         wait_until(lambda: _rows_read(run_dir) > 2, 120, 0.2,   # beyond the 2 warm-up events
                    err_msg="no micro-batch read a workload event")
+        executor = _executor_of(_driver_status(run_dir)["pid"])
+        os.kill(executor, signal.SIGKILL)
+        read = _rows_read(run_dir)
+        wait_until(lambda: _rows_read(run_dir) > read, 120, 0.2, err_msg="no batch after the executor's kill")
         os.kill(_driver_status(run_dir)["pid"], signal.SIGKILL)
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 1, err[-3000:]
@@ -161,8 +167,23 @@ class TestDriverKilledByHand:
         assert not case["verdict"]["holds"] and case["verdict"]["detail"].startswith("FAILED: driver")
         assert "SIGKILL" in case["error"] and case["events"]["produced"] > 0
         assert _driver_status(run_dir)["state"] == "killed"
-        assert "FAIL" in out
+        incidents = {i["kind"]: i for i in case["incidents"] if not i["scheduled"]}
+        assert "code 137" in incidents["executor-lost"]["cause"], case["incidents"]
+        assert incidents["driver-exit"]["cause"] == "killed by SIGKILL", case["incidents"]
+        assert incidents["executor-lost"]["at_s"] < incidents["driver-exit"]["at_s"]
+        assert "FAIL" in out and "incident executor-lost" in out
+        assert 'class="incident"' in (run_dir / "report.html").read_text()
         _assert_nothing_left(run_dir)
+
+
+def _executor_of(driver_pid: int) -> int:
+    """The pid of one executor JVM below the driver."""
+    import psutil
+
+    for child in psutil.Process(driver_pid).children(recursive=True):
+        if "CoarseGrainedExecutorBackend" in " ".join(child.cmdline()):
+            return child.pid
+    raise AssertionError(f"driver {driver_pid} has no executor process")
 
 
 class TestFailingRun:

@@ -56,7 +56,8 @@ def test_the_three_agree_on_each_case(run):
         assert terminal[case.name]["processed/s"] == eps
         # report.html: case, guarantee, sink, verdict, observed, offered, processed, p99, proc p99, lost,
         # duplicated, recovery, keeps up
-        assert report[case.name][7] == p99 and report[case.name][11] == recovery and report[case.name][6] == eps
+        cells = report[case.name]
+        assert cells[7] == p99 and cells[11] == recovery and cells[6] == eps
         assert rows[(case.series, "p99")].new == [case.p99_ms]
         assert rows[(case.series, "recovery")].new == [case.recovery_s]
         assert rows[(case.series, "throughput")].new == [case.throughput]

@@ -106,8 +106,8 @@ def lag_recovery(series: list[tuple[float, int, float]], started_ms: float, ende
         last_ms = series[-1][0]
         after = [n for at, n, _ in series if at >= ended_ms]
         if not after:
-            return None, (f"no batch ended after the fault did ({(last_ms - ended_ms) / 1000:+.1f} s from its "
-                          "end to the last batch)")
+            gap_s = (last_ms - ended_ms) / 1000
+            return None, f"no batch ended after the fault did ({gap_s:+.1f} s from its end to the last batch)"
         return None, (f"the lag never came back to its level before the fault ({max(level):,} records): "
                       f"{min(after):,} at the least, by the last batch {(last_ms - ended_ms) / 1000:.1f} s "
                       "after the fault ended")

@@ -136,6 +136,8 @@ def _bands(case: CaseResult) -> list[svg.Band]:
             continue
         end = f.ended_s if f.ended_s is not None else f.started_s
         out.append(svg.Band(float(f.started_s), float(end), f.kind))
+    out += [svg.Band(float(i.at_s), float(i.at_s), f"{i.kind}: {i.target}", incident=True)
+            for i in case.incidents if not i.scheduled and i.at_s is not None]
     return out
 
 
@@ -217,11 +219,23 @@ def _faults_table(case: CaseResult) -> str:
                   rows, text_columns=1)
 
 
+def _incidents_table(case: CaseResult) -> str:
+    """What nobody scheduled (and what the schedule explains, marked so)."""
+    if not case.incidents:
+        return ""
+    rows = [[escape(i.kind), _fmt(i.at_s, 1), escape(i.target), escape(i.cause),
+             "yes" if i.scheduled else '<span class="fail">no</span>'] for i in case.incidents]
+    headers = ["incident", "at s", "target", "cause", "explained by a fault"]
+    return "<h3>Incidents</h3>" + _table(headers, rows, f"incidents-{case.name}", text_columns=1)
+
+
 def _recovered(fault) -> str:
     """The fault's lag recovery in seconds, or why there is none."""
     seconds = fault.recovery.get("lag_recovered_s")
     note = fault.recovery.get("note")
-    return _fmt(seconds, 1) if seconds is not None or not note else f'<span class="muted">{escape(note)}</span>'
+    if seconds is not None or not note:
+        return _fmt(seconds, 1)
+    return f'<span class="muted">{escape(note)}</span>'
 
 
 def _case(case_dir: Path, case: CaseResult) -> str:
@@ -229,7 +243,7 @@ def _case(case_dir: Path, case: CaseResult) -> str:
     head = (f'<h2 id="case-{escape(name)}">{escape(name)} {_verdict(case)}</h2>'
             f'<p>{escape(case.guarantee)} into {escape(case.sink)}, pipeline {escape(case.pipeline)}: '
             f'{escape(case.verdict.detail)}</p>')
-    return "\n".join([head, _faults_table(case), *_timeline_charts(case_dir, case),
+    return "\n".join([head, _faults_table(case), _incidents_table(case), *_timeline_charts(case_dir, case),
                       _percentile_chart(case_dir, name), _discrepancies(case_dir, case)])
 
 

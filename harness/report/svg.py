@@ -17,6 +17,7 @@ WIDTH, HEIGHT = 760, 230
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 30, 40     # the plot area's margins
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f")
 BAND_FILL = "#f4a582"
+INCIDENT_FILL = "#d6604d"   # an incident nobody scheduled: darker than a fault
 
 
 @dataclass(frozen=True)
@@ -29,11 +30,13 @@ class Series:
 
 @dataclass(frozen=True)
 class Band:
-    """A shaded period on the x axis, labelled at its top (a fault)."""
+    """A shaded period on the x axis, labelled at its top (a fault; an incident, which nobody
+    scheduled, in another colour)."""
 
     start: float
     end: float
     label: str
+    incident: bool = False
 
 
 def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
@@ -171,12 +174,14 @@ def line_chart(title: str, series: list[Series], *, x_label: str, y_label: str,
     out = _open(title, width, height)
     for i, b in enumerate(bands):
         x0, x1 = f.x(max(b.start, f.x0)), f.x(min(max(b.end, b.start), f.x1))
-        out.append(f'<rect class="band" x="{x0}" y="{top}" width="{round(max(x1 - x0, 2.0), 1)}" '
-                   f'height="{height - top - BOTTOM}" fill="{BAND_FILL}" fill-opacity="0.35">'
+        kind, fill, ink = (("incident", INCIDENT_FILL, "#8e1b1b") if b.incident
+                           else ("band", BAND_FILL, "#8a3b12"))
+        out.append(f'<rect class="{kind}" x="{x0}" y="{top}" width="{round(max(x1 - x0, 2.0), 1)}" '
+                   f'height="{height - top - BOTTOM}" fill="{fill}" fill-opacity="0.35">'
                    f'<title>{escape(b.label)}</title></rect>')
         # labels on three staggered lines, so that faults close together stay readable
         out.append(f'<text x="{x0 + 2}" y="{top + 11 + 12 * (i % 3)}" font-size="10" '
-                   f'fill="#8a3b12">{escape(b.label)}</text>')
+                   f'fill="{ink}">{escape(b.label)}</text>')
     out += _axes(f, [(t, _label(t)) for t in x_ticks], y_ticks, x_label, y_label)
     for i, s in enumerate(series):
         out += _polylines(f, s.xs, s.ys, PALETTE[i % len(PALETTE)], s.connect)

@@ -58,6 +58,8 @@ def render(result: RunResult) -> str:
         lines.append(f"{case.name}: {case.verdict.detail}")
         lines += [f"  fault {f.kind} at {f.at_s:g}s: {'seen' if f.observed else 'NOT SEEN'}: {f.detail}"
                   for f in case.faults]
+        lines += [f"  incident {i.kind} at {i.at_s:g}s (not scheduled): {i.target}: {i.cause}"
+                  for i in case.incidents if not i.scheduled]
     for row in result.sections.get("watermark_sweep") or []:
         share = (row["late_share"] or 0) * 100
         lines.append(f"watermark {row['watermark_ms']:>7,} ms: event-time p99 "

@@ -38,6 +38,7 @@ class CaseDir:
     status = property(lambda self: self.path / "status.json")
     spark_conf = property(lambda self: self.path / "spark-conf.json")
     progress = property(lambda self: self.path / "progress.jsonl")
+    executors = property(lambda self: self.path / "executors.jsonl")
     stop = property(lambda self: self.path / "STOP")
     control = property(lambda self: self.path / "control")
     # the query's checkpoint; at-most-once's restarts start fresh ones beside it
@@ -53,6 +54,7 @@ class CaseDir:
     batches = property(lambda self: self.path / "batches.parquet")
     resources = property(lambda self: self.path / "resources.parquet")
     lag = property(lambda self: self.path / "lag.parquet")
+    processes = property(lambda self: self.path / "processes.jsonl")   # service processes that exited
 
     def fresh_checkpoint(self, index: int) -> Path:
         """The checkpoint of the case's index-th query (at-most-once restarts fresh)."""

@@ -42,6 +42,10 @@ class Case:
     report: dict | None = None
     flush_offsets: dict[int, int] = field(default_factory=dict)   # partition -> end offset after the flush
     failure: str | None = None     # why the case failed while it ran (a dead driver)
+    # epoch ms: its first batch committed (the warm-up done), and its driver asked to stop; the
+    # incidents of the case are what happened between the two
+    running_from_ms: float = 0.0
+    stopping_ms: float | None = None
     expect_down: bool = False      # a fault killed the driver on purpose: not a failure
     driver_up: threading.Event = field(default_factory=threading.Event)   # clear while it restarts
     checkpoints: list[Path] = field(default_factory=list)   # one per query; at-most-once restarts fresh

@@ -6,6 +6,7 @@ Everything here reads the case's directory; nothing runs any more.
 
 from __future__ import annotations
 
+import time
 import traceback
 from typing import Any
 
@@ -19,6 +20,7 @@ from harness.metrics import batches as batch_times
 from harness.metrics import flow, latency
 from harness.results import verdict as verdicts
 from harness.results.model import CaseResult, FaultRecord
+from harness.run import incidents
 from harness.run.case import Case
 from harness.run.faults import FaultRunner
 from workloads.errors import Problem
@@ -55,6 +57,8 @@ def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> Ca
     if case.report is not None:
         sections["generator"] = _generator_summary(case.report)
     result = _empty(case, [FaultRecord.from_json(r) for r in schedule.records()], sections)
+    until_ms = case.stopping_ms if case.stopping_ms is not None else time.time() * 1000
+    result.incidents = incidents.collect(files, schedule.t0, case.running_from_ms, until_ms, result.faults)
     if truth is None:   # died before sending: nothing to check
         return result
     batch_times.table(progress_records).to_parquet(files.batches, index=False)

@@ -17,7 +17,7 @@ from harness.metrics import resources
 from harness.results import summary as summary_mod
 from harness.results.model import CaseResult, RunResult
 from harness.results.rundir import RunDir
-from harness.run import stages
+from harness.run import incidents, stages
 from harness.run.case import Case
 from harness.run.collect import case_result
 from harness.run.faults import FaultRunner
@@ -123,20 +123,24 @@ def run_case(case: Case) -> CaseResult:
     sampler = resources.Sampler(case.registry, case.files.resources)
     if case.scenario.measure.enabled:
         sampler.start()
+    watch = incidents.Watch(case.registry, case.files).start()
     try:
         stages.start_driver(case)
         stages.offer_load(case, schedule)
         if case.failure is None:
             stages.drain(case)
+            case.stopping_ms = time.time() * 1000
             case.spark.request_stop()
     except DriverDied as exc:
         stages.driver_died(case, exc)
     except BaseException:
         schedule.stop(aborted=True)   # SIGCONT, unlock, no restart: the registry stops the rest
         sampler.stop()
+        watch.stop()
         raise
     schedule.stop()
     used = sampler.stop()
+    watch.stop()
     if case.failure is not None:
         case.spark.stop()
     return case_result(case, schedule, used)

@@ -54,6 +54,7 @@ def warm_up(case: Case, timeout_s: float = WARM_UP_TIMEOUT_S) -> None:
         return any(b.committed and b.rows for b in checkpoint.read_batches(case.checkpoint, case.topic))
 
     wait_until(first_batch_done, timeout_s, 0.5, f"no micro-batch completed within {timeout_s:.0f}s")
+    case.running_from_ms = time.time() * 1000
     case.registry.changed()   # the executors registered after the driver was ready: record them
 
 

@@ -47,7 +47,8 @@ class SparkDriver(Service):
         super().__init__(name, workdir, registry)
         files = CaseDir(self.workdir)
         self.config = replace(config, status_path=str(files.status), conf_path=str(files.spark_conf),
-                              progress_path=str(files.progress), stop_path=str(files.stop),
+                              progress_path=str(files.progress), executors_path=str(files.executors),
+                              stop_path=str(files.stop),
                               control_dir=str(files.control))
         self.config_path = files.driver_config
         self.status_path = Path(self.config.status_path)

@@ -41,6 +41,7 @@ class DriverConfig:
     status_path: str = ""
     conf_path: str = ""            # the SparkConf it runs with
     progress_path: str = ""
+    executors_path: str = ""       # executors added and removed (pipelines/executors.py)
     progress: bool = True          # False ([measure] enabled = false): no progress listener
     stop_path: str = ""
     control_dir: str = ""          # the control channel (pipelines/control.py)

@@ -27,6 +27,7 @@ from workloads import plugins
 from workloads.pipelines import control
 from workloads.pipelines.config import DriverConfig
 from workloads.pipelines.control import CommitGate
+from workloads.pipelines.executors import ExecutorWatch
 from workloads.pipelines.source import parse_events, rate_events, read_kafka
 from workloads.sinks import sink_target
 
@@ -60,10 +61,12 @@ def run(config: DriverConfig, status: Path) -> int:
     query = _start_query(spark, config, sink)
     _write_status(status, state="running", query_id=str(query.id), run_id=str(query.runId))
     stop_path = Path(config.stop_path)
+    executors = ExecutorWatch(spark, config.executors_path)
     while True:
         while query.isActive and not stop_path.exists():
             query.awaitTermination(0.5)
             control.serve(spark, Path(config.control_dir))
+            executors.poll()
         if query.exception() is not None or config.trigger != "available-now":
             break
         # an available-now run drained what was there: the next one, trigger_ms later
@@ -71,6 +74,7 @@ def run(config: DriverConfig, status: Path) -> int:
         while time.monotonic() < next_at and not stop_path.exists():
             time.sleep(0.1)
             control.serve(spark, Path(config.control_dir))
+            executors.poll()
         if stop_path.exists():
             break
         query = _start_query(spark, config, sink)
