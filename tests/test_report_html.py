@@ -110,6 +110,7 @@ addEventListener("load", () => {
 </script></body>"""
 
 
+@pytest.mark.integration   # needs Debian's chromium: not in the unit lane, which needs nothing installed
 def test_the_page_renders_in_headless_chromium(tmp_path):
     """Chromium (Debian's package) lays the report out: every chart drawn at its size, the
     comparison table's rows, lines in the charts; and a screenshot of it is taken."""
