@@ -7,7 +7,11 @@ commit window, the equivalent of a held checkpoint barrier: a crash inside it le
 batch that the sink has but the checkpoint does not, and a restart re-executes it.
 
   delay-commit     request: milliseconds to hold the next batch that wrote rows
-  hold-commit      request: hold the next batch that wrote rows until the driver dies
+  hold-commit      request: the point (before-write, after-write, after-commit) at which to
+                   hold the next batch with rows until the driver dies (after-commit: mark
+                   it, armed-<N>.json, and let it through to its commit)
+  fail-batch       request: {"point", "times"}: raise InjectedFailure at the point of the
+                   next `times` batches with rows; failed-<N>-<ms>.json says each
   held-<N>.json    the driver's answer: batch N wrote `rows` rows and is held from `at_ms`
                    until `until_ms` (for hold-commit, HOLD_CEILING_MS: the driver should
                    be killed long before)
@@ -33,6 +37,7 @@ from workloads.wire import CONTROL_KEY
 
 DELAY_COMMIT = "delay-commit"
 HOLD_COMMIT = "hold-commit"
+FAIL_BATCH = "fail-batch"
 KILL_EXECUTOR = "kill-executor"
 KILLED = "killed.json"
 
@@ -113,10 +118,55 @@ def _kill_and_replace(sc, executor_id: str) -> bool:
 
 
 HOLD_CEILING_MS = 120_000   # a hold "until the driver dies" ends anyway if nobody kills it
+BEFORE_WRITE, AFTER_WRITE, AFTER_COMMIT = "before-write", "after-write", "after-commit"
+POINTS = (BEFORE_WRITE, AFTER_WRITE, AFTER_COMMIT)
+
+
+class InjectedFailure(RuntimeError):
+    """What a fail-batch request raises inside foreachBatch: the query fails with it, as a
+    user's code would make it fail."""
+
+
+def failed_batches(control_dir: Path) -> list[dict]:
+    """Every batch a fail-batch request failed so far, oldest first."""
+    return _records(control_dir, "failed-*.json")
+
+
+def armed_batches(control_dir: Path) -> list[dict]:
+    """Batches written and let through to their commit while a kill after the commit waits."""
+    return _records(control_dir, "armed-*.json")
+
+
+def _records(control_dir: Path, pattern: str) -> list[dict]:
+    found = []
+    for path in sorted(Path(control_dir).glob(pattern)):
+        try:
+            found.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue   # being written
+    return sorted(found, key=lambda h: h["at_ms"])
+
+
+def _has_rows(batch_df) -> bool:
+    """Whether the batch holds a row of the workload's (not only the harness's control rows):
+    asked before the sink's write, while a request waits for such a batch."""
+    if "key" in (getattr(batch_df, "columns", None) or ()):
+        return not _only_control_rows(batch_df)
+    return batch_df.limit(1).count() > 0
 
 
 class CommitGate:
-    """`foreachBatch` callable: the sink's write, then whatever the control directory asks.
+    """`foreachBatch` callable: the sink's write, and around it whatever the control
+    directory asks, at its point of the batch:
+
+      before-write   after Spark logged offsets/N, before the sink is called
+      after-write    after the sink's write returned, before Spark writes commits/N
+      after-commit   the batch is let through and marked (armed-N.json); the harness kills the
+                     driver as soon as commits/N appears
+
+    Requests: delay-commit (hold after the write for a time), hold-commit (hold at a point
+    until the driver is killed), fail-batch (raise at a point, `times` batches). Each acts on
+    the next batch with workload rows, and leaves a record of what it did.
 
     The sink gets `batch_base + batch_id`: a query restarted on a fresh checkpoint numbers
     its batches from 0 again, and the base (QUERY_ID_STRIDE times the query's index) keeps
@@ -129,22 +179,85 @@ class CommitGate:
         self.control_dir.mkdir(parents=True, exist_ok=True)
 
     def __call__(self, batch_df, batch_id: int) -> None:
-        self.write(batch_df, self.batch_base + batch_id)
-        delay, hold = self.control_dir / DELAY_COMMIT, self.control_dir / HOLD_COMMIT
-        if not (delay.exists() or hold.exists()):
+        asked = self._asked()
+        if not asked:
+            self.write(batch_df, self.batch_base + batch_id)
             return
+        if BEFORE_WRITE in asked.values() and _has_rows(batch_df):
+            self._act(asked, BEFORE_WRITE, batch_id, None)
+        self.write(batch_df, self.batch_base + batch_id)
         rows = self.rows()
         if rows == 0 or _only_control_rows(batch_df):
             return   # nothing of the workload's to replay: wait for a batch that wrote some
-        now_ms = time.time_ns() // 1_000_000
-        forever = hold.exists()
-        try:
-            until_ms = now_ms + (HOLD_CEILING_MS if forever else int(delay.read_text() or 0))
-        except (OSError, ValueError):
-            return                  # withdrawn meanwhile
-        hold.unlink(missing_ok=True)
-        delay.unlink(missing_ok=True)   # one batch per request
+        self._act(asked, AFTER_WRITE, batch_id, rows)
+        if asked.get(HOLD_COMMIT) == AFTER_COMMIT:
+            (self.control_dir / HOLD_COMMIT).unlink(missing_ok=True)
+            _write_json(self.control_dir / f"armed-{batch_id}.json",
+                        {"batch_id": batch_id, "rows": rows, "at_ms": _now_ms(), "point": AFTER_COMMIT})
+
+    def _asked(self) -> dict[str, str]:
+        """Pending requests -> the point each acts at."""
+        asked = {}
+        if (self.control_dir / DELAY_COMMIT).exists():
+            asked[DELAY_COMMIT] = AFTER_WRITE
+        for name in (HOLD_COMMIT, FAIL_BATCH):
+            point = _read(self.control_dir / name)
+            if point is not None:
+                asked[name] = (json.loads(point).get("point") if point.startswith("{") else point) or AFTER_WRITE
+        return asked
+
+    def _act(self, asked: dict[str, str], point: str, batch_id: int, rows: int | None) -> None:
+        """Carry out the requests that act at `point`: fail, hold until killed, or delay."""
+        if asked.get(FAIL_BATCH) == point:
+            self._fail(point, batch_id, rows)
+        if asked.get(HOLD_COMMIT) == point:
+            (self.control_dir / HOLD_COMMIT).unlink(missing_ok=True)
+            self._hold(batch_id, rows, point, _now_ms() + HOLD_CEILING_MS, forever=True)
+        if asked.get(DELAY_COMMIT) == point:
+            delay = _read(self.control_dir / DELAY_COMMIT)
+            (self.control_dir / DELAY_COMMIT).unlink(missing_ok=True)   # one batch per request
+            if delay is not None:
+                self._hold(batch_id, rows, point, _now_ms() + int(delay or 0), forever=False)
+
+    def _hold(self, batch_id: int, rows: int | None, point: str, until_ms: int, forever: bool) -> None:
         held_path(self.control_dir, batch_id).write_text(json.dumps(
-            {"batch_id": batch_id, "rows": rows, "at_ms": now_ms, "until_ms": until_ms, "forever": forever}))
-        while time.time_ns() // 1_000_000 < until_ms:
+            {"batch_id": batch_id, "rows": rows, "at_ms": _now_ms(), "until_ms": until_ms, "forever": forever,
+             "point": point}))
+        while _now_ms() < until_ms:
             time.sleep(0.05)        # held: until the time is up, or the harness kills this driver
+
+    def _fail(self, point: str, batch_id: int, rows: int | None) -> None:
+        """Raise InjectedFailure, and count it: the request ends after its `times`."""
+        path = self.control_dir / FAIL_BATCH
+        text = _read(path)
+        if text is None:
+            return
+        request = json.loads(text) if text.startswith("{") else {"point": text}
+        left = int(request.get("times", 1)) - 1
+        if left > 0:
+            _write_json(path, {**request, "times": left})
+        else:
+            path.unlink(missing_ok=True)
+        message = (f"harness fail-batch: batch {batch_id} failed on purpose "
+                   f"{'before the sink was called' if point == BEFORE_WRITE else 'after the sink wrote it'}")
+        _write_json(self.control_dir / f"failed-{batch_id}-{_now_ms()}.json",
+                    {"batch_id": batch_id, "rows": rows, "at_ms": _now_ms(), "point": point,
+                     "times_left": left, "message": message})
+        raise InjectedFailure(message)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
+def _write_json(path: Path, value: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(value))
+    os.replace(tmp, path)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
