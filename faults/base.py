@@ -11,11 +11,23 @@ from faults.targets import Targets
 
 @dataclass
 class Observation:
-    """Whether the fault's effect was seen, in a sentence, with figures for recovery."""
+    """Whether the fault's effect was seen, in a sentence, with figures for recovery.
+
+    `landed` is the proof that it hit the window it aims at, not just that it ran ("the
+    exception came after the sink's write of batch 7 returned and before commits/7"): None
+    for a kind that aims at no window of its own (then observed is the proof). A fault that
+    did not land fails its case, as an unobserved one does. `outcome` is what Spark did with
+    a restart the fault made it take: "accepted", "ignored" or "refused" (with Spark's
+    sentence in `outcome_detail`): a refused restart is a finding, not a harness error."""
 
     observed: bool
     detail: str
     facts: dict = field(default_factory=dict)
+    landed: bool | None = None
+    proof: str = ""
+    outcome: str | None = None
+    outcome_detail: str = ""
+    more: dict = field(default_factory=dict)   # kind-specific records for summary.json
 
 
 class Fault:

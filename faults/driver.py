@@ -1,46 +1,61 @@
-"""Faults on the driver: kill it and start another, or make Spark replay one batch.
+"""Faults on the driver: kill it and start another (at a point of a batch, or with changed
+settings), or make Spark replay one batch.
 
 A new driver starts on the same checkpoint (at-least-once, exactly-once), so Spark
 re-executes a batch that is in the offset log but not in the commit log; or on a fresh
 checkpoint at the latest offsets (at-most-once), so whatever was in flight is skipped.
-Which one is the harness's business (Targets.restart_driver).
+Which one is the harness's business (Targets.restart_driver). What Spark does with the
+restart is recorded as the fault's outcome: it ran (accepted), or it failed to start
+the query (refused, with its own sentence).
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from faults.base import Fault, Observation
-from faults.kinds import DOWNTIME, FaultKind
+from faults.kinds import DOWNTIME, FaultKind, Key
 from faults.targets import end_s as _end_s
 from faults.targets import wait_for
-from workloads.pipelines.control import DELAY_COMMIT, HOLD_COMMIT, held_batches, holding, request, withdraw
+from workloads import plugins
+from workloads.errors import SpecError
+from workloads.generator._validate import bad
+from workloads.pipelines.control import (
+    AFTER_COMMIT,
+    AFTER_WRITE,
+    BEFORE_WRITE,
+    DELAY_COMMIT,
+    HOLD_COMMIT,
+    armed_batches,
+    held_batches,
+    holding,
+    request,
+    withdraw,
+)
+from workloads.pipelines.params import HDFS_PROVIDER, PROVIDER_KEY, STATE_STORES
 
 HOLD_TIMEOUT_S = 60.0
 FIRST_BATCH_TIMEOUT_S = 120.0
+COMMIT_POLL_S = 0.005
 
 
-class KillDriver(Fault):
-    """SIGKILL the driver's process tree; heal starts a new driver after `downtime`.
+class DriverRestart(Fault):
+    """What every fault that kills the driver and starts another shares: the kill (recording
+    what the checkpoint holds at that moment), the restart after `downtime` (with the
+    fault's `changes`), and the observation of the new driver: its first batch, the batches
+    it ran again, or Spark's refusal."""
 
-    When a delay-commit is switched on, the kill waits until a batch is held in the
-    commit window, so that it lands there: the deterministic replay."""
-
+    changes: dict | None = None
     held: dict | None = None
-
-    def _inject(self) -> None:
-        control = self.targets.control_dir
-        self.held = holding(control)
-        if self.held is None and (control / DELAY_COMMIT).exists():
-            self.held = wait_for(lambda: holding(control), HOLD_TIMEOUT_S)
-        self._kill()
 
     def _kill(self) -> None:
         driver = self.targets.driver()
         self.targets.process(driver.pid)           # refuses a pid this run did not start
         # what a restart on this checkpoint runs again: batches in the offset log but not yet
         # in the commit log when the driver dies (the one in flight), and a held one
-        self.inflight = _uncommitted(self.targets.checkpoint())
+        self.checkpoint = self.targets.checkpoint()
+        self.inflight = uncommitted(self.checkpoint)
         self.query_id, self.run_id = _ids(self.targets.progress())
         self.target = f"driver (pid {driver.pid})"
         self.targets.expect_down(True)
@@ -49,22 +64,46 @@ class KillDriver(Fault):
 
     def _heal(self) -> None:
         if not hasattr(self, "killed_at"):
+            self.targets.expect_down(False)
             return   # the kill never happened: a restart would start a second driver
         try:
-            self.targets.restart_driver()
+            self.targets.restart_driver(self.changes)
             self.restarted_at = time.time()
-        finally:
+        except Exception as exc:  # noqa: BLE001 - Spark refusing the checkpoint is a finding
+            self.refused = sentence(str(exc))
             self.targets.expect_down(False)
 
+    def _after(self) -> list[dict]:
+        """The new driver's batches: another run id than the killed one's, ended after the kill."""
+        return [p for p in self.targets.progress()
+                if p.get("runId") != self.run_id and _end_s(p) > self.killed_at]
+
+    def _first_batch_or_failure(self) -> tuple[list[dict], str | None]:
+        """Wait for the new driver's first batch, or for it to fail: Spark may accept the
+        restart and refuse the checkpoint a moment later, in the query's own thread."""
+        def settled():
+            after = self._after()
+            if after:
+                return after, None
+            driver = self.targets.driver()
+            if not driver.running:
+                return [], sentence(driver.status().get("error") or driver.how_it_ended())
+            return None
+
+        try:
+            found = wait_for(settled, FIRST_BATCH_TIMEOUT_S, 0.5)
+        finally:
+            self.targets.expect_down(False)
+        return found if found else ([], None)
+
     def observe(self) -> Observation:
+        if hasattr(self, "refused"):
+            return self._refused(self.refused)
         if not hasattr(self, "restarted_at"):
             return Observation(False, f"{self.target} was killed but no new driver started")
-
-        def new_run() -> list[dict]:   # the new driver's batches: another run id than the killed one's
-            return [p for p in self.targets.progress()
-                    if p.get("runId") != self.run_id and _end_s(p) > self.killed_at]
-
-        after = wait_for(new_run, FIRST_BATCH_TIMEOUT_S, 0.5)
+        after, failure = self._first_batch_or_failure()
+        if failure is not None:
+            return self._refused(failure)
         if not after:
             return Observation(False, f"{self.target} was killed and restarted, but no batch completed "
                                       f"within {FIRST_BATCH_TIMEOUT_S:.0f}s")
@@ -75,27 +114,46 @@ class KillDriver(Fault):
                  "first_batch_after_s": round(_end_s(first) - self.killed_at, 3),
                  "batches_reexecuted": len({p["batchId"] for p in rerun}),
                  "events_reread": sum(p.get("numInputRows", 0) for p in rerun)}
-        fresh = first.get("id") != self.query_id
-        how = ("on a fresh checkpoint at the latest offsets" if fresh
+        self.new_query = first.get("id") != self.query_id
+        how = ("on a fresh checkpoint at the latest offsets" if self.new_query and self._fresh()
+               else f"under a new query id {first.get('id')}" if self.new_query
                else f"on the same checkpoint, first batch {first['batchId']}")
         held = f" while batch {self.held['batch_id']} was held in the commit window" if self.held else ""
         return Observation(True, f"{self.target} killed{held}; a new driver ran {how} after "
-                                 f"{facts['downtime_s']:.1f}s down", facts)
+                                 f"{facts['downtime_s']:.1f}s down", facts, outcome="accepted",
+                           outcome_detail=f"Spark ran the query again {how}")
+
+    def _fresh(self) -> bool:
+        return self.targets.checkpoint() != self.checkpoint
+
+    def _refused(self, why: str) -> Observation:
+        return Observation(True, f"{self.target} was killed and a new driver started, but Spark refused to "
+                                 f"run the query again: {why}", outcome="refused", outcome_detail=why)
 
 
-class ReplayBatch(KillDriver):
-    """Hold the next batch that wrote rows after the sink's write, kill the driver there,
-    and start again: the offset log holds the batch and the commit log does not, so Spark
-    re-executes it with its original id. No timing is involved."""
+class KillDriver(DriverRestart):
+    """SIGKILL the driver's process tree; heal starts a new driver after `downtime`.
+
+    Without `point`, the kill falls wherever the driver is; inside a delay-commit it waits
+    until a batch is held in the commit window, so that it lands there. With `point`, the
+    commit gate stops the next batch with rows there and the kill lands in that window:
+    before-write (offsets/N logged, the sink not called), after-write (the sink's write
+    returned, commits/N not written), after-commit (just after commits/N appears)."""
 
     def _inject(self) -> None:
-        control = self.targets.control_dir
-        seen = len(held_batches(control))
-        request(control, HOLD_COMMIT)
-        if not wait_for(lambda: len(held_batches(control)) > seen, HOLD_TIMEOUT_S):
-            raise TimeoutError("no batch that wrote rows reached the commit window "
-                               f"within {HOLD_TIMEOUT_S:.0f}s")
-        self.held = held_batches(control)[-1]
+        control, point = self.targets.control_dir, self.spec.get("point")
+        if point is None:
+            self.held = holding(control)
+            if self.held is None and (control / DELAY_COMMIT).exists():
+                self.held = wait_for(lambda: holding(control), HOLD_TIMEOUT_S)
+        elif point in (BEFORE_WRITE, AFTER_WRITE):
+            self.held = hold_at(control, point)
+        else:
+            self.armed = _wait_armed(control)
+            committed = Path(self.targets.checkpoint()) / "commits" / str(self.armed["batch_id"])
+            if not wait_for(committed.exists, HOLD_TIMEOUT_S, COMMIT_POLL_S):
+                raise TimeoutError(f"commits/{self.armed['batch_id']} was not written "
+                                   f"within {HOLD_TIMEOUT_S:.0f}s")
         self._kill()
 
     def _heal(self) -> None:
@@ -104,41 +162,173 @@ class ReplayBatch(KillDriver):
 
     def observe(self) -> Observation:
         seen = super().observe()
-        if not seen.observed or self.held is None:
+        point = self.spec.get("point")
+        if point is None or not seen.observed:
+            return seen
+        seen.landed, seen.proof = landed_at(point, self.checkpoint, self.held or getattr(self, "armed", {}),
+                                            self.killed_at)
+        return seen
+
+
+class ReplayBatch(KillDriver):
+    """Hold the next batch that wrote rows after the sink's write, kill the driver there,
+    and start again: the offset log holds the batch and the commit log does not, so Spark
+    re-executes it with its original id. No timing is involved."""
+
+    def _inject(self) -> None:
+        self.held = hold_at(self.targets.control_dir, AFTER_WRITE)
+        self._kill()
+
+    def observe(self) -> Observation:
+        seen = DriverRestart.observe(self)
+        if not seen.observed or self.held is None or seen.outcome == "refused":
             return seen
         again = seen.facts.get("batches_reexecuted", 0) > 0
-        fresh = "fresh checkpoint" in seen.detail
+        fresh = getattr(self, "new_query", False)
         if not again and not fresh:
             return Observation(False, f"batch {self.held['batch_id']} was held and the driver restarted, "
                                       f"but the batch did not run again", seen.facts)
         what = "skipped (at-most-once restarts fresh)" if fresh else "ran again"
+        landed, proof = landed_at(AFTER_WRITE, self.checkpoint, self.held, self.killed_at)
         return Observation(True, f"batch {self.held['batch_id']} ({self.held['rows']} rows) was written, "
-                                 f"the driver killed before its commit, and the batch {what}", seen.facts)
+                                 f"the driver killed before its commit, and the batch {what}", seen.facts,
+                           landed=landed, proof=proof, outcome=seen.outcome,
+                           outcome_detail=seen.outcome_detail)
 
 
+class RestartWith(DriverRestart):
+    """Kill the driver and start it again on the same checkpoint with changed settings, as a
+    deploy of a new job version does. Spark accepts a change, ignores it (it keeps a
+    checkpoint's shuffle partitions and state store), or refuses the checkpoint."""
 
-_DRIVER_RECOVERY = ("downtime_s", "first_batch_after_s", "batches_reexecuted", "events_reread")
+    def _inject(self) -> None:
+        self.changes = {k: dict(v) for k, v in (("conf", self.spec.get("conf", {})),
+                                                 ("pipeline", self.spec.get("pipeline", {}))) if v}
+        self._kill()
 
-KILL_DRIVER_FAULT = FaultKind(
-    "kill-driver", KillDriver,
-    about="SIGKILL the driver's process tree and start a new driver after `downtime`; a batch must complete "
-          "after it. Inside a `delay-commit` it waits for the held batch, so that it kills there",
-    models="a driver crash: its node lost, its container killed",
-    keys=(DOWNTIME,), targets=("driver",), default_target="driver", restarts=True,
-    recovery_keys=_DRIVER_RECOVERY)
-
-REPLAY_BATCH_FAULT = FaultKind(
-    "replay-batch", ReplayBatch,
-    about="hold the next batch that wrote rows after the sink's write, kill the driver there and start "
-          "again: the batch is in the offset log and not in the commit log, so Spark must run it again "
-          "with its id",
-    models="a crash between a sink's commit and Spark's commit log (the Paimon double commit, "
-           "apache/paimon#9666)",
-    keys=(DOWNTIME,), targets=("driver",), default_target="driver", restarts=True,
-    needs_commit_gate=True, recovery_keys=_DRIVER_RECOVERY)
+    def observe(self) -> Observation:
+        seen = super().observe()
+        if seen.outcome != "accepted":
+            return seen
+        kept = ignored_changes(self.targets.checkpoint(), self.changes or {})
+        if kept:
+            seen.outcome = "ignored"
+            seen.outcome_detail = "Spark kept the checkpoint's " + "; ".join(kept)
+        else:
+            seen.outcome_detail = f"Spark ran the query with {describe_changes(self.changes or {})}"
+        seen.detail += f"; {seen.outcome_detail}"
+        return seen
 
 
-def _uncommitted(checkpoint) -> set[int]:
+# the pipeline keys a restart may change: the Spark settings a deploy changes, and the build
+_CHANGEABLE = ("shuffle_partitions", "state_store", "max_offsets_per_trigger", "build")
+
+
+def _changes(values: dict, s) -> None:
+    """restart-with changes something, and each change is one the harness can apply."""
+    extra = values["extra"]
+    conf, keys = extra.get("conf", {}), extra.get("pipeline", {})
+    if not conf and not keys:
+        raise SpecError(f"{s.path} changes nothing: restart-with needs conf or pipeline",
+                        'add e.g. conf = { "spark.sql.shuffle.partitions" = "4" } or '
+                        'pipeline = { state_store = "rocksdb" }')
+    for key, value in conf.items():
+        if not isinstance(value, str):
+            raise bad(f'{s.field("conf")}."{key}"', value, "expected a string",
+                      f'quote it: "{key}" = "{value}"')
+    for key, value in keys.items():
+        field = f"{s.field('pipeline')}.{key}"
+        if key not in _CHANGEABLE:
+            raise bad(field, value, "is not a pipeline key a restart can change",
+                      f"change one of {', '.join(_CHANGEABLE)}")
+        if key in ("shuffle_partitions", "max_offsets_per_trigger") and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise bad(field, value, "expected a whole number of 1 or more", f"write {key} = 4")
+        if key == "state_store" and value not in STATE_STORES:
+            raise bad(field, value, "is not a state store", f"write one of {', '.join(STATE_STORES)}")
+        if key == "build":
+            plugins.function(str(value), field, ("events_df", "params"))
+
+
+def hold_at(control: Path, point: str) -> dict:
+    """Ask the commit gate to hold the next batch with rows at `point`; the held batch's record."""
+    seen = len(held_batches(control))
+    request(control, HOLD_COMMIT, point)
+    if not wait_for(lambda: len(held_batches(control)) > seen, HOLD_TIMEOUT_S):
+        raise TimeoutError(f"no batch that wrote rows reached the commit window ({point}) "
+                           f"within {HOLD_TIMEOUT_S:.0f}s")
+    return held_batches(control)[-1]
+
+
+def _wait_armed(control: Path) -> dict:
+    seen = len(armed_batches(control))
+    request(control, HOLD_COMMIT, AFTER_COMMIT)
+    if not wait_for(lambda: len(armed_batches(control)) > seen, HOLD_TIMEOUT_S):
+        raise TimeoutError(f"no batch with rows reached its commit within {HOLD_TIMEOUT_S:.0f}s")
+    return armed_batches(control)[-1]
+
+
+def landed_at(point: str, checkpoint: Path, batch: dict, killed_at: float) -> tuple[bool, str]:
+    """Whether a kill (or a failure) at `point` of `batch` hit that window, read from the
+    checkpoint after the driver died, with the sentence that proves it (or says why not)."""
+    if not batch:
+        return False, "no batch was stopped at the point"
+    n = batch["batch_id"]
+    offsets, commits = (Path(checkpoint) / d / str(n) for d in ("offsets", "commits"))
+    logged, committed = offsets.exists(), commits.exists()
+    rows = f" ({batch['rows']} rows)" if batch.get("rows") is not None else ""
+    if point == BEFORE_WRITE:
+        ok = logged and not committed
+        return ok, (f"batch {n} stopped after offsets/{n} was logged and before the sink was called; "
+                    f"commits/{n} {'was' if committed else 'was not'} written")
+    if point == AFTER_WRITE:
+        ok = logged and not committed
+        return ok, (f"the sink's write of batch {n}{rows} returned, and then the batch stopped before "
+                    f"commits/{n}: commits/{n} {'was written (missed)' if committed else 'was not written'}")
+    after_ms = (killed_at - commits.stat().st_mtime) * 1000 if committed else None
+    following = (Path(checkpoint) / "offsets" / str(n + 1)).exists()
+    return committed, (f"the kill came {after_ms:,.0f} ms after commits/{n} was written"
+                       f"{'; offsets/' + str(n + 1) + ' was already logged' if following else ''}"
+                       if committed else f"commits/{n} was not written when the driver was killed")
+
+
+def ignored_changes(checkpoint: Path, changes: dict) -> list[str]:
+    """The changed settings Spark replaced with the checkpoint's own: the SQL settings a
+    checkpoint pins (the offset log's conf) whose value after the restart is not the new one."""
+    import json
+
+    wanted = dict(changes.get("conf", {}))
+    keys = changes.get("pipeline", {})
+    if "shuffle_partitions" in keys:
+        wanted["spark.sql.shuffle.partitions"] = str(keys["shuffle_partitions"])
+    if "state_store" in keys:
+        wanted[PROVIDER_KEY] = STATE_STORES[keys["state_store"]].get(PROVIDER_KEY, HDFS_PROVIDER)
+    logs = sorted((int(p.name), p) for p in (Path(checkpoint) / "offsets").iterdir() if p.name.isdigit())
+    if not logs:
+        return []
+    lines = logs[-1][1].read_text().splitlines()
+    pinned = json.loads(lines[1]).get("conf", {}) if len(lines) > 1 else {}
+    return [f"{key} = {pinned[key]} (asked {value})" for key, value in wanted.items()
+            if key in pinned and str(pinned[key]) != str(value)]
+
+
+def describe_changes(changes: dict) -> str:
+    parts = [f"{k} = {v}" for part in ("conf", "pipeline") for k, v in changes.get(part, {}).items()]
+    return ", ".join(parts) or "no change"
+
+
+def sentence(text: str, limit: int = 400) -> str:
+    """Spark's own account of a failure, in one line: its error class and message, without the
+    Java stack and Python's wrapping."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    useful = [line for line in lines if not line.startswith(("at ", "File ", "Traceback", "JVM stacktrace"))]
+    first = useful[0] if useful else (lines[0] if lines else "(no message)")
+    for marker in ("the Spark driver failed: ", "RuntimeError: "):
+        first = first.split(marker, 1)[-1]
+    return first[:limit]
+
+
+def uncommitted(checkpoint) -> set[int]:
     """Batch ids in the checkpoint's offset log and not in its commit log."""
     def ids(sub: str) -> set[int]:
         folder = checkpoint / sub
@@ -150,3 +340,44 @@ def _ids(progress: list[dict]) -> tuple[str | None, str | None]:
     """The query id (kept across restarts on one checkpoint) and the run id (new each start)."""
     return (progress[-1].get("id"), progress[-1].get("runId")) if progress else (None, None)
 
+
+_DRIVER_RECOVERY = ("downtime_s", "first_batch_after_s", "batches_reexecuted", "events_reread")
+
+KILL_DRIVER_FAULT = FaultKind(
+    "kill-driver", KillDriver,
+    about="SIGKILL the driver's process tree and start a new driver after `downtime`; a batch must complete "
+          "after it. Without `point` it falls where the driver is (inside a `delay-commit` it waits for the "
+          "held batch); with `point` the commit gate stops the next batch with rows there first: "
+          "`before-write` (offsets/N logged, the sink not called), `after-write` (the sink's write returned, "
+          "before commits/N), `after-commit` (just after commits/N is written)",
+    models="a driver crash: its node lost, its container killed, at any point of a micro-batch",
+    keys=(DOWNTIME, Key("point", "choice", "where in the next batch with rows the kill lands", default=None,
+                        choices=(BEFORE_WRITE, AFTER_WRITE, AFTER_COMMIT))),
+    targets=("driver",), default_target="driver", restarts=True, recovery_keys=_DRIVER_RECOVERY,
+    # a point is the commit gate's: a foreachBatch sink
+    requires=lambda spec: ("commit-gate",) if spec.get("point") else ())
+
+REPLAY_BATCH_FAULT = FaultKind(
+    "replay-batch", ReplayBatch,
+    about="hold the next batch that wrote rows after the sink's write, kill the driver there and start "
+          "again: the batch is in the offset log and not in the commit log, so Spark must run it again "
+          "with its id",
+    models="a crash between a sink's commit and Spark's commit log (the Paimon double commit, "
+           "apache/paimon#9666)",
+    keys=(DOWNTIME,), targets=("driver",), default_target="driver", restarts=True,
+    needs_commit_gate=True, recovery_keys=_DRIVER_RECOVERY)
+
+RESTART_WITH_FAULT = FaultKind(
+    "restart-with", RestartWith,
+    about="kill the driver and start it again on the same checkpoint after `downtime` with changed settings: "
+          "`conf` (Spark settings) and `pipeline` (`shuffle_partitions`, `state_store`, "
+          "`max_offsets_per_trigger`, `build`); records whether Spark accepted the change, ignored it (it "
+          "keeps a checkpoint's shuffle partitions) or refused it",
+    models="a deploy of a new version of the job on the old checkpoint",
+    keys=(DOWNTIME, Key("conf", "table", "Spark settings for the new driver, as strings", default={},
+                        sample={"spark.sql.shuffle.partitions": "4"}),
+          Key("pipeline", "table", "pipeline keys for the new driver", default={},
+              sample={"shuffle_partitions": 4})),
+    targets=("driver",), default_target="driver", restarts=True, recovery_keys=_DRIVER_RECOVERY,
+    check=_changes, drawable=False,
+    why_not_drawable="what a deploy changes is the scenario's choice; declare restart-with in [[faults]]")

@@ -52,6 +52,7 @@ class Key:
     gt: float | None = None
     ge: float | None = None
     draw: str = "default"
+    sample: Any = None     # a value it accepts, where the type's own example is refused
 
     def read(self, s: Section) -> Any:
         """The value of this key in `s` (or its default), checked; raises with the dotted path."""
@@ -87,6 +88,8 @@ class Key:
 
     def example(self) -> Any:
         """A value the key accepts (the docs test and the registry test write it)."""
+        if self.sample is not None:
+            return self.sample
         if self.type == "duration":
             return "2s"
         if self.type == "choice":

@@ -6,7 +6,7 @@ docs/faults.md's table all read `KINDS` (faults/kinds.py says what a kind declar
 
 from __future__ import annotations
 
-from faults import broker, commit, driver, network, process, sink
+from faults import batch, broker, checkpoint, commit, driver, kafka, network, process, sink, tasks
 from faults.kinds import RECOVERY_KEYS, FaultKind, register
 
 KINDS = register(
@@ -14,10 +14,16 @@ KINDS = register(
     process.PAUSE_FAULT,
     driver.KILL_DRIVER_FAULT,
     driver.REPLAY_BATCH_FAULT,
+    driver.RESTART_WITH_FAULT,
     commit.DELAY_COMMIT_FAULT,
     sink.STALL_SINK_FAULT,
     broker.RESTART_BROKER_FAULT,
     network.NETWORK_FAULT,
+    batch.FAIL_BATCH_FAULT,
+    tasks.FAIL_TASK_FAULT,
+    checkpoint.CORRUPT_CHECKPOINT_FAULT,
+    kafka.KAFKA_PARTITIONS_FAULT,
+    kafka.KAFKA_RETENTION_FAULT,
 )
 
 

@@ -28,7 +28,8 @@ class Targets:
     """The processes and hooks of one case under way."""
 
     driver: Callable[[], Any]             # the case's current driver service (it changes on restart)
-    restart_driver: Callable[[], None]    # start a new driver (same checkpoint, or fresh for at-most-once)
+    # start a new driver (same checkpoint, or fresh for at-most-once), with changed settings if given
+    restart_driver: Callable[..., None]
     expect_down: Callable[[bool], None]   # say that the driver's death is intended (or no longer)
     control_dir: Path                     # the driver's control channel (workloads.pipelines.control)
     progress: Callable[[], list[dict]]    # the driver's progress records so far, in order
@@ -38,6 +39,8 @@ class Targets:
     postgres_url: str | None = None
     sink_table: str | None = None
     seed: int = 0
+    topic: str = ""                       # the case's topic
+    bootstrap_servers: str = ""           # Kafka, as the harness reaches it (not through a proxy)
     # path ("kafka", "postgres") -> (Toxiproxy server, proxy name, probe through the proxy)
     network: dict[str, tuple[Any, str, Callable[[], float]]] = field(default_factory=dict)
     # Kafka ports: (the proxy Spark must use, the broker's own ports Spark must not use)

@@ -4,6 +4,7 @@ path, a nemesis can draw it, its preconditions are known, and the docs list it."
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 import random
 
@@ -31,7 +32,7 @@ def _toml(value) -> str:
     if isinstance(value, str):
         return f'"{value}"'
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + " }"
     return repr(value)
 
 

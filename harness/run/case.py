@@ -49,6 +49,9 @@ class Case:
     expect_down: bool = False      # a fault killed the driver on purpose: not a failure
     driver_up: threading.Event = field(default_factory=threading.Event)   # clear while it restarts
     checkpoints: list[Path] = field(default_factory=list)   # one per query; at-most-once restarts fresh
+    # what restart-with changed, kept for every later driver as a deploy keeps it: "conf" (Spark
+    # settings) and "pipeline" (its keys: shuffle_partitions, state_store, build...)
+    changes: dict = field(default_factory=dict)
 
     @classmethod
     def create(cls, scenario: Scenario, spec: CaseSpec, stack: Stack, run_dir: RunDir, run_id: str,
@@ -73,8 +76,15 @@ class Case:
 
     @property
     def pipeline(self):
-        """The case's own [cases.pipeline], else the scenario's [pipeline]."""
-        return self.spec.pipeline or self.scenario.pipeline
+        """The case's own [cases.pipeline], else the scenario's [pipeline], with what a
+        restart-with changed."""
+        pl = self.spec.pipeline or self.scenario.pipeline
+        keys = self.changes.get("pipeline", {})
+        if not keys:
+            return pl
+        tunable = ("state_store", "shuffle_partitions", "max_offsets_per_trigger")
+        settings = {k: keys[k] for k in tunable if k in keys}
+        return replace(pl, spark=replace(pl.spark, **settings), build=keys.get("build", pl.build))
 
     @property
     def suffix(self) -> str:
@@ -114,7 +124,7 @@ class Case:
         pipeline's and the sink's; [services.spark] conf, the user's word, wins."""
         spark = self.scenario.services.spark
         return {**spark.defaults(), **self.pipeline.spark.conf(), **sink_needs(self.spec.sink)[1],
-                **spark.conf}
+                **spark.conf, **self.changes.get("conf", {})}
 
     def driver_config(self, starting_offsets: str = "earliest") -> DriverConfig:
         sc, pl = self.scenario, self.pipeline
@@ -129,6 +139,7 @@ class Case:
             trigger=pl.trigger, trigger_ms=pl.trigger_ms, sink=self.spec.sink,
             sink_context=self.driver_sink_context(),
             build=pl.build_target, sink_class=self.spec.sink_class or "",
+            task_faults=any(f.kind == "fail-task" for f in sc.faults),
             import_paths=[str(sc.path.parent)])
 
     def start_driver(self) -> SparkDriver:
@@ -149,11 +160,14 @@ class Case:
         self.driver_up.wait(timeout_s)
         return self.spark
 
-    def restart_driver(self) -> None:
+    def restart_driver(self, changes: dict | None = None) -> None:
         """A new driver after a fault killed the last one. at-least-once and exactly-once
         resume from the same checkpoint (Spark re-executes a batch it had not committed);
         at-most-once starts a fresh checkpoint at the latest offsets: what was in flight is
-        skipped and nothing is replayed."""
+        skipped and nothing is replayed. `changes` (restart-with): {"conf": {...}, "pipeline":
+        {...}}, applied to this driver and every later one."""
+        for part, values in (changes or {}).items():
+            self.changes.setdefault(part, {}).update(values)
         fresh = self.spec.guarantee == "at-most-once"
         if fresh:
             self.checkpoints.append(self.files.fresh_checkpoint(len(self.checkpoints)))
@@ -182,7 +196,8 @@ class Case:
             checkpoint=lambda: self.checkpoint, started_pids=self.registry.seen_pids,
             services=services,
             postgres_url=self.stack.postgres_url, sink_table=self.sink_name,
-            seed=self.scenario.workload.seed, network=self._network(), spark_ports=self._kafka_ports())
+            seed=self.scenario.workload.seed, network=self._network(), spark_ports=self._kafka_ports(),
+            topic=self.topic, bootstrap_servers=self.stack.bootstrap_servers)
 
     def _kafka_ports(self):
         """The port Spark must reach Kafka on (the proxy's) and the broker's own ports."""

@@ -71,12 +71,20 @@ class FaultRun:
         else:
             observed, detail = seen.observed, seen.detail
         facts = seen.facts if seen else {}
-        return {
+        landed = observed if seen is None or seen.landed is None else (observed and seen.landed)
+        record = {
             "kind": self.spec.kind, "at_s": self.spec.at_s, "started_s": started, "ended_s": ended,
             "target": f.target if f is not None else self.spec.target, "observed": observed,
-            "detail": detail, "spec": self.spec.describe(),
+            "landed": landed, "detail": detail, "spec": self.spec.describe(),
             "recovery": {key: facts.get(key) for key in registry.recovery_keys(self.spec.kind)},
         }
+        if seen is not None and seen.proof:
+            record["landed_detail"] = seen.proof
+        if seen is not None and seen.outcome:
+            record.update(outcome=seen.outcome, outcome_detail=seen.outcome_detail)
+        if seen is not None:
+            record.update(seen.more)
+        return record
 
 
 class FaultRunner:
@@ -120,6 +128,16 @@ class FaultRunner:
         return [run.record() for run in self.runs]
 
     def problems(self) -> list[str]:
-        """A sentence for every fault whose effect was not observed: the case fails on it."""
-        return [f"fault {r['kind']} at {r['at_s']:g}s not observed: {r['detail']}"
-                for r in self.records() if not r["observed"]]
+        """A sentence for every fault whose effect was not observed, or that did not land in
+        the window it aims at, and for every restart Spark refused: the case fails on each."""
+        out = []
+        for r in self.records():
+            if not r["observed"]:
+                out.append(f"fault {r['kind']} at {r['at_s']:g}s not observed: {r['detail']}")
+            elif not r["landed"]:
+                out.append(f"fault {r['kind']} at {r['at_s']:g}s did not land where it aims: "
+                           f"{r.get('landed_detail') or r['detail']}")
+            if r.get("outcome") == "refused":
+                out.append(f"Spark refused to restart after {r['kind']} at {r['at_s']:g}s: "
+                           f"{r['outcome_detail']}")
+        return out

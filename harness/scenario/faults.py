@@ -56,6 +56,14 @@ def _own_executors(ctx: Context, case: Case | None) -> str | None:
             'cannot signal them (via = "spark-api" asks Spark to kill one instead)')
 
 
+def _local_executors(ctx: Context, case: Case | None) -> str | None:
+    master = ctx.master
+    if master.startswith(("local", "spark://127.0.0.1", "spark://localhost")):
+        return None
+    return (f"the master {master} may run executors on other machines, and this fault's stage reads the "
+            "case's control directory, which only this machine has")
+
+
 def _postgres_sink(ctx: Context, case: Case | None) -> str | None:
     if case is None or case.sink == "postgres":
         return None
@@ -74,6 +82,7 @@ PRECONDITIONS: dict[str, tuple[Callable[[Context, Case | None], str | None], boo
     "own-kafka": (_external("kafka", "bootstrap_servers"), False),
     "own-postgres": (_external("postgres", "url"), False),
     "own-executors": (_own_executors, False),
+    "local-executors": (_local_executors, False),
     "postgres-sink": (_postgres_sink, True),
     "commit-gate": (_commit_gate, True),
 }

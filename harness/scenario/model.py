@@ -10,6 +10,7 @@ from typing import Any
 
 from faults.spec import FaultSpec
 from workloads.generator.spec import WorkloadSpec
+from workloads.pipelines.params import STATE_STORES
 
 GUARANTEES = ("at-most-once", "at-least-once", "exactly-once")
 
@@ -60,16 +61,6 @@ class Services:
     postgres: PostgresConfig = field(default_factory=PostgresConfig)
 
 
-STATE_STORES = {
-    "hdfs": {},   # Spark's default, HDFSBackedStateStoreProvider
-    "rocksdb": {"spark.sql.streaming.stateStore.providerClass":
-                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"},
-    "rocksdb-changelog": {"spark.sql.streaming.stateStore.providerClass":
-                          "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-                          "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"},
-}
-
-
 @dataclass(frozen=True, kw_only=True)
 class SparkSettings:
     """Settings of the query that change its cost and behaviour, as [pipeline] keys."""
@@ -77,19 +68,24 @@ class SparkSettings:
     state_store: str = "hdfs"
     shuffle_partitions: int = 2     # Spark's 200 spends most of a batch scheduling tasks on 2 cores
     max_offsets_per_trigger: int | None = None
+    # Spark's Kafka source fails the query when records it has not read are gone (deleted by
+    # retention, or by kafka-retention); False: it skips them (failOnDataLoss = false)
+    fail_on_data_loss: bool = True
 
     def conf(self) -> dict[str, str]:
         partitions = {"spark.sql.shuffle.partitions": str(self.shuffle_partitions)}
         return {**STATE_STORES[self.state_store], **partitions}
 
     def source_options(self) -> dict[str, str]:
-        if self.max_offsets_per_trigger is None:
-            return {}
-        return {"maxOffsetsPerTrigger": str(self.max_offsets_per_trigger)}
+        options = {} if self.fail_on_data_loss else {"failOnDataLoss": "false"}
+        if self.max_offsets_per_trigger is not None:
+            options["maxOffsetsPerTrigger"] = str(self.max_offsets_per_trigger)
+        return options
 
     def describe(self) -> dict:
         return {"state_store": self.state_store, "shuffle_partitions": self.shuffle_partitions,
-                "max_offsets_per_trigger": self.max_offsets_per_trigger, "conf": self.conf(),
+                "max_offsets_per_trigger": self.max_offsets_per_trigger,
+                "fail_on_data_loss": self.fail_on_data_loss, "conf": self.conf(),
                 "source_options": self.source_options()}
 
 

@@ -29,7 +29,7 @@ from workloads.generator._validate import Section, bad
 from workloads.pipelines import params as param_mod
 
 _OWN = ("kind", "trigger", "trigger_interval", "build", "state_store", "shuffle_partitions",
-        "max_offsets_per_trigger")
+        "max_offsets_per_trigger", "fail_on_data_loss")
 _CUSTOM = ("oracle", "key", "columns")
 COLUMN_TYPES = ("STRING", "LONG", "INT", "DOUBLE", "BOOLEAN")
 
@@ -94,7 +94,8 @@ def _spark(s: Section, stores: tuple[str, ...] | None = None) -> SparkSettings:
                   f'write state_store = "{stores[0]}", or leave it out')
     offsets = s.integer("max_offsets_per_trigger", None, ge=1) if "max_offsets_per_trigger" in s else None
     return SparkSettings(state_store=store, shuffle_partitions=s.integer("shuffle_partitions", 2, ge=1),
-                         max_offsets_per_trigger=offsets)
+                         max_offsets_per_trigger=offsets,
+                         fail_on_data_loss=s.boolean("fail_on_data_loss", True))
 
 
 # trigger_interval's default per trigger: the batch interval; the pause between the runs of an

@@ -48,6 +48,7 @@ class DriverConfig:
     # where a query on a fresh checkpoint starts: earliest, or latest (at-most-once's restart)
     starting_offsets: str = "earliest"
     batch_base: int = 0            # added to batch ids in the sink: one range per query
+    task_faults: bool = False      # a stage before the sink that fail-task can fail (pipelines/taskfault.py)
 
     def write(self, path: Path) -> None:
         Path(path).write_text(json.dumps(asdict(self), indent=2))

@@ -203,7 +203,8 @@ class CommitGate:
         for name in (HOLD_COMMIT, FAIL_BATCH):
             point = _read(self.control_dir / name)
             if point is not None:
-                asked[name] = (json.loads(point).get("point") if point.startswith("{") else point) or AFTER_WRITE
+                chosen = json.loads(point).get("point") if point.startswith("{") else point
+                asked[name] = chosen or AFTER_WRITE
         return asked
 
     def _act(self, asked: dict[str, str], point: str, batch_id: int, rows: int | None) -> None:
@@ -212,16 +213,18 @@ class CommitGate:
             self._fail(point, batch_id, rows)
         if asked.get(HOLD_COMMIT) == point:
             (self.control_dir / HOLD_COMMIT).unlink(missing_ok=True)
-            self._hold(batch_id, rows, point, _now_ms() + HOLD_CEILING_MS, forever=True)
+            self._hold(batch_id, rows, point, HOLD_CEILING_MS, forever=True)
         if asked.get(DELAY_COMMIT) == point:
             delay = _read(self.control_dir / DELAY_COMMIT)
             (self.control_dir / DELAY_COMMIT).unlink(missing_ok=True)   # one batch per request
             if delay is not None:
-                self._hold(batch_id, rows, point, _now_ms() + int(delay or 0), forever=False)
+                self._hold(batch_id, rows, point, int(delay or 0), forever=False)
 
-    def _hold(self, batch_id: int, rows: int | None, point: str, until_ms: int, forever: bool) -> None:
+    def _hold(self, batch_id: int, rows: int | None, point: str, for_ms: int, forever: bool) -> None:
+        at_ms = _now_ms()
+        until_ms = at_ms + for_ms
         held_path(self.control_dir, batch_id).write_text(json.dumps(
-            {"batch_id": batch_id, "rows": rows, "at_ms": _now_ms(), "until_ms": until_ms, "forever": forever,
+            {"batch_id": batch_id, "rows": rows, "at_ms": at_ms, "until_ms": until_ms, "forever": forever,
              "point": point}))
         while _now_ms() < until_ms:
             time.sleep(0.05)        # held: until the time is up, or the harness kills this driver

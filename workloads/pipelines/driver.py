@@ -29,6 +29,7 @@ from workloads.pipelines.config import DriverConfig
 from workloads.pipelines.control import CommitGate
 from workloads.pipelines.executors import ExecutorWatch
 from workloads.pipelines.source import parse_events, rate_events, read_kafka
+from workloads.pipelines.taskfault import with_task_faults
 from workloads.sinks import sink_target
 
 DEFAULT_CONF = {
@@ -163,6 +164,8 @@ def _start_query(spark, config: DriverConfig, sink):
         events = parse_events(read_kafka(spark, config.bootstrap_servers, config.topic, options))
     build = plugins.load(config.build, "pipeline.build")
     out = _checked_output(build(events, dict(config.params)), config)
+    if config.task_faults:   # the scenario has a fail-task fault: the stage it fails tasks in
+        out = with_task_faults(out, config.control_dir)
 
     def configured(df):
         # real-time mode takes update mode only; for its stateless queries that is append

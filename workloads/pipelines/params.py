@@ -43,6 +43,19 @@ class Param:
         return self.key in s or (copies and self.default[1:] in s)
 
 
+# the state stores a query may run on (the [pipeline] key state_store) -> the Spark settings it takes
+STATE_STORES: dict[str, dict[str, str]] = {
+    "hdfs": {},   # Spark's default, HDFSBackedStateStoreProvider
+    "rocksdb": {"spark.sql.streaming.stateStore.providerClass":
+                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"},
+    "rocksdb-changelog": {"spark.sql.streaming.stateStore.providerClass":
+                          "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+                          "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"},
+}
+HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
+
+
 # the keys the built-in pipelines share; a module lists the ones it takes
 WINDOW = Param("window", "duration", help="window length")
 SLIDE = Param("slide", "duration", "=window", "how often a window starts (default: tumbling)")

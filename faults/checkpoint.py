@@ -1,0 +1,90 @@
+"""corrupt-checkpoint: kill the driver, change a file of the query's checkpoint, and start a
+new driver after `downtime`. What Spark does next is the finding: it refuses to start the
+query (the outcome "refused", with its own sentence), or it runs, and the verdict says what
+was lost or duplicated (a deleted `metadata` gives the query a new id: a sink that
+de-duplicates by query id then writes again)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from faults.base import Observation
+from faults.driver import DriverRestart
+from faults.kinds import DOWNTIME, FaultKind, Key
+from faults.targets import wait_for
+
+FILES = ("metadata", "offsets", "commits", "sources", "state")
+ACTIONS = ("delete", "truncate", "empty", "garbage")
+
+
+def newest(checkpoint: Path, kind: str) -> Path | None:
+    """The newest file of `kind`: metadata; offsets/N and commits/N of the highest N; the
+    newest file of sources/0/; for state, the newest state-store file of the first stateful
+    operator (state/0/<partition>/...), checksum files left out."""
+    checkpoint = Path(checkpoint)
+    if kind == "metadata":
+        path = checkpoint / "metadata"
+        return path if path.exists() else None
+    if kind in ("offsets", "commits"):
+        numbered = [p for p in (checkpoint / kind).glob("*") if p.name.isdigit()]
+        return max(numbered, key=lambda p: int(p.name), default=None)
+    root = checkpoint / ("sources/0" if kind == "sources" else "state/0")
+    files = [p for p in root.rglob("*")
+             if p.is_file() and not p.name.endswith(".crc") and not p.name.startswith(".")]
+    return max(files, key=lambda p: (p.stat().st_mtime, p.name), default=None)
+
+
+def corrupt(path: Path, action: str, rng) -> str:
+    """Do `action` to `path`; a sentence saying what was done."""
+    size = path.stat().st_size
+    if action == "delete":
+        path.unlink()
+        return f"deleted ({size} bytes)"
+    if action == "truncate":
+        path.write_bytes(path.read_bytes()[:size // 2])
+        return f"truncated from {size} to {size // 2} bytes"
+    if action == "empty":
+        path.write_bytes(b"")
+        return f"emptied ({size} bytes to 0)"
+    path.write_bytes(bytes(rng.randrange(256) for _ in range(max(size, 64))))
+    return f"overwritten with {max(size, 64)} random bytes from the seed"
+
+
+class CorruptCheckpoint(DriverRestart):
+    def _inject(self) -> None:
+        self._kill()
+        driver = self.targets.driver()
+        wait_for(lambda: not driver.running, 30, 0.1)   # nothing writes the checkpoint any more
+        kind, action = self.spec.get("file"), self.spec.get("action")
+        path = newest(self.checkpoint, kind)
+        if path is None:
+            raise FileNotFoundError(f"the checkpoint {self.checkpoint} has no {kind} file yet")
+        self.changed = path.relative_to(self.checkpoint.parent)
+        self.how = corrupt(path, action, self.targets.rng(f"{self.spec.kind}@{self.spec.at_s}"))
+        self.target = f"{self.changed} of driver (pid {driver.pid})"
+
+    def observe(self) -> Observation:
+        seen = super().observe()
+        change = f"{self.changed} {self.how} while the driver was down"
+        seen.detail = f"{change}; {seen.detail}"
+        seen.landed, seen.proof = True, change
+        seen.more["checkpoint_file"] = str(self.changed)
+        if seen.outcome == "accepted" and getattr(self, "new_query", False) and not self._fresh():
+            seen.outcome_detail += " (a new query id: the checkpoint's metadata was lost)"
+        return seen
+
+
+CORRUPT_CHECKPOINT_FAULT = FaultKind(
+    "corrupt-checkpoint", CorruptCheckpoint,
+    about="kill the driver, change the newest `file` of the query's checkpoint (`metadata`, `offsets`, "
+          "`commits`, `sources`, or the first stateful operator's newest `state` file) by `action` "
+          "(`delete`, `truncate` to half, `empty`, `garbage`: random bytes from the seed), and start a new "
+          "driver after `downtime`; Spark refusing to start is the outcome `refused` (a finding), running "
+          "is judged by the verdict",
+    models="a checkpoint damaged by a full disk, a partial upload, an operator's cleanup or a bad restore",
+    keys=(Key("file", "choice", "which file of the checkpoint", default="offsets", choices=FILES,
+              draw="choice"),
+          Key("action", "choice", "what is done to it", default="delete", choices=ACTIONS, draw="choice"),
+          DOWNTIME),
+    targets=("driver",), default_target="driver", restarts=True,
+    recovery_keys=("downtime_s", "first_batch_after_s", "batches_reexecuted", "events_reread"))

@@ -1,0 +1,154 @@
+"""Faults on the topic, through Kafka's admin API: partitions added mid-run, and records
+deleted before the query read them (what retention does to a job that fell behind)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from faults.base import Fault, Observation
+from faults.driver import sentence
+from faults.kinds import FaultKind, Key
+from faults.targets import wait_for
+from workloads.kafka_admin import admin_client
+
+TIMEOUT_S = 120.0
+# the generator spreads events over new partitions from this long after the fault's `at`, so
+# that they exist by then (the harness passes it to the generator: harness/run/stages.py)
+SPREAD_LEAD_S = 1.0
+
+
+def planned_offsets(checkpoint: Path, topic: str) -> dict[int, int]:
+    """Partition -> the end offset of the newest batch in the checkpoint's offset log (what the
+    query has read, or is reading): beyond it, no batch has touched the topic."""
+    logs = [p for p in (Path(checkpoint) / "offsets").glob("*") if p.name.isdigit()]
+    if not logs:
+        return {}
+    ends: dict[int, int] = {}
+    for line in max(logs, key=lambda p: int(p.name)).read_text().splitlines()[2:]:
+        if line.startswith("{"):
+            ends.update({int(p): int(o) for p, o in json.loads(line).get(topic, {}).items()})
+    return ends
+
+
+def _end_offsets(admin, topic: str, partitions: list[int]) -> dict[int, int]:
+    from kafka import TopicPartition
+    from kafka.admin import OffsetSpec
+
+    found = admin.list_partition_offsets({TopicPartition(topic, p): OffsetSpec.LATEST for p in partitions})
+    return {tp.partition: int(o.offset) for tp, o in found.items()}
+
+
+def _partitions(admin, topic: str) -> int:
+    (described,) = admin.describe_topics([topic])
+    return len(described["partitions"])
+
+
+class KafkaPartitions(Fault):
+    """Add `count` partitions to the case's topic; the generator sends to them too, and the
+    query must find them (its checkpoint holds their offsets) and deliver their events."""
+
+    def _inject(self) -> None:
+        topic = self.targets.topic
+        with admin_client(self.targets.bootstrap_servers) as admin:
+            self.before = _partitions(admin, topic)
+            self.total = self.before + int(self.spec.get("count", 1))
+            admin.create_partitions({topic: self.total})
+        self.target = f"topic {topic} ({self.before} partitions)"
+
+    def observe(self) -> Observation:
+        new = range(self.before, self.total)
+
+        def reading_them():
+            ends = planned_offsets(self.targets.checkpoint(), self.targets.topic)
+            return ends if all(p in ends for p in new) and any(ends[p] > 0 for p in new) else None
+
+        ends = wait_for(reading_them, TIMEOUT_S, 0.5)
+        if not ends:
+            return Observation(False, f"{self.target}: {len(new)} partitions were added, but no batch read "
+                                      f"events from them within {TIMEOUT_S:.0f}s")
+        read = {p: ends[p] for p in new}
+        return Observation(True, f"{self.target}: {len(new)} partitions added ({self.total} now); the "
+                                 f"query's checkpoint reads them, up to offsets {read}",
+                           {"partitions": self.total},
+                           more={"partitions_added": list(new)})
+
+
+class KafkaRetention(Fault):
+    """Delete `records` records of each partition (or of `partition`) beyond what the query's
+    newest batch planned to read, with the admin API's delete-records: the query has not read
+    them, and will find them gone. Spark's default failOnDataLoss fails the query (outcome
+    refused); failOnDataLoss = false skips them, and the checker counts them as
+    deleted_before_read."""
+
+    def _inject(self) -> None:
+        from kafka import TopicPartition
+
+        topic, wanted = self.targets.topic, self.spec.get("partition")
+        records = int(self.spec.get("records", 100))
+        planned = planned_offsets(self.targets.checkpoint(), topic)
+        with admin_client(self.targets.bootstrap_servers) as admin:
+            partitions = [wanted] if wanted is not None else list(range(_partitions(admin, topic)))
+            ends = _end_offsets(admin, topic, partitions)
+            cut = {p: min(ends[p], planned.get(p, 0) + records) for p in partitions}
+            doomed = {TopicPartition(topic, p): cut[p] for p in partitions if cut[p] > planned.get(p, 0)}
+            if doomed:
+                admin.delete_records(doomed)
+        self.deleted = [{"partition": p, "from": planned.get(p, 0), "to": cut[p]} for p in partitions
+                        if cut[p] > planned.get(p, 0)]
+        listed = ", ".join(map(str, partitions))
+        self.target = f"topic {topic}, partition{'s' if wanted is None else ''} {listed}"
+        if not self.deleted:
+            raise RuntimeError(f"{self.target}: nothing to delete beyond the query's planned offsets "
+                               f"{planned} (end offsets {ends})")
+
+    def observe(self) -> Observation:
+        deleted = sum(d["to"] - d["from"] for d in self.deleted)
+        ranges = ", ".join(f"partition {d['partition']} offsets {d['from']:,}-{d['to'] - 1:,}"
+                           for d in self.deleted)
+        cut = {d["partition"]: d["to"] for d in self.deleted}
+
+        def outcome():
+            driver = self.targets.driver()
+            if not driver.running:
+                return "refused", sentence(driver.status().get("error") or driver.how_it_ended())
+            ends = planned_offsets(self.targets.checkpoint(), self.targets.topic)
+            if all(ends.get(p, 0) >= to for p, to in cut.items()):
+                return "accepted", "Spark skipped the deleted records (failOnDataLoss = false) and read on"
+            return None
+
+        found = wait_for(outcome, TIMEOUT_S, 0.5)
+        seen = f"{deleted:,} records the query had not read were deleted ({ranges})"
+        more = {"deleted": self.deleted}
+        if found is None:
+            return Observation(False, f"{seen}, but the query neither failed nor read past them within "
+                                      f"{TIMEOUT_S:.0f}s", more=more)
+        kind, why = found
+        return Observation(True, f"{seen}; {why if kind == 'accepted' else 'Spark failed the query: ' + why}",
+                           {"records_deleted": deleted}, landed=True,
+                           proof=f"every deleted offset was beyond the newest batch's planned end ({ranges})",
+                           outcome=kind, outcome_detail=why, more=more)
+
+
+KAFKA_PARTITIONS_FAULT = FaultKind(
+    "kafka-partitions", KafkaPartitions,
+    about="add `count` partitions to the case's topic mid-run (the admin API); the generator spreads new "
+          f"events over them too from {SPREAD_LEAD_S:g} s later; the query's checkpoint must hold offsets "
+          "for the new partitions, and their events must be delivered",
+    models="a topic scaled out while a job reads it",
+    keys=(Key("count", "integer", "partitions to add", default=1, ge=1),),
+    targets=("topic",), default_target="topic",
+    recovery_keys=("partitions",))
+
+KAFKA_RETENTION_FAULT = FaultKind(
+    "kafka-retention", KafkaRetention,
+    about="delete `records` records of each partition (or of `partition`) that the query has not read yet, "
+          "with the admin API's delete-records; with Spark's default `failOnDataLoss` the query fails "
+          "(outcome `refused`); with `[pipeline] fail_on_data_loss = false` Spark skips them and the checker "
+          "counts them as `deleted_before_read`, not lost",
+    models="retention deleting a lagging job's input, or a topic purged by hand",
+    keys=(Key("partition", "integer", "the partition (default: all)", default=None, ge=0),
+          Key("records", "integer", "how many records beyond the query's planned offsets", default=100,
+              ge=1)),
+    targets=("topic",), default_target="topic",
+    recovery_keys=("records_deleted",))

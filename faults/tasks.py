@@ -1,0 +1,77 @@
+"""fail-task: tasks of the next batch with rows throw on their first attempt, after part of
+their partition's rows went to the sink, and Spark retries them (workloads/pipelines/taskfault.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from faults.base import Fault, Observation
+from faults.kinds import FaultKind, Key
+from faults.targets import wait_for
+from workloads.pipelines.taskfault import REQUEST, failed_tasks, retried_tasks
+
+TIMEOUT_S = 60.0
+_LOST_TASK = re.compile(r"Lost task \S+ in stage (\S+) .*harness fail-task")
+
+
+class FailTask(Fault):
+    def _inject(self) -> None:
+        control = self.targets.control_dir
+        self.tasks = int(self.spec.get("tasks", 1))
+        self.seen_failed, self.seen_retried = len(failed_tasks(control)), len(retried_tasks(control))
+        (control / REQUEST).write_text(json.dumps({"tasks": self.tasks, "rows": self.spec.get("rows")}))
+        self.target = "the tasks of the next batch with rows"
+        if not wait_for(lambda: len(failed_tasks(control)) >= self.seen_failed + self.tasks, TIMEOUT_S):
+            raise TimeoutError(f"no {self.tasks} task(s) of a batch with rows failed within {TIMEOUT_S:.0f}s "
+                               "(is the stage in the query? the driver adds it for a scenario with "
+                               "fail-task)")
+        self.failed = failed_tasks(control)[self.seen_failed:]
+
+    def _heal(self) -> None:
+        (self.targets.control_dir / REQUEST).unlink(missing_ok=True)
+
+    def observe(self) -> Observation:
+        control = self.targets.control_dir
+        retried = wait_for(lambda: retried_tasks(control)[self.seen_retried:]
+                           if len(retried_tasks(control)) >= self.seen_retried + len(self.failed) else None,
+                           TIMEOUT_S, 0.5)
+        first = self.failed[0]
+        where = ", ".join(f"partition {f['partition']} of stage {f['stage']} after {f['rows_out']} of "
+                          f"{f['rows']} rows" for f in self.failed)
+        lost = _spark_lost(self.targets.driver().log_path)
+        if not retried:
+            return Observation(False, f"tasks of batch {first['batch']} failed ({where}), but no retry went "
+                                      f"through within {TIMEOUT_S:.0f}s")
+        proof = (f"batch {first['batch']}: {where} threw on attempt 0 after rows had gone to the sink; "
+                 f"attempt {retried[0]['attempt']} went through")
+        return Observation(True, f"{len(self.failed)} task(s) of batch {first['batch']} failed on their "
+                                 f"first attempt and Spark retried them (Spark logged {lost} lost task(s) "
+                                 "of ours)",
+                           {"tasks_failed": len(self.failed), "tasks_retried": len(retried),
+                            "spark_lost_tasks": lost},
+                           landed=all(f["rows_out"] > 0 for f in self.failed), proof=proof,
+                           more={"tasks": self.failed})
+
+
+def _spark_lost(log) -> int:
+    """The driver log's "Lost task ... harness fail-task" lines: Spark's own count of the failures."""
+    try:
+        return sum(1 for line in log.read_text(errors="replace").splitlines() if _LOST_TASK.search(line))
+    except OSError:
+        return 0
+
+
+FAIL_TASK_FAULT = FaultKind(
+    "fail-task", FailTask,
+    about="tasks of the next batch with rows throw on their first attempt, after `rows` rows of the task's "
+          "partition went to the sink (default: half), and Spark retries them (`spark.task.maxFailures`); "
+          "Spark's failed-task count and the retry must be seen. A sink that writes while it iterates has "
+          "then written part of the partition twice",
+    models="a task lost mid-write: an executor hiccup, a fetch failure, a speculative duplicate",
+    keys=(Key("tasks", "integer", "how many tasks fail", default=1, ge=1),
+          Key("rows", "integer", "rows of the partition that go out before the task fails (default: half)",
+              default=None, ge=1)),
+    targets=("tasks",), default_target="tasks", recovery_keys=("tasks_failed", "tasks_retried"),
+    # the stage and the harness share the control directory: executors on this machine
+    requires=lambda spec: ("local-executors",))
