@@ -103,3 +103,11 @@ def test_every_kind_a_fault_module_declares_is_registered():
 def test_the_docs_table_is_the_registry_s():
     """docs/faults.md's generated table is what `python -m harness.docs` writes from the registry."""
     assert docs.block((docs.DOCS / "faults.md").read_text(), "fault-kinds") == table()
+
+
+def test_every_fault_toml_covers_every_kind():
+    """tests/scenarios/every_fault.toml, the end-to-end run of all faults, has one of each kind."""
+    from tests.helpers import REPO
+
+    faults = load(REPO / "tests" / "scenarios" / "every_fault.toml").faults
+    assert {f.kind for f in faults} == set(KINDS)

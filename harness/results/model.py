@@ -55,7 +55,11 @@ class FaultRecord:
     detail: str = ""
     spec: dict = field(default_factory=dict)
     recovery: dict = field(default_factory=dict)
-    more: dict = field(default_factory=dict)       # fields a later version added
+    landed: bool | None = None         # None: a summary from before it was recorded
+    landed_detail: str | None = None
+    outcome: str | None = None         # accepted, ignored, refused: what Spark did with a restart
+    outcome_detail: str | None = None
+    more: dict = field(default_factory=dict)       # kind-specific fields (deleted, tasks...)
 
     @classmethod
     def from_json(cls, d: dict) -> FaultRecord:
@@ -65,7 +69,10 @@ class FaultRecord:
         out = _joined(self)
         if not out["spec"]:
             del out["spec"]   # optional in the schema; a scheduled fault always has one
-        return out
+        return {k: v for k, v in out.items() if v is not None or k not in _OPTIONAL_FAULT_FIELDS}
+
+
+_OPTIONAL_FAULT_FIELDS = ("landed", "landed_detail", "outcome", "outcome_detail")
 
 
 @dataclass

@@ -80,6 +80,7 @@ def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> Ca
         timeline({})
         result.verdict = verdicts.unchecked(spec.guarantee, failure)
         return result
+    truth, deleted = _without_deleted(truth, result.faults)
     try:
         checked = checker.check(pl, truth, sink, batches)
     except Problem:
@@ -95,6 +96,8 @@ def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> Ca
     for line in checked.first_discrepancies():
         case.progress.step(f"  {line}")
     c = checked.counts
+    if deleted:   # sent and acknowledged, then deleted by Kafka before any batch read them
+        c.update(produced=c["produced"] + deleted, deleted_before_read=deleted)
     problems = ([failure] if failure else []) + schedule.problems() + checked.problems
     result.events, result.sections["unit"] = c, checked.unit
     result.verdict = verdicts.verdict(spec.guarantee, c["lost"], c["duplicated"], c["unexpected"],
@@ -222,6 +225,21 @@ def _lag_recovery(faults: list[FaultRecord], t0: float | None, series) -> None:
         fault.recovery["lag_recovered_s"] = seconds
         if note:
             fault.recovery["note"] = note
+
+
+def _without_deleted(truth, faults: list[FaultRecord]):
+    """Ground truth without the events Kafka deleted before the query read them (a
+    kafka-retention fault's ranges), and how many those were: the sink cannot be blamed for
+    input it never had, so they are neither expected nor lost."""
+    ranges = [d for f in faults for d in f.more.get("deleted", [])]
+    if not ranges:
+        return truth, 0
+    gone = np.zeros(len(truth), dtype=bool)
+    part, offset = truth["partition"].to_numpy(), truth["offset"].to_numpy()
+    for d in ranges:
+        gone |= (part == d["partition"]) & (offset >= d["from"]) & (offset < d["to"])
+    gone &= ~truth["control"].to_numpy()
+    return truth[~gone].reset_index(drop=True), int(gone.sum())
 
 
 def _first_send_ms(truth) -> float:
