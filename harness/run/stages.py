@@ -87,10 +87,11 @@ def offer_load(case: Case, schedule: FaultRunner) -> None:
         case.progress.update(live.line(sent, planned))
 
     start_ms = time.time_ns() // 1_000_000 + generator.START_LEAD_MS
+    steps = partitions_from(case.scenario.faults, wl.partitions)
     schedule.start(t0=start_ms / 1000)   # a fault's `at` counts from the first event sent
     try:
         report = generator.generate(wl, case.stack.bootstrap_servers, case.truth_dir, topic=case.topic,
-                                    start_ms=start_ms, progress=on_progress)
+                                    start_ms=start_ms, progress=on_progress, partitions_from=steps)
     finally:
         truth.write_control(case.truth_dir, case.warmup)   # the warm-up events are truth too
     if schedule.specs:
@@ -106,10 +107,25 @@ def offer_load(case: Case, schedule: FaultRunner) -> None:
     final_wm = checker.final_watermark_ms(pl, max_ms)
     # Spark's watermark is the largest event time read by earlier batches minus the delay
     flush_ms = (max_ms if final_wm is None else final_wm) + pl.watermark_ms + pl.trigger_ms + 1000
-    control = generator.send_control(case.stack.bootstrap_servers, case.topic, wl.partitions,
+    partitions = steps[-1][1] if steps else wl.partitions   # the flush reaches every partition
+    control = generator.send_control(case.stack.bootstrap_servers, case.topic, partitions,
                                      report["events"], flush_ms)
     truth.write_control(case.truth_dir, case.warmup + control)
     case.flush_offsets = {c["partition"]: c["offset"] + 1 for c in control}
+
+
+def partitions_from(faults, partitions: int) -> list[tuple[float, int]]:
+    """The generator's partition counts over time: each kafka-partitions fault adds its count,
+    and the generator spreads events over the new partitions from SPREAD_LEAD_S after the
+    fault's `at` (the fault adds them at `at`)."""
+    from faults.kafka import SPREAD_LEAD_S
+
+    steps, total = [], partitions
+    for f in sorted(faults, key=lambda f: f.at_s):
+        if f.kind == "kafka-partitions":
+            total += int(f.get("count", 1))
+            steps.append((f.at_s + SPREAD_LEAD_S, total))
+    return steps
 
 
 def drain(case: Case) -> None:

@@ -6,18 +6,21 @@ from one seeded generator, and the partition is chosen here (rank mod partitions
 by Kafka. So the same seed and start give the same sequence of
 (event_id, key, event_time_ms, partition) whatever the machine's speed, and several
 generator processes can each send their share of one plan (`share=(j, n)`: the events
-with event_id mod n == j).
+with event_id mod n == j). For a topic that gains partitions mid-run, `partitions_from`
+steps the count up: from each step's time on, events take rank mod the step's count.
 
 Blocks hold at most BLOCK_EVENTS events, so a run of any length plans in bounded memory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from workloads.errors import Problem
 from workloads.generator import delays, shapes
 from workloads.generator.keys import KeyChooser
 from workloads.generator.spec import WorkloadSpec
@@ -50,16 +53,43 @@ class Block:
         return Block(*(getattr(self, f)[mask] for f in self.__dataclass_fields__))
 
 
-class Planner:
-    """Iterates the blocks of one workload from `start_ms`."""
+def partition_steps(spec: WorkloadSpec, partitions_from: Sequence[tuple[float, int]]
+                    ) -> tuple[tuple[float, int], ...]:
+    """`partitions_from` checked: pairs (at_s, total) in order of at_s, meaning that events
+    intended at_s or more after the start use `total` partitions. Kafka only ever adds
+    partitions, so no total is below the workload's count or the step before. Raises Problem."""
+    steps = tuple((float(at_s), int(total)) for at_s, total in partitions_from)
+    fix = ("give pairs (seconds after the start, total partitions) in order of time, the totals "
+           f"at least the workload's {spec.partitions} partitions and never decreasing")
+    before = (0.0, spec.partitions)
+    for at_s, total in steps:
+        if not (math.isfinite(at_s) and at_s >= before[0] and total >= before[1]):
+            raise Problem(f"partitions_from {list(partitions_from)}: step ({at_s:g}, {total}) comes "
+                          f"after ({before[0]:g}, {before[1]})", fix)
+        before = (at_s, total)
+    return steps
 
-    def __init__(self, spec: WorkloadSpec, start_ms: int, share: tuple[int, int] = (0, 1)):
+
+def most_partitions(spec: WorkloadSpec, steps: Sequence[tuple[float, int]]) -> int:
+    """The most partitions a plan sends to: what arrays indexed by partition are sized by."""
+    return max([spec.partitions, *(total for _, total in steps)])
+
+
+class Planner:
+    """Iterates the blocks of one workload from `start_ms`; `partitions_from` as in
+    `partition_steps`."""
+
+    def __init__(self, spec: WorkloadSpec, start_ms: int, share: tuple[int, int] = (0, 1),
+                 partitions_from: Sequence[tuple[float, int]] = ()):
         self.spec, self.start_ms, self.share = spec, start_ms, share
         self.keys = KeyChooser(spec.keys)
         group = spec.delay.group_size if spec.delay.distribution == "groups" else 1
         self.block_events = BLOCK_EVENTS // group * group or group
-        skew = spec.time.clock_skew_ms or (0,) * spec.partitions
-        self.skew_ms = np.asarray(skew, dtype=np.int64)
+        self.steps = partition_steps(spec, partitions_from)
+        self.partitions = most_partitions(spec, self.steps)
+        skew = np.asarray(spec.time.clock_skew_ms or (0,) * spec.partitions, dtype=np.int64)
+        # partitions added mid-run have no clock skew of their own
+        self.skew_ms = np.pad(skew, (0, self.partitions - len(skew)))
         self.type_cdf = np.cumsum(EVENT_TYPE_WEIGHTS)
 
     def __iter__(self) -> Iterator[Block]:
@@ -108,7 +138,7 @@ class Planner:
         happened_ms = self.start_ms + offsets_s * 1000.0 * spec.time.dilation
         if spec.delay.distribution == "groups":
             happened_ms = _shuffle_groups(happened_ms, spec.delay.group_size, rng)
-        partition = (rank % spec.partitions).astype(np.int32)
+        partition = self._partition(rank, offsets_s)
         event_time = (np.floor(happened_ms - delay_ms).astype(np.int64)
                       - np.where(late, spec.delay.late_by_ms, 0) + self.skew_ms[partition])
         intended_us = self.start_ms * 1000 + np.round(offsets_s * 1e6).astype(np.int64)
@@ -118,6 +148,15 @@ class Planner:
                      key=rank[keep], event_time_ms=event_time[keep], intended_us=intended_us[keep],
                      partition=partition[keep], late_by_design=late[keep], user=user[keep],
                      item=item[keep], amount=amount[keep], event_type=event_type[keep].astype(np.int8))
+
+    def _partition(self, rank: np.ndarray, offsets_s: np.ndarray) -> np.ndarray:
+        """rank mod the partition count in force at each event's intended send time."""
+        if not self.steps:
+            return (rank % self.spec.partitions).astype(np.int32)
+        count = np.full(len(rank), self.spec.partitions, dtype=np.int64)
+        for at_s, total in self.steps:   # in order of time: a later step overrides
+            count[offsets_s >= at_s] = total
+        return (rank % count).astype(np.int32)
 
     def _not_idle(self, partition: np.ndarray, offsets_s: np.ndarray) -> np.ndarray:
         keep = np.ones(len(partition), dtype=bool)
@@ -161,6 +200,6 @@ def concat(blocks: list[Block]) -> Block:
     return Block(*(np.concatenate([getattr(b, f) for b in blocks]) for f in Block.__dataclass_fields__))
 
 
-def plan_all(spec: WorkloadSpec, start_ms: int) -> Block:
+def plan_all(spec: WorkloadSpec, start_ms: int, partitions_from: Sequence[tuple[float, int]] = ()) -> Block:
     """The whole plan as one block (for tests and previews of small workloads)."""
-    return concat(list(Planner(spec, start_ms)))
+    return concat(list(Planner(spec, start_ms, partitions_from=partitions_from)))

@@ -7,6 +7,12 @@ time) shows it in the histogram; it never stretches the schedule.
 
 Only the anchors of each block (workloads.generator.anchors) carry a delivery callback; the Sender
 collects their reports and hands each block on with them once all are in.
+
+A topic can gain partitions while the generator runs. librdkafka knows only the partitions of
+its cached metadata (refreshed every topic.metadata.refresh.interval.ms, 5 minutes by default)
+and fails a message to any other at once ("Local: Unknown partition"), so before its first
+message to a partition it has not seen, the Sender refreshes the metadata until the partition
+is there.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ TICK_US = 100_000      # how often the progress callback runs while sending
 # in the slip histogram, and latency counts from the intended time anyway
 PACE_QUANTUM_S = 0.001
 MAX_BURST = 2048       # events sent between two clock reads and delivery-report polls
+PARTITIONS_TIMEOUT_S = 30.0   # how long a partition added mid-run may take to show in the metadata
+METADATA_BACKOFF_S = 0.1      # between two metadata requests while waiting for it
 _RAMP = np.arange(MAX_BURST, dtype=np.int64)
 PRODUCER_CONFIG = {
     "enable.idempotence": True,         # acks=all, no duplicates, per-partition order
@@ -61,10 +69,15 @@ class Sender:
     reported, with those reports, for a Locator to place every event (off this thread)."""
 
     def __init__(self, bootstrap_servers: str, topic: str, partitions: int, pace: bool = True,
-                 on_tick: Callable[[int], None] | None = None, every_report: bool = False):
-        """`on_tick(events produced so far)` is called about every TICK_US while sending;
-        an exception it raises stops the sending. `every_report` makes every message an anchor."""
+                 on_tick: Callable[[int], None] | None = None, every_report: bool = False,
+                 partitions_timeout_s: float = PARTITIONS_TIMEOUT_S):
+        """`partitions`: the most partitions it sends to. `on_tick(events produced so far)` is
+        called about every TICK_US while sending; an exception it raises stops the sending.
+        `every_report` makes every message an anchor. `partitions_timeout_s`: how long to wait
+        for a partition that is not in the client's metadata yet."""
         self.topic, self.pace, self.on_tick, self.every_report = topic, pace, on_tick, every_report
+        self.partitions_timeout_s = partitions_timeout_s
+        self.known = 0     # partitions of the topic in the client's metadata (see `learn_partitions`)
         self.produced = 0
         self.sent_to = np.zeros(partitions, dtype=np.int64)   # messages produced to each partition
         self.expect: list[deque] = [deque() for _ in range(partitions)]  # anchor seqs awaiting reports
@@ -118,6 +131,7 @@ class Sender:
         n = len(values)
         sent_us = np.empty(n, dtype=np.int64)
         produce, poll, topic = self.producer.produce, self.producer.poll, self.topic
+        unknown = self._first_unknown(parts_np, 0)   # n unless the topic gains partitions mid-run
         i = 0
         last_tick = time.time_ns() // 1000
         while i < n:
@@ -133,6 +147,12 @@ class Sender:
                 end = min(due, i + MAX_BURST)
             else:
                 end = min(n, i + MAX_BURST)
+            if end > unknown:   # the burst reaches a partition the client has not seen
+                if i == unknown:
+                    self.learn_partitions(int(parts_np[i]) + 1)
+                    unknown = self._first_unknown(parts_np, i)
+                    continue
+                end = unknown
             for v, k, p, c in zip(values[i:end], keys[i:end], parts[i:end], callbacks[i:end], strict=True):
                 try:
                     produce(topic, v, k, p, c)
@@ -148,6 +168,43 @@ class Sender:
         if self.pace:
             self.slip.record(sent_us - intended)
         self.pending.append((prepared, sent_us, seq))
+
+    def _first_unknown(self, parts: np.ndarray, start: int) -> int:
+        """Where the first event from `start` on to a partition beyond the client's metadata is;
+        len(parts) when there is none."""
+        if self.known >= len(self.sent_to):
+            return len(parts)
+        beyond = np.flatnonzero(parts[start:] >= self.known)
+        return start + int(beyond[0]) if len(beyond) else len(parts)
+
+    def learn_partitions(self, count: int, timeout_s: float | None = None) -> None:
+        """Refresh the client's metadata until the topic has at least `count` partitions, serving
+        delivery reports meanwhile; raise Problem when it has not within `timeout_s` (by default
+        the Sender's `partitions_timeout_s`)."""
+        from confluent_kafka import KafkaException
+
+        timeout_s = self.partitions_timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            try:   # a request for the topic by name: librdkafka updates its cache from the answer
+                md = self.producer.list_topics(self.topic, timeout=min(max(left, 0.1), 5.0))
+                found = md.topics.get(self.topic)
+            except KafkaException:
+                found = None
+            if found is not None and found.error is None:
+                self.known = max(self.known, len(found.partitions))
+            if self.known >= count:
+                return
+            if left <= 0:
+                raise Problem(f"topic {self.topic!r} has {self.known} partitions after {timeout_s:g} s "
+                              f"of waiting, but the workload now sends to partition {count - 1} "
+                              f"(partitions_from: up to {len(self.sent_to)} partitions)",
+                              "add the partitions before the generator's switch to them (the "
+                              "kafka-partitions fault does, at its `at`), or give partitions_from the "
+                              "fault's time and count")
+            self.producer.poll(0)
+            time.sleep(min(METADATA_BACKOFF_S, max(left, 0.0)))
 
     def _wait(self, wait_s: float) -> None:
         """Until the next event is due: serve delivery reports, then sleep (never spin: the

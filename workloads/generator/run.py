@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +25,8 @@ from workloads.generator import shapes, truth
 from workloads.generator.anchors import Locator, prepare
 from workloads.generator.encode import Encoder
 from workloads.generator.histogram import LogHistogram
-from workloads.generator.plan import Planner
-from workloads.generator.producer import Sender, make_producer
+from workloads.generator.plan import Planner, most_partitions, partition_steps
+from workloads.generator.producer import PARTITIONS_TIMEOUT_S, Sender, make_producer
 from workloads.generator.spec import WorkloadSpec
 from workloads.generator.stages import Drain, Feeder
 from workloads.wire import CONTROL_KEY
@@ -64,26 +64,35 @@ def _prepared(planner: Planner, encoder: Encoder):
 
 def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, topic: str | None = None,
              start_ms: int | None = None, share: tuple[int, int] = (0, 1), pace: bool = True,
-             progress: Callable[[int, int], None] | None = None) -> dict:
+             progress: Callable[[int, int], None] | None = None,
+             partitions_from: Sequence[tuple[float, int]] = (),
+             partitions_timeout_s: float = PARTITIONS_TIMEOUT_S) -> dict:
     """Send this process's share of `spec` to Kafka; write its truth part; return its report.
 
     `progress(sent, planned)` is called about every 100 ms while sending; an exception it
-    raises stops the run (the runner uses that to notice a dead driver)."""
+    raises stops the run (the runner uses that to notice a dead driver).
+    `partitions_from`: pairs (at_s, total partitions), in order of at_s, for a topic that gains
+    partitions mid-run: events intended at_s or more after the start take rank mod total. Before
+    its first message to a partition the client has not seen, the sender refreshes the topic's
+    metadata until the partition is there, and raises Problem after `partitions_timeout_s`."""
     topic = topic or spec.topic
+    steps = partition_steps(spec, partitions_from)   # bad steps fail before connecting
+    partitions = most_partitions(spec, steps)
     planned = _share_of(shapes.expected_count(spec.shape), share) if _countable(spec) else 0
     # several processes share the partitions: their messages interleave, so every one is reported
-    sender = Sender(bootstrap_servers, topic, spec.partitions, pace=pace, every_report=share[1] > 1,
-                    on_tick=None if progress is None else (lambda sent: progress(sent, planned)))
+    sender = Sender(bootstrap_servers, topic, partitions, pace=pace, every_report=share[1] > 1,
+                    on_tick=None if progress is None else (lambda sent: progress(sent, planned)),
+                    partitions_timeout_s=partitions_timeout_s)
     try:
-        _wait_for_metadata(sender, topic)
+        _wait_for_metadata(sender, topic, spec.partitions)
     except BaseException:
         sender.close()
         raise
     start_ms = start_ms if start_ms is not None else time.time_ns() // 1_000_000 + START_LEAD_MS
-    planner = Planner(spec, start_ms, share)
+    planner = Planner(spec, start_ms, share, steps)
     writer = truth.TruthWriter(truth.part_path(truth_dir, share[0]), planner.keys.names)
-    stats = _Stats(spec, start_ms)
-    locator = Locator(spec.partitions)
+    stats = _Stats(spec, start_ms, steps)
+    locator = Locator(partitions)
 
     def record(block, sent_us, seq, anchors, reports) -> None:
         offset, append = locator.place(block.partition, seq, reports)
@@ -127,9 +136,9 @@ def _countable(spec: WorkloadSpec) -> bool:
     return shapes.built_in(spec.rate)
 
 
-def _wait_for_metadata(sender: Sender, topic: str, timeout_s: float = 10.0) -> None:
+def _wait_for_metadata(sender: Sender, topic: str, partitions: int, timeout_s: float = 10.0) -> None:
     """Connect and learn the topic's partitions before the clock starts, so the first events
-    do not pay for the connection."""
+    do not pay for the connection; the topic must have the workload's `partitions`."""
     try:
         md = sender.producer.list_topics(topic, timeout=timeout_s)
     except Exception as exc:
@@ -140,19 +149,21 @@ def _wait_for_metadata(sender: Sender, topic: str, timeout_s: float = 10.0) -> N
         why = t.error if t else "absent"
         raise Problem(f"topic {topic!r} does not exist or has no partitions ({why})",
                            "create it first (the harness does), or pass --create-topic")
-    if len(t.partitions) < len(sender.sent_to):
+    if len(t.partitions) < partitions:
         raise Problem(f"topic {topic!r} has {len(t.partitions)} partitions but the workload sends "
-                           f"to {len(sender.sent_to)}", "create the topic with enough partitions")
+                           f"to {partitions}", "create the topic with enough partitions")
+    sender.known = len(t.partitions)
 
 
 class _Stats:
     """What the report says: counts, rates, slip, per-partition and per-second counts."""
 
-    def __init__(self, spec: WorkloadSpec, start_ms: int):
-        self.spec, self.start_us = spec, start_ms * 1000
+    def __init__(self, spec: WorkloadSpec, start_ms: int, steps: tuple[tuple[float, int], ...] = ()):
+        self.spec, self.start_us, self.steps = spec, start_ms * 1000, steps
         self.events = 0
         self.late = 0
-        self.per_partition = np.zeros(spec.partitions, dtype=np.int64)
+        # partitions added mid-run included
+        self.per_partition = np.zeros(most_partitions(spec, steps), dtype=np.int64)
         self.sent_per_s = np.zeros(0, dtype=np.int64)
         self.intended_per_s = np.zeros(0, dtype=np.int64)
         self.last_sent_us = self.last_intended_us = self.start_us
@@ -209,7 +220,7 @@ class _Stats:
             "acked_s": acked_s, "acked_eps": self.events / acked_s if acked_s > 0 else float("nan"),
             "pacing_error": achieved / target - 1 if pace and self.events else None,
             "schedule_slip_us": sender.slip.to_dict() if pace else None,
-            "per_partition": self.per_partition.tolist(),
+            "per_partition": self.per_partition.tolist(), "partitions_from": [list(s) for s in self.steps],
             "sent_per_s": self.sent_per_s.tolist(), "intended_per_s": self.intended_per_s.tolist(),
         }
 
@@ -247,24 +258,29 @@ def merge_reports(reports: list[dict]) -> dict:
 
 
 def _child(args) -> dict:
-    spec, bootstrap_servers, truth_dir, topic, start_ms, share, pace = args
+    spec, bootstrap_servers, truth_dir, topic, start_ms, share, pace, steps, steps_timeout_s = args
     return generate(spec, bootstrap_servers, truth_dir, topic=topic, start_ms=start_ms, share=share,
-                    pace=pace)
+                    pace=pace, partitions_from=steps, partitions_timeout_s=steps_timeout_s)
 
 
 def generate_parallel(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, processes: int, *,
-                      topic: str | None = None, start_ms: int | None = None, pace: bool = True) -> dict:
-    """`processes` generator processes sending one plan; their reports merged."""
+                      topic: str | None = None, start_ms: int | None = None, pace: bool = True,
+                      partitions_from: Sequence[tuple[float, int]] = (),
+                      partitions_timeout_s: float = PARTITIONS_TIMEOUT_S) -> dict:
+    """`processes` generator processes sending one plan; their reports merged. `partitions_from`
+    as in `generate()`: each process refreshes its own client's metadata."""
+    steps = partition_steps(spec, partitions_from)
     if processes == 1:
-        return generate(spec, bootstrap_servers, truth_dir, topic=topic, start_ms=start_ms, pace=pace)
+        return generate(spec, bootstrap_servers, truth_dir, topic=topic, start_ms=start_ms, pace=pace,
+                        partitions_from=steps, partitions_timeout_s=partitions_timeout_s)
     import multiprocessing
 
     # every process must share one clock origin; leave them time to start and connect
     start_ms = start_ms if start_ms is not None else time.time_ns() // 1_000_000 + 3000
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(processes) as pool:
-        jobs = [(spec, bootstrap_servers, truth_dir, topic, start_ms, (j, processes), pace)
-                for j in range(processes)]
+        jobs = [(spec, bootstrap_servers, truth_dir, topic, start_ms, (j, processes), pace, steps,
+                 partitions_timeout_s) for j in range(processes)]
         reports = pool.map(_child, jobs)
     return merge_reports(reports)
 
