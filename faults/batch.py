@@ -31,7 +31,8 @@ class FailBatch(DriverRestart):
         self.seen = len(failed_batches(control))
         self.checkpoint = self.targets.checkpoint()
         self.query_id, self.run_id = _ids(self.targets.progress())
-        self.target = f"driver (pid {self.targets.driver().pid}), inside foreachBatch"
+        self.driver = self.targets.driver()
+        self.target = f"driver (pid {self.driver.pid}), inside foreachBatch"
         self.targets.expect_down(True)
         request(control, FAIL_BATCH, json.dumps({"point": self.point, "times": self.times}))
         self._wait_failure(0)
@@ -50,7 +51,7 @@ class FailBatch(DriverRestart):
         if not wait_for(lambda: len(failed_batches(control)) > self.seen + i, HOLD_TIMEOUT_S):
             raise TimeoutError(f"no batch with rows reached foreachBatch within {HOLD_TIMEOUT_S:.0f}s")
         self.failed = failed_batches(control)[self.seen + i]
-        driver = self.targets.driver()
+        driver = self.targets.driver_now()
         if not wait_for(lambda: not driver.running, EXIT_TIMEOUT_S):
             raise TimeoutError(f"the query did not fail within {EXIT_TIMEOUT_S:.0f}s of the exception in "
                                f"batch {self.failed['batch_id']}")

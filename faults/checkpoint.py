@@ -53,7 +53,7 @@ def corrupt(path: Path, action: str, rng) -> str:
 class CorruptCheckpoint(DriverRestart):
     def _inject(self) -> None:
         self._kill()
-        driver = self.targets.driver()
+        driver = self.driver
         wait_for(lambda: not driver.running, 30, 0.1)   # nothing writes the checkpoint any more
         kind, action = self.spec.get("file"), self.spec.get("action")
         path = newest(self.checkpoint, kind)

@@ -50,7 +50,7 @@ class DriverRestart(Fault):
     held: dict | None = None
 
     def _kill(self) -> None:
-        driver = self.targets.driver()
+        driver = self.driver = self.targets.driver()
         self.targets.process(driver.pid)           # refuses a pid this run did not start
         # what a restart on this checkpoint runs again: batches in the offset log but not yet
         # in the commit log when the driver dies (the one in flight), and a held one
@@ -85,7 +85,7 @@ class DriverRestart(Fault):
             after = self._after()
             if after:
                 return after, None
-            driver = self.targets.driver()
+            driver = self.targets.driver_now()
             if not driver.running:
                 return [], sentence(driver.status().get("error") or driver.how_it_ended())
             return None

@@ -35,6 +35,9 @@ class Targets:
     progress: Callable[[], list[dict]]    # the driver's progress records so far, in order
     checkpoint: Callable[[], Path]        # the current query's checkpoint
     started_pids: Callable[[], set[int]]  # every pid the harness started in this run
+    # the case's newest driver at once, even while a fault has it down or restarting (driver()
+    # waits for it to be up: what other faults must do meanwhile)
+    driver_now: Callable[[], Any] = lambda: None
     services: dict[str, Any] = field(default_factory=dict)   # "broker", "postgres": service objects
     postgres_url: str | None = None
     sink_table: str | None = None

@@ -12,7 +12,7 @@ from faults.targets import wait_for
 from workloads.pipelines.taskfault import REQUEST, failed_tasks, retried_tasks
 
 TIMEOUT_S = 60.0
-_LOST_TASK = re.compile(r"Lost task \S+ in stage (\S+) .*harness fail-task")
+_LOST_TASK = re.compile(r"InjectedTaskFailure: harness fail-task")
 
 
 class FailTask(Fault):
@@ -39,7 +39,7 @@ class FailTask(Fault):
         first = self.failed[0]
         where = ", ".join(f"partition {f['partition']} of stage {f['stage']} after {f['rows_out']} of "
                           f"{f['rows']} rows" for f in self.failed)
-        lost = _spark_lost(self.targets.driver().log_path)
+        lost = _spark_lost(self.targets.driver_now().log_path)
         if not retried:
             return Observation(False, f"tasks of batch {first['batch']} failed ({where}), but no retry went "
                                       f"through within {TIMEOUT_S:.0f}s")
@@ -55,7 +55,8 @@ class FailTask(Fault):
 
 
 def _spark_lost(log) -> int:
-    """The driver log's "Lost task ... harness fail-task" lines: Spark's own count of the failures."""
+    """The failures of ours Spark reported in the driver's log: each lost task's Python traceback
+    ends with our exception's line."""
     try:
         return sum(1 for line in log.read_text(errors="replace").splitlines() if _LOST_TASK.search(line))
     except OSError:

@@ -33,7 +33,8 @@ class Space:
         ScenarioError when none is left, or one wanted cannot run here."""
         for name in wanted:
             if name not in KINDS:
-                raise ScenarioError(f"--kinds: {name!r} is not a fault kind", f"choose from {', '.join(KINDS)}")
+                raise ScenarioError(f"--kinds: {name!r} is not a fault kind",
+                                    f"choose from {', '.join(KINDS)}")
         kinds = []
         for name in wanted or drawable():
             why = _why_not(name, ctx)

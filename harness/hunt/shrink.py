@@ -58,7 +58,8 @@ def candidates(current: Candidate) -> Iterator[Candidate]:
                                 f"{table['kind']} {key} {shorter[key]} instead of {table[key]}")
     workload = round(current.workload_s * SHORTER, 1)
     if workload >= MIN_WORKLOAD_S and all(_end(t) <= workload for t in plan):
-        yield Candidate(current.plan, workload, f"a {workload:g}s workload instead of {current.workload_s:g}s")
+        yield Candidate(current.plan, workload,
+                        f"a {workload:g}s workload instead of {current.workload_s:g}s")
 
 
 def shrink(start: Candidate, fails: Callable[[Candidate], bool],

@@ -190,7 +190,7 @@ class Case:
         services = {role: ours[name] for role, name in (("broker", "kafka"), ("postgres", "postgres"))
                     if name in ours}
         return Targets(
-            driver=self.current_driver, restart_driver=self.restart_driver,
+            driver=self.current_driver, restart_driver=self.restart_driver, driver_now=lambda: self.driver,
             expect_down=self.set_expect_down,
             control_dir=self.files.control, progress=lambda: read_progress(self.files.progress),
             checkpoint=lambda: self.checkpoint, started_pids=self.registry.seen_pids,

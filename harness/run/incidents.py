@@ -19,17 +19,30 @@ import threading
 import time
 from pathlib import Path
 
+from faults import registry
 from harness.results.model import FaultRecord, Incident
 from harness.results.rundir import CaseDir
 from workloads.pipelines import executors as executor_log
 
 POLL_S = 0.5
 _LOST = re.compile(r"Lost executor (\d+) on [^:]+: (.*)$")
-# which faults explain which incidents, and how long after a fault ends its effects may show
-_EXPLAINS = {"executor": {"kill-executor", "kill-driver", "replay-batch"},
-             "driver": {"kill-driver", "replay-batch"},
-             "service": {"restart-broker"}}
+# how long after a fault ends its effects may show
 _SETTLE_S = 60.0
+
+
+def _explains(family: str, name: str) -> bool:
+    """Whether a fault of kind `name` can cause an incident of `family` (faults/registry.py):
+    a kind that restarts the driver explains the driver's exit and its executors coming and
+    going; a kind aimed at executors, their loss; one that restarts a service, its exit."""
+    kind = registry.KINDS.get(name)
+    if kind is None:
+        return False
+    driver_restart = kind.restarts and "driver" in kind.targets
+    if family == "executor":
+        return driver_restart or "executor" in kind.targets
+    if family == "driver":
+        return driver_restart
+    return kind.restarts and "driver" not in kind.targets
 
 
 class Watch:
@@ -126,7 +139,7 @@ def _scheduled(kind: str, at_s: float, faults: list[FaultRecord]) -> bool:
     in effect at the time or ended less than _SETTLE_S before."""
     family = "executor" if kind.startswith("executor") else "driver" if kind == "driver-exit" else "service"
     for f in faults:
-        if f.kind in _EXPLAINS[family] and f.started_s is not None:
+        if _explains(family, f.kind) and f.started_s is not None:
             ended = f.ended_s if f.ended_s is not None else f.started_s
             if f.started_s - 1 <= at_s <= ended + _SETTLE_S:
                 return True

@@ -75,12 +75,13 @@ def _stage(control_dir: str):
             return
         rows = [f for f in frames if len(f)]
         whole = pd.concat(rows, ignore_index=True) if rows else None
-        if whole is None or not _take(control, where):
+        # a task with one row could only fail before it: nothing would be written twice
+        if whole is None or len(whole) < 2 or not _take(control, where):
             if whole is not None:
                 yield whole
             return
         asked = json.loads((control / REQUEST).read_text() or "{}").get("rows")
-        out = min(len(whole), int(asked)) if asked is not None else len(whole) // 2
+        out = min(len(whole) - 1, int(asked)) if asked is not None else len(whole) // 2
         yield whole.iloc[:out]
         _write(failed, {**where, "rows_out": out, "rows": len(whole), "at_ms": _now_ms()})
         raise InjectedTaskFailure(f"harness fail-task: task {where['partition']} of stage {where['stage']} "
