@@ -58,6 +58,8 @@ class FailBatch(DriverRestart):
         self.error = driver.status().get("error") or driver.how_it_ended()
         self.inflight = uncommitted(self.checkpoint)
         self.killed_at = time.time()
+        if i == 0:   # read now: the new driver will run the batch again and commit it
+            self.landed = landed_at(self.point, self.checkpoint, self.failed, self.killed_at)
 
     def _heal(self) -> None:
         try:
@@ -83,7 +85,7 @@ class FailBatch(DriverRestart):
         if not again:
             return Observation(False, f"batch {batch} failed and the driver restarted, but the batch did not "
                                       "run again", seen.facts)
-        seen.landed, seen.proof = landed_at(self.point, self.checkpoint, self.failed, self.killed_at)
+        seen.landed, seen.proof = self.landed
         times = f" ({self.times} times)" if self.times > 1 else ""
         seen.detail = (f"the query failed{times} with \"{self.failed['message']}\" "
                        f"(the driver said: {sentence(self.error, 200)}); " + seen.detail)

@@ -48,6 +48,7 @@ class DriverRestart(Fault):
 
     changes: dict | None = None
     held: dict | None = None
+    armed: dict | None = None
 
     def _kill(self) -> None:
         driver = self.driver = self.targets.driver()
@@ -155,6 +156,8 @@ class KillDriver(DriverRestart):
                 raise TimeoutError(f"commits/{self.armed['batch_id']} was not written "
                                    f"within {HOLD_TIMEOUT_S:.0f}s")
         self._kill()
+        if point is not None:   # read now: the new driver will run the batch again and commit it
+            self.landed = landed_at(point, self.checkpoint, self.held or self.armed or {}, self.killed_at)
 
     def _heal(self) -> None:
         withdraw(self.targets.control_dir, HOLD_COMMIT)   # unused when no batch was ever held
@@ -162,11 +165,9 @@ class KillDriver(DriverRestart):
 
     def observe(self) -> Observation:
         seen = super().observe()
-        point = self.spec.get("point")
-        if point is None or not seen.observed:
+        if self.spec.get("point") is None or not seen.observed:
             return seen
-        seen.landed, seen.proof = landed_at(point, self.checkpoint, self.held or getattr(self, "armed", {}),
-                                            self.killed_at)
+        seen.landed, seen.proof = self.landed
         return seen
 
 
@@ -178,6 +179,7 @@ class ReplayBatch(KillDriver):
     def _inject(self) -> None:
         self.held = hold_at(self.targets.control_dir, AFTER_WRITE)
         self._kill()
+        self.landed = landed_at(AFTER_WRITE, self.checkpoint, self.held, self.killed_at)
 
     def observe(self) -> Observation:
         seen = DriverRestart.observe(self)
@@ -189,7 +191,7 @@ class ReplayBatch(KillDriver):
             return Observation(False, f"batch {self.held['batch_id']} was held and the driver restarted, "
                                       f"but the batch did not run again", seen.facts)
         what = "skipped (at-most-once restarts fresh)" if fresh else "ran again"
-        landed, proof = landed_at(AFTER_WRITE, self.checkpoint, self.held, self.killed_at)
+        landed, proof = self.landed
         return Observation(True, f"batch {self.held['batch_id']} ({self.held['rows']} rows) was written, "
                                  f"the driver killed before its commit, and the batch {what}", seen.facts,
                            landed=landed, proof=proof, outcome=seen.outcome,

@@ -11,21 +11,26 @@ from faults.driver import sentence
 from faults.kinds import FaultKind, Key
 from faults.targets import wait_for
 from workloads.kafka_admin import admin_client
+from workloads.pipelines.control import PAUSE_BATCH, held_batches, request, withdraw
 
 TIMEOUT_S = 120.0
+HOLD_TIMEOUT_S = 60.0
 # the generator spreads events over new partitions from this long after the fault's `at`, so
 # that they exist by then (the harness passes it to the generator: harness/run/stages.py)
 SPREAD_LEAD_S = 1.0
 
 
-def planned_offsets(checkpoint: Path, topic: str) -> dict[int, int]:
-    """Partition -> the end offset of the newest batch in the checkpoint's offset log (what the
-    query has read, or is reading): beyond it, no batch has touched the topic."""
-    logs = [p for p in (Path(checkpoint) / "offsets").glob("*") if p.name.isdigit()]
+def planned_offsets(checkpoint: Path, topic: str, batch: int | None = None) -> dict[int, int]:
+    """Partition -> the end offset of batch `batch` (default: the newest) in the checkpoint's
+    offset log: what the query has read, or is reading, up to then."""
+    logs = {int(p.name): p for p in (Path(checkpoint) / "offsets").glob("*") if p.name.isdigit()}
     if not logs:
         return {}
+    n = max(logs) if batch is None else batch
+    if n not in logs:
+        return {}
     ends: dict[int, int] = {}
-    for line in max(logs, key=lambda p: int(p.name)).read_text().splitlines()[2:]:
+    for line in logs[n].read_text().splitlines()[2:]:
         if line.startswith("{"):
             ends.update({int(p): int(o) for p, o in json.loads(line).get(topic, {}).items()})
     return ends
@@ -75,32 +80,41 @@ class KafkaPartitions(Fault):
 
 
 class KafkaRetention(Fault):
-    """Delete `records` records of each partition (or of `partition`) beyond what the query's
-    newest batch planned to read, with the admin API's delete-records: the query has not read
-    them, and will find them gone. Spark's default failOnDataLoss fails the query (outcome
-    refused); failOnDataLoss = false skips them, and the checker counts them as
-    deleted_before_read."""
+    """Delete `records` records of each partition (or of `partition`) from the start of the next
+    batch with rows, with the admin API's delete-records, while the commit gate holds that
+    batch before the sink is called: its offsets are logged and its input not yet read, so
+    the query has not read them, and will find them gone. Spark's default failOnDataLoss
+    fails the query (outcome refused); failOnDataLoss = false skips them, and the checker
+    counts them as deleted_before_read."""
 
     def _inject(self) -> None:
         from kafka import TopicPartition
 
         topic, wanted = self.targets.topic, self.spec.get("partition")
-        records = int(self.spec.get("records", 100))
-        planned = planned_offsets(self.targets.checkpoint(), topic)
-        with admin_client(self.targets.bootstrap_servers) as admin:
-            partitions = [wanted] if wanted is not None else list(range(_partitions(admin, topic)))
-            ends = _end_offsets(admin, topic, partitions)
-            cut = {p: min(ends[p], planned.get(p, 0) + records) for p in partitions}
-            doomed = {TopicPartition(topic, p): cut[p] for p in partitions if cut[p] > planned.get(p, 0)}
-            if doomed:
-                admin.delete_records(doomed)
-        self.deleted = [{"partition": p, "from": planned.get(p, 0), "to": cut[p]} for p in partitions
-                        if cut[p] > planned.get(p, 0)]
+        records, control = int(self.spec.get("records", 100)), self.targets.control_dir
+        seen = len(held_batches(control))
+        request(control, PAUSE_BATCH)
+        try:
+            if not wait_for(lambda: len(held_batches(control)) > seen, HOLD_TIMEOUT_S):
+                raise TimeoutError(f"no batch with rows reached foreachBatch within {HOLD_TIMEOUT_S:.0f}s")
+            batch = held_batches(control)[-1]["batch_id"]
+            starts = planned_offsets(self.targets.checkpoint(), topic, batch - 1)
+            with admin_client(self.targets.bootstrap_servers) as admin:
+                partitions = [wanted] if wanted is not None else list(range(_partitions(admin, topic)))
+                ends = _end_offsets(admin, topic, partitions)
+                cut = {p: min(ends[p], starts.get(p, 0) + records) for p in partitions}
+                doomed = {TopicPartition(topic, p): cut[p] for p in partitions if cut[p] > starts.get(p, 0)}
+                if doomed:
+                    admin.delete_records(doomed)
+        finally:
+            withdraw(control, PAUSE_BATCH)
+        self.deleted = [{"partition": p, "from": starts.get(p, 0), "to": cut[p]} for p in partitions
+                        if cut[p] > starts.get(p, 0)]
         listed = ", ".join(map(str, partitions))
-        self.target = f"topic {topic}, partition{'s' if wanted is None else ''} {listed}"
+        self.target = f"topic {topic}, partition{'s' if wanted is None else ''} {listed} (batch {batch})"
         if not self.deleted:
-            raise RuntimeError(f"{self.target}: nothing to delete beyond the query's planned offsets "
-                               f"{planned} (end offsets {ends})")
+            raise RuntimeError(f"{self.target}: nothing to delete from the batch's start offsets {starts} "
+                               f"(end offsets {ends})")
 
     def observe(self) -> Observation:
         deleted = sum(d["to"] - d["from"] for d in self.deleted)
@@ -126,7 +140,8 @@ class KafkaRetention(Fault):
         kind, why = found
         return Observation(True, f"{seen}; {why if kind == 'accepted' else 'Spark failed the query: ' + why}",
                            {"records_deleted": deleted}, landed=True,
-                           proof=f"every deleted offset was beyond the newest batch's planned end ({ranges})",
+                           proof=f"every deleted offset was in or beyond the held batch, which had not read "
+                                 f"its input yet ({ranges})",
                            outcome=kind, outcome_detail=why, more=more)
 
 
@@ -142,13 +157,14 @@ KAFKA_PARTITIONS_FAULT = FaultKind(
 
 KAFKA_RETENTION_FAULT = FaultKind(
     "kafka-retention", KafkaRetention,
-    about="delete `records` records of each partition (or of `partition`) that the query has not read yet, "
-          "with the admin API's delete-records; with Spark's default `failOnDataLoss` the query fails "
+    about="delete `records` records of each partition (or of `partition`) that the query has not read "
+          "yet (from the start of the next batch with rows, which the commit gate holds meanwhile), with the "
+          "admin API's delete-records; with Spark's default `failOnDataLoss` the query fails "
           "(outcome `refused`); with `[pipeline] fail_on_data_loss = false` Spark skips them and the checker "
           "counts them as `deleted_before_read`, not lost",
     models="retention deleting a lagging job's input, or a topic purged by hand",
     keys=(Key("partition", "integer", "the partition (default: all)", default=None, ge=0),
-          Key("records", "integer", "how many records beyond the query's planned offsets", default=100,
+          Key("records", "integer", "how many records, from the batch's start offsets", default=100,
               ge=1)),
-    targets=("topic",), default_target="topic",
+    targets=("topic",), default_target="topic", needs_commit_gate=True,
     recovery_keys=("records_deleted",))

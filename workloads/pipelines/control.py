@@ -12,6 +12,8 @@ batch that the sink has but the checkpoint does not, and a restart re-executes i
                    it, armed-<N>.json, and let it through to its commit)
   fail-batch       request: {"point", "times"}: raise InjectedFailure at the point of the
                    next `times` batches with rows; failed-<N>-<ms>.json says each
+  pause-batch      request: hold the next batch with rows before the sink is called (its
+                   offsets logged, its input not yet read) until the request is withdrawn
   held-<N>.json    the driver's answer: batch N wrote `rows` rows and is held from `at_ms`
                    until `until_ms` (for hold-commit, HOLD_CEILING_MS: the driver should
                    be killed long before)
@@ -38,6 +40,7 @@ from workloads.wire import CONTROL_KEY
 DELAY_COMMIT = "delay-commit"
 HOLD_COMMIT = "hold-commit"
 FAIL_BATCH = "fail-batch"
+PAUSE_BATCH = "pause-batch"
 KILL_EXECUTOR = "kill-executor"
 KILLED = "killed.json"
 
@@ -200,6 +203,8 @@ class CommitGate:
         asked = {}
         if (self.control_dir / DELAY_COMMIT).exists():
             asked[DELAY_COMMIT] = AFTER_WRITE
+        if (self.control_dir / PAUSE_BATCH).exists():
+            asked[PAUSE_BATCH] = BEFORE_WRITE
         for name in (HOLD_COMMIT, FAIL_BATCH):
             point = _read(self.control_dir / name)
             if point is not None:
@@ -209,6 +214,9 @@ class CommitGate:
 
     def _act(self, asked: dict[str, str], point: str, batch_id: int, rows: int | None) -> None:
         """Carry out the requests that act at `point`: fail, hold until killed, or delay."""
+        if asked.get(PAUSE_BATCH) == point:
+            self._hold(batch_id, rows, point, HOLD_CEILING_MS, forever=False,
+                       until=lambda: not (self.control_dir / PAUSE_BATCH).exists())
         if asked.get(FAIL_BATCH) == point:
             self._fail(point, batch_id, rows)
         if asked.get(HOLD_COMMIT) == point:
@@ -220,14 +228,19 @@ class CommitGate:
             if delay is not None:
                 self._hold(batch_id, rows, point, int(delay or 0), forever=False)
 
-    def _hold(self, batch_id: int, rows: int | None, point: str, for_ms: int, forever: bool) -> None:
+    def _hold(self, batch_id: int, rows: int | None, point: str, for_ms: int, forever: bool,
+              until: Callable[[], bool] = lambda: False) -> None:
         at_ms = _now_ms()
         until_ms = at_ms + for_ms
         held_path(self.control_dir, batch_id).write_text(json.dumps(
             {"batch_id": batch_id, "rows": rows, "at_ms": at_ms, "until_ms": until_ms, "forever": forever,
              "point": point}))
-        while _now_ms() < until_ms:
-            time.sleep(0.05)        # held: until the time is up, or the harness kills this driver
+        while _now_ms() < until_ms and not until():
+            time.sleep(0.05)        # held: until the time is up, released, or the driver is killed
+        if _now_ms() < until_ms:    # released early: the record says so, so nobody thinks it still held
+            held_path(self.control_dir, batch_id).write_text(json.dumps(
+                {"batch_id": batch_id, "rows": rows, "at_ms": at_ms, "until_ms": _now_ms(),
+                 "forever": forever, "point": point}))
 
     def _fail(self, point: str, batch_id: int, rows: int | None) -> None:
         """Raise InjectedFailure, and count it: the request ends after its `times`."""
