@@ -167,4 +167,9 @@ KAFKA_RETENTION_FAULT = FaultKind(
           Key("records", "integer", "how many records, from the batch's start offsets", default=100,
               ge=1)),
     targets=("topic",), default_target="topic", needs_commit_gate=True,
-    recovery_keys=("records_deleted",))
+    recovery_keys=("records_deleted",),
+    # the executors' Kafka consumers keep what a fetch returned beyond the batch it was for, and
+    # serve the next batch from it: records deleted after that fetch would still be read. Idle
+    # fetched data is evicted within 10 ms here, so a held batch reads from the broker
+    driver_conf={"spark.kafka.consumer.fetchedData.cache.timeout": "1ms",
+                 "spark.kafka.consumer.fetchedData.cache.evictorThreadRunInterval": "10ms"})

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from workloads.generator._validate import REQUIRED, Section, bad
@@ -137,6 +137,8 @@ class FaultKind:
     requires: Callable[[Any], tuple[str, ...]] = lambda spec: ()
     check: Callable[[dict, Section], None] | None = None   # keys that constrain each other
     nemesis_targets: tuple[str, ...] = ()   # the targets a nemesis draws from (default: default_target)
+    # Spark settings every driver of a case gets when its scenario has a fault of this kind
+    driver_conf: Mapping[str, str] = field(default_factory=dict)
     drawable: bool = True                # False: a nemesis cannot invent its keys (network)
     why_not_drawable: str = ""
 

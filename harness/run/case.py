@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from faults import registry
 from faults.network import probe_kafka, probe_postgres
 from faults.targets import Targets
 from harness import jvm
@@ -123,7 +124,8 @@ class Case:
         """The driver's Spark settings: the harness's defaults for the master, then the
         pipeline's and the sink's; [services.spark] conf, the user's word, wins."""
         spark = self.scenario.services.spark
-        return {**spark.defaults(), **self.pipeline.spark.conf(), **sink_needs(self.spec.sink)[1],
+        faults = {k: v for f in self.scenario.faults for k, v in registry.KINDS[f.kind].driver_conf.items()}
+        return {**spark.defaults(), **self.pipeline.spark.conf(), **sink_needs(self.spec.sink)[1], **faults,
                 **spark.conf, **self.changes.get("conf", {})}
 
     def driver_config(self, starting_offsets: str = "earliest") -> DriverConfig:

@@ -25,6 +25,7 @@ import os
 import time
 from pathlib import Path
 
+PROBE = "harness.probe"   # pipelines/control.py marks its own jobs with it
 REQUEST = "fail-task"
 BATCH = "fail-task-batch"
 BATCH_KEY = "streaming.sql.batchId"   # the local property Spark sets on a micro-batch's jobs
@@ -67,7 +68,8 @@ def _stage(control_dir: str):
         where = {"stage": ctx.stageId(), "partition": ctx.partitionId(), "attempt": ctx.attemptNumber(),
                  "batch": ctx.getLocalProperty(BATCH_KEY)}
         failed = control / f"task-failed-{where['stage']}-{where['partition']}.json"
-        if where["attempt"] > 0 or not (control / REQUEST).exists():
+        probe = ctx.getLocalProperty(PROBE) == "1"   # the commit gate's own look at the batch
+        if probe or where["attempt"] > 0 or not (control / REQUEST).exists():
             yield from frames
             if where["attempt"] > 0 and failed.exists():
                 _write(control / f"task-retried-{where['stage']}-{where['partition']}.json",
