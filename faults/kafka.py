@@ -36,11 +36,12 @@ def planned_offsets(checkpoint: Path, topic: str, batch: int | None = None) -> d
     return ends
 
 
-def _end_offsets(admin, topic: str, partitions: list[int]) -> dict[int, int]:
+def _end_offsets(admin, topic: str, partitions: list[int], which: str = "LATEST") -> dict[int, int]:
     from kafka import TopicPartition
     from kafka.admin import OffsetSpec
 
-    found = admin.list_partition_offsets({TopicPartition(topic, p): OffsetSpec.LATEST for p in partitions})
+    spec = getattr(OffsetSpec, which)
+    found = admin.list_partition_offsets({TopicPartition(topic, p): spec for p in partitions})
     return {tp.partition: int(o.offset) for tp, o in found.items()}
 
 
@@ -106,6 +107,10 @@ class KafkaRetention(Fault):
                 doomed = {TopicPartition(topic, p): cut[p] for p in partitions if cut[p] > starts.get(p, 0)}
                 if doomed:
                     admin.delete_records(doomed)
+                    starts_now = _end_offsets(admin, topic, partitions, "EARLIEST")
+                    short = {p: starts_now[p] for p in partitions if starts_now[p] < cut[p]}
+                    if short:
+                        raise RuntimeError(f"delete-records left partitions {short} starting before {cut}")
         finally:
             withdraw(control, PAUSE_BATCH)
         self.deleted = [{"partition": p, "from": starts.get(p, 0), "to": cut[p]} for p in partitions
@@ -168,8 +173,11 @@ KAFKA_RETENTION_FAULT = FaultKind(
               ge=1)),
     targets=("topic",), default_target="topic", needs_commit_gate=True,
     recovery_keys=("records_deleted",),
-    # the executors' Kafka consumers keep what a fetch returned beyond the batch it was for, and
-    # serve the next batch from it: records deleted after that fetch would still be read. Idle
-    # fetched data is evicted within 10 ms here, so a held batch reads from the broker
+    # the executors keep what a fetch returned beyond the batch it was for (Spark's fetched-data
+    # pool, and the pooled Kafka consumer's own prefetch) and serve the next batch from it:
+    # records deleted after that fetch would still be read. Idle ones are evicted within 10 ms
+    # here, so a held batch reads from the broker
     driver_conf={"spark.kafka.consumer.fetchedData.cache.timeout": "1ms",
-                 "spark.kafka.consumer.fetchedData.cache.evictorThreadRunInterval": "10ms"})
+                 "spark.kafka.consumer.fetchedData.cache.evictorThreadRunInterval": "10ms",
+                 "spark.kafka.consumer.cache.timeout": "1ms",
+                 "spark.kafka.consumer.cache.evictorThreadRunInterval": "10ms"})

@@ -1,7 +1,8 @@
 """`python -m harness`: run scenarios, report and compare runs, fetch JVM artifacts.
 
-Exit codes: 0 every verdict holds (compare: no regression); 1 a verdict failed (compare:
-a regression); 2 bad input or a broken
+Exit codes: 0 every verdict holds (compare: no regression; hunt: no violation found in the
+budget); 1 a verdict failed (compare: a regression; hunt: a violation, minimal.toml
+written); 2 bad input or a broken
 environment (the message names the problem and the fix); 3 a bug in the harness;
 128+N interrupted by signal N (130 for Ctrl-C, 143 for SIGTERM).
 """
@@ -44,6 +45,20 @@ def _parser() -> argparse.ArgumentParser:
     sustain.add_argument("--out", type=Path, help="run directory (default: results/<run-id>/)")
     sustain.add_argument("--quick", action="store_true", help="apply the scenario's [quick] overrides")
     sustain.add_argument("-v", "--verbose", action="store_true", help="log the harness's steps to stderr")
+    hunt = sub.add_parser("hunt", help="search fault plans drawn from a seed for one that breaks a case's "
+                          "guarantee, and shrink it to the smallest; exit 1 when found")
+    hunt.add_argument("scenario", type=Path, help="scenario TOML file; its own faults are replaced by the plans")
+    hunt.add_argument("--case", help="the case to hunt in (default: the first)")
+    hunt.add_argument("--runs", type=int, default=10, help="plans to try (default 10)")
+    hunt.add_argument("--seed", type=int, default=1, help="the seed of the plans (default 1): the same seed, "
+                      "the same plans")
+    hunt.add_argument("--kinds", help="comma-separated fault kinds to draw from (default: every kind the case "
+                      "can run)")
+    hunt.add_argument("--budget", default="30m", help="stop after this long, saying so (default 30m)")
+    hunt.add_argument("--all", action="store_true", help="go on to --runs after the first violation")
+    hunt.add_argument("--out", type=Path, help="run directory (default: results/<run-id>/)")
+    hunt.add_argument("--quick", action="store_true", help="apply the scenario's [quick] overrides")
+    hunt.add_argument("-v", "--verbose", action="store_true", help="log the harness's steps to stderr")
     report = sub.add_parser("report", help="rebuild a run's report.html from its run directory alone")
     report.add_argument("run_dir", type=Path, help="the run directory (holding summary.json)")
     compare = sub.add_parser("compare", help="compare two runs, metric by metric, against the noise; "
@@ -96,6 +111,8 @@ def _command(args) -> int:
             return _fetch_all()
         if args.command == "sustain":
             return _sustain(args)
+        if args.command == "hunt":
+            return _hunt(args)
         if args.command == "report":
             return _report(args)
         if args.command == "compare":
@@ -165,7 +182,7 @@ def _run(args, search=None) -> int:
         raise ScenarioError(f"--repeat {repeat}: a case runs at least once", "give --repeat 1 or more")
     scenario = scenario.repeated(repeat)
     if search is not None:
-        scenario, search = search(scenario)
+        scenario = search.narrow(scenario)
     from harness.paths import results_dir
     from harness.report import table
     from harness.results import rundir
@@ -185,7 +202,7 @@ def _run(args, search=None) -> int:
     progress.step(f"run {run_id}: scenario {scenario.name}{quick} -> {run_dir.path}")
     registry = Registry(pids_path=run_dir.pids)
     _raise_on_signals()
-    cases = None if search is None else search(run_dir, run_id, progress, registry)
+    cases = None if search is None else search.cases(run_dir, run_id, progress, registry)
     try:
         with registry:
             for line in describe_reaped(registry.reaped):
@@ -196,10 +213,42 @@ def _run(args, search=None) -> int:
         progress.step(f"results: {run_dir.path}")
     print(table.render(result))
     if search is not None:
-        sustain = result.sections["sustain"]
-        print(table.render_sustain(sustain))
-        return 0 if sustain["rate_eps"] is not None else 1
+        return search.finish(result)
     return 0 if result.holds else 1
+
+
+class _Search:
+    """A command that runs its own cases on the run's services (sustain, hunt): it narrows
+    the scenario to one case, runs the cases, and says how the command ends."""
+
+    def __init__(self, args):
+        self.args = args
+        self.spec = None
+
+    def narrow(self, scenario):
+        """The scenario with only the case --case names (default: the first)."""
+        from dataclasses import replace
+
+        from harness.errors import ScenarioError
+
+        names = [c.name for c in scenario.cases]
+        if self.args.case is not None and self.args.case not in names:
+            raise ScenarioError(f"--case {self.args.case}: the scenario has no such case",
+                                f"choose one of {', '.join(names)}")
+        self.spec = next(c for c in scenario.cases if c.name == (self.args.case or names[0]))
+        self.scenario = replace(scenario, cases=(self.spec,))
+        return self.scenario
+
+    def cases(self, run_dir, run_id, progress, registry):
+        def run_them(stack, result):
+            self.search(stack, result, run_dir, run_id, progress, registry)
+        return run_them
+
+    def search(self, stack, result, run_dir, run_id, progress, registry) -> None:
+        raise NotImplementedError
+
+    def finish(self, result) -> int:
+        raise NotImplementedError
 
 
 def _write_report(run_dir, progress) -> None:
@@ -227,31 +276,67 @@ def _sustain(args) -> int:
         raise ScenarioError(f"--min-eps {args.min_eps:g}, --max-eps {args.max_eps:g}, --steps {args.steps}: "
                             "the range is empty", "give 0 < --min-eps <= --max-eps and --steps >= 0")
 
-    def search(scenario):
-        from dataclasses import replace
+    class Sustain(_Search):
+        def search(self, stack, result, run_dir, run_id, progress, registry) -> None:
+            from harness.run import sustain
 
-        from harness.run import sustain
+            pipeline = self.spec.pipeline or self.scenario.pipeline
+            bound = p99_ms if p99_ms is not None else pipeline.watermark_ms + sustain.P99_OVER_WATERMARK_MS
+            bounds = sustain.Bounds(p99_ms=bound, min_eps=args.min_eps, max_eps=args.max_eps, steps=args.steps)
+            found = result.sections["sustain"] = {"case": self.spec.name, "rate_eps": None, "trials": []}
+            found.update(sustain.search(self.scenario, self.spec, stack, run_dir, run_id, progress, registry,
+                                        bounds, result.cases))
+            sustain.write(run_dir, found)
 
-        names = [c.name for c in scenario.cases]
-        if args.case is not None and args.case not in names:
-            raise ScenarioError(f"--case {args.case}: the scenario has no such case",
-                                f"choose one of {', '.join(names)}")
-        spec = next(c for c in scenario.cases if c.name == (args.case or names[0]))
-        scenario = replace(scenario, cases=(spec,))
-        pipeline = spec.pipeline or scenario.pipeline
-        bound = p99_ms if p99_ms is not None else pipeline.watermark_ms + sustain.P99_OVER_WATERMARK_MS
-        bounds = sustain.Bounds(p99_ms=bound, min_eps=args.min_eps, max_eps=args.max_eps, steps=args.steps)
+        def finish(self, result) -> int:
+            from harness.report import table
 
-        def trials(run_dir, run_id, progress, registry):
-            def run_them(stack, result):
-                found = result.sections["sustain"] = {"case": spec.name, "rate_eps": None, "trials": []}
-                found.update(sustain.search(scenario, spec, stack, run_dir, run_id, progress, registry,
-                                            bounds, result.cases))
-                sustain.write(run_dir, found)
-            return run_them
-        return scenario, trials
+            found = result.sections["sustain"]
+            print(table.render_sustain(found))
+            return 0 if found["rate_eps"] is not None else 1
 
-    return _run(args, search)
+    return _run(args, Sustain(args))
+
+
+def _hunt(args) -> int:
+    """`hunt`: the run's cases are the search's runs and shrinking steps (harness/hunt/)."""
+    from harness.errors import ScenarioError
+    from harness.scenario import parse_duration_ms
+
+    if args.runs < 1:
+        raise ScenarioError(f"--runs {args.runs}: the search needs at least one run", "give --runs 1 or more")
+    budget_s = parse_duration_ms(args.budget, "--budget") / 1000
+    kinds = tuple(k.strip() for k in (args.kinds or "").split(",") if k.strip())
+
+    class HuntSearch(_Search):
+        def narrow(self, scenario):
+            from harness.hunt.plan import Space
+            from harness.scenario.faults import Context
+
+            narrowed = super().narrow(scenario)
+            # --kinds and the case are checked before anything starts
+            Space.of(Context(narrowed.workload.duration_s, narrowed.services, narrowed.cases), kinds)
+            return narrowed
+
+        def search(self, stack, result, run_dir, run_id, progress, registry) -> None:
+            from harness.hunt import search
+
+            options = search.Options(runs=args.runs, seed=args.seed, kinds=kinds, budget_s=budget_s,
+                                     all=args.all)
+            hunt = search.Hunt(self.scenario, self.spec, stack, run_dir, run_id, progress, registry, options,
+                               result.cases)
+            found = result.sections["hunt"] = {"case": self.spec.name, "stopped": "error", "tried": []}
+            found.update(hunt.run())
+            search.write(run_dir, found)
+
+        def finish(self, result) -> int:
+            from harness.report import table
+
+            found = result.sections["hunt"]
+            print(table.render_hunt(found))
+            return 1 if found.get("found") else 0
+
+    return _run(args, HuntSearch(args))
 
 
 def _raise_on_signals() -> None:

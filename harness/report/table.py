@@ -83,3 +83,33 @@ def render_sustain(sustain: dict) -> str:
     lines.append(f"sustained: {found:,.0f} events/s" if found is not None
                  else "sustained: none of the rates tried")
     return "\n".join(lines)
+
+
+def render_hunt(hunt: dict) -> str:
+    """The search's runs, the shrinking, the smallest plan, and last the line that reproduces it."""
+    lines = [f"hunt: case {hunt['case']}, seed {hunt.get('seed')}, kinds {', '.join(hunt.get('kinds', []))}"]
+    for t in hunt.get("tried", []):
+        lines.append(f"  run {t['run']:>3}  {'BREAKS' if t['breaks'] else 'holds '}  observed {t['observed']:<13}  "
+                     + _plan_text(t["plan"]))
+    stopped = {"violation": "stopped at the first violation", "runs": "every run done",
+               "budget": "stopped: the budget was spent"}.get(hunt.get("stopped"), str(hunt.get("stopped")))
+    lines.append(f"hunt: {stopped}")
+    minimal = hunt.get("minimal")
+    if not minimal:
+        lines.append("no violation found")
+        return "\n".join(lines)
+    shrunk = hunt.get("shrink") or {}
+    rate = shrunk.get("flake_rate")
+    lines.append(f"shrinking: {len(shrunk.get('steps', []))} candidates in {shrunk.get('runs')} runs; "
+                 f"{shrunk.get('flaky')} failed only on their second run"
+                 + (f" (flake rate {rate:.0%} of those run twice)" if rate is not None else ""))
+    lines.append(f"smallest plan ({minimal['faults']} fault{'s' if minimal['faults'] != 1 else ''}, "
+                 f"{minimal['workload_s']:g}s workload): {_plan_text(minimal['plan'])}")
+    lines.append(hunt["reproduce"])
+    return "\n".join(lines)
+
+
+def _plan_text(plan: list[dict]) -> str:
+    from harness.hunt.plan import describe
+
+    return describe(plan)

@@ -142,7 +142,7 @@ class Case:
             sink_context=self.driver_sink_context(),
             build=pl.build_target, sink_class=self.spec.sink_class or "",
             task_faults=any(f.kind == "fail-task" for f in sc.faults),
-            import_paths=[str(sc.path.parent)])
+            import_paths=[str(p) for p in sc.imports or (sc.path.parent,)])
 
     def start_driver(self) -> SparkDriver:
         """Start the case's first driver, on its checkpoint, reading from the earliest offsets."""

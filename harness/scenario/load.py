@@ -36,7 +36,7 @@ from workloads.plugins import add_import_paths, sink_class
 from workloads.sinks import CUSTOM_SINK, SINKS
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")     # names become directory and table names
-_TOP_KEYS = ("name", "description", "drain_timeout", "services", "workload", "pipeline", "cases",
+_TOP_KEYS = ("name", "description", "imports", "drain_timeout", "services", "workload", "pipeline", "cases",
              "matrix", "faults", "nemesis", "measure", "quick")
 _CASE_KEYS = ("name", "guarantee", "sink", "sink_class", "pipeline", "faults")
 _SHIPPED = Path(__file__).parent / "scenarios"
@@ -55,9 +55,9 @@ def load(path: str | Path, quick: bool = False) -> Scenario:
         raise ScenarioError(f"cannot read scenario file {path}: {exc}", "pass a readable TOML file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{path}: not valid TOML: {exc}", "fix the syntax at that line") from None
-    # the user's pipeline, oracle and sink live beside the scenario (workloads/plugins.py)
-    add_import_paths([str(path.parent)])
     try:
+        # the user's pipeline, oracle and sink live beside the scenario, or in `imports`
+        add_import_paths([str(p) for p in _imports(raw, path.parent)])
         return _scenario(raw, path, quick)
     except ScenarioError as exc:
         # the readers name only the field; the file is named once, here
@@ -68,6 +68,7 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     # read in the order the tables are documented, so the first error reported is the topmost
     top = Section(raw, "", _TOP_KEYS)
     head = dict(name=top.string("name", pattern=_NAME), description=_description(top),
+                imports=_imports(raw, path.parent),
                 drain_timeout_s=top.duration_ms("drain_timeout", "120s", gt=0) / 1000)
     services = _services(top.table("services", ("kafka", "spark", "postgres")))
     quick_raw = top.raw("quick", {})
@@ -133,6 +134,22 @@ def _real_time(pipeline, cases: tuple[Case, ...], workload: WorkloadSpec, servic
                   f"Spark's real-time mode runs one long-running task per Kafka partition at once, and "
                   f"{services.spark.master} has {cores} cores", f"use at most {cores} partitions, or more "
                   "executors in services.spark.master")
+
+
+def _imports(raw: dict, scenario_dir: Path) -> tuple[Path, ...]:
+    """The scenario's directory, then `imports`: more directories of the user's code (relative
+    to the scenario), on the import path of the harness and of every driver."""
+    extra = raw.get("imports", [])
+    if not isinstance(extra, list) or not all(isinstance(p, str) for p in extra):
+        raise bad("imports", extra, "expected an array of directories", 'write imports = ["../my_jobs"]')
+    dirs = [scenario_dir]
+    for i, text in enumerate(extra):
+        found = (scenario_dir / text).resolve()
+        if not found.is_dir():
+            raise bad(f"imports[{i}]", text, f"is not a directory ({found})",
+                      "name a directory of your modules")
+        dirs.append(found)
+    return tuple(dirs)
 
 
 def _description(top: Section) -> str:

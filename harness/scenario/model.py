@@ -181,6 +181,7 @@ class Scenario:
     name: str
     description: str = ""
     path: Path
+    imports: tuple[Path, ...] = ()  # where the user's modules are: the scenario's directory, then `imports`
     services: Services
     workload: WorkloadSpec
     pipeline: Pipeline

@@ -1,0 +1,178 @@
+"""The hunt's runs: each a fault plan drawn from the seed, run as a checked case on services
+started once; the first whose verdict breaks the declared guarantee is shrunk to the
+smallest plan that still breaks it, and written out as minimal.toml.
+
+A run "breaks the guarantee" when its output does: the observed guarantee is weaker than
+the declared one, or the sink holds rows nothing sent explains. A fault that did not land
+fails its case's verdict too, but is no finding about the job: the search goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from harness.hunt import tomlw
+from harness.hunt.plan import Space, describe, draw
+from harness.hunt.shrink import Candidate, shrink
+from harness.results.model import CaseResult
+from harness.results.rundir import RunDir
+from harness.results.verdict import guarantee_holds
+from harness.run.case import Case
+from harness.scenario import faults as scenario_faults
+
+
+@dataclass(frozen=True)
+class Options:
+    runs: int = 10
+    seed: int = 1
+    kinds: tuple[str, ...] = ()
+    budget_s: float = 1800.0
+    all: bool = False
+
+
+def breaks(case: CaseResult) -> bool:
+    """Whether the case's output breaks its declared guarantee (not: a fault that missed)."""
+    return (not guarantee_holds(case.guarantee, case.verdict.observed)
+            or int(case.events.get("unexpected") or 0) > 0)
+
+
+class Hunt:
+    """One search over one case of a scenario, on the run's services."""
+
+    def __init__(self, scenario, spec, stack, run_dir: RunDir, run_id: str, progress, registry,
+                 options: Options, cases: list[CaseResult]):
+        self.scenario, self.spec, self.stack = scenario, spec, stack
+        self.run_dir, self.run_id, self.progress, self.registry = run_dir, run_id, progress, registry
+        self.options, self.cases = options, cases
+        self.ctx = scenario_faults.Context(scenario.workload.duration_s, scenario.services, (spec,))
+        self.space = Space.of(self.ctx, options.kinds)
+        self.deadline = time.monotonic() + options.budget_s
+        self.trials = 0
+
+    def trial(self, plan: list[dict] | tuple[dict, ...], workload_s: float, label: str) -> CaseResult:
+        """Run the case once under `plan`, with a workload of `workload_s`."""
+        from harness.run.runner import run_case
+
+        self.trials += 1
+        ctx = replace(self.ctx, workload_s=workload_s)
+        faults = scenario_faults.parse_faults(list(plan), ctx, "hunt.plan")
+        workload = replace(self.scenario.workload, duration_s=workload_s)
+        name = f"{self.spec.name}-{label}"
+        trial = replace(self.scenario, workload=workload, faults=faults, cases=(replace(self.spec, name=name),))
+        result = run_case(Case.create(trial, trial.cases[0], self.stack, self.run_dir, self.run_id,
+                                      self.progress, self.registry))
+        self.cases.append(result)
+        return result
+
+    def valid(self, cand: Candidate) -> bool:
+        if cand.workload_s <= self.scenario.measure.warmup_s + 5:
+            return False   # a workload must outlast its warm-up
+        try:
+            scenario_faults.parse_faults(list(cand.plan), replace(self.ctx, workload_s=cand.workload_s), "hunt")
+        except Exception:  # noqa: BLE001 - a candidate the loader refuses is not tried
+            return False
+        return True
+
+    def run(self) -> dict:
+        opts, say = self.options, self.progress.step
+        tried, found, stopped = [], None, "runs"
+        say(f"hunt: case {self.spec.name}, seed {opts.seed}, up to {opts.runs} runs, kinds "
+            f"{', '.join(self.space.kinds)}")
+        for i in range(opts.runs):
+            if time.monotonic() > self.deadline:
+                stopped = "budget"
+                say(f"hunt: the budget of {opts.budget_s:g}s is spent after {i} runs")
+                break
+            plan = draw(self.space, opts.seed, i)
+            say(f"hunt: run {i + 1}/{opts.runs}: {describe(plan)}")
+            case = self.trial(plan, self.scenario.workload.duration_s, f"h{i + 1}")
+            broke = breaks(case)
+            tried.append(_tried(i + 1, plan, case, broke))
+            say(f"hunt: run {i + 1}: {'BREAKS' if broke else 'holds'} {case.guarantee} "
+                f"(observed {case.verdict.observed}); {sum(t['breaks'] for t in tried)} violation(s) so far")
+            if broke and found is None:
+                found = {"run": i + 1, "plan": plan, "case": case.name}
+                stopped = "violation"
+                if not opts.all:
+                    break
+        out = {"case": self.spec.name, "seed": opts.seed, "runs": opts.runs, "kinds": list(self.space.kinds),
+               "budget_s": opts.budget_s, "all": opts.all, "stopped": stopped, "tried": tried,
+               "found": found, "shrink": None, "minimal": None}
+        if found is not None:
+            out.update(self._shrunk(found["plan"]))
+        return out
+
+    def _shrunk(self, plan: list[dict]) -> dict:
+        start = Candidate(tuple(plan), self.scenario.workload.duration_s, "the failing run's plan")
+        labels = iter(range(1, 10_000))
+
+        def fails(cand: Candidate) -> bool:
+            if time.monotonic() > self.deadline:
+                return False   # out of budget: what is found so far is the answer
+            return breaks(self.trial(cand.plan, cand.workload_s, f"s{next(labels)}"))
+
+        done = shrink(start, fails, say=self.progress.step, valid=self.valid)
+        small = done.smallest
+        path = self.run_dir.path / "minimal.toml"
+        path.write_text(minimal_toml(self.scenario, self.spec, list(small.plan), small.workload_s))
+        twice = sum(1 for s in done.steps if len(s["runs"]) == 2)
+        self.progress.step(f"hunt: the smallest plan that still breaks {self.spec.guarantee}: "
+                           f"{describe(list(small.plan))} ({small.workload_s:g}s workload)")
+        return {"shrink": {"steps": done.steps, "runs": done.runs, "flaky": done.flaky,
+                           "candidates_run_twice": twice,
+                           "flake_rate": round(done.flaky / twice, 3) if twice else None},
+                "minimal": {"plan": list(small.plan), "workload_s": small.workload_s, "path": str(path),
+                            "faults": len(small.plan)},
+                "reproduce": f"python -m harness run {path}"}
+
+
+def _tried(run: int, plan: list[dict], case: CaseResult, broke: bool) -> dict:
+    return {"run": run, "plan": plan, "case": case.name, "breaks": broke, "holds": case.verdict.holds,
+            "observed": case.verdict.observed, "detail": case.verdict.detail,
+            "findings": [{"class": f.cls, "count": f.count, "story": f.story} for f in case.findings]}
+
+
+def minimal_toml(scenario, spec, plan: list[dict], workload_s: float) -> str:
+    """The scenario as a complete file that runs the one case under `plan`: its [quick]
+    applied if the hunt ran --quick, its cases reduced to this one (a [matrix] case written
+    out), its own faults and nemesis replaced by the plan, and its directory on the import
+    path so that the user's modules are found from wherever the file is."""
+    raw = tomllib.loads(Path(scenario.path).read_text())
+    quick = raw.pop("quick", {})
+    quick.pop("faults", None)
+    if scenario.quick:
+        raw["workload"] = _overlay(raw.get("workload", {}), quick)
+    raw["workload"] = {**raw.get("workload", {}), "duration": f"{workload_s:g}s"}
+    for key in ("matrix", "nemesis", "faults"):
+        raw.pop(key, None)
+    case = {"name": spec.name, "guarantee": spec.guarantee, "sink": spec.sink}
+    if spec.sink_class:
+        case["sink_class"] = spec.sink_class
+    listed = next((c for c in raw.get("cases", []) if c.get("name") == spec.name), None)
+    if listed is not None and "pipeline" in listed:
+        case["pipeline"] = listed["pipeline"]
+    raw["cases"] = [case]
+    raw["imports"] = [str(p) for p in scenario.imports or (Path(scenario.path).parent,)]
+    raw["faults"] = plan
+    head = (f"minimal.toml: the smallest fault plan `python -m harness hunt` found that breaks {spec.guarantee}\n"
+            f"for case {spec.name} of {scenario.path}.\nReproduce: python -m harness run <this file>")
+    ordered = {k: raw[k] for k in ("name", "description", "imports", "drain_timeout", "services", "workload",
+                                   "pipeline", "measure", "cases", "faults") if k in raw}
+    return tomlw.dumps(ordered, head)
+
+
+def _overlay(base: dict, top: dict) -> dict:
+    out = dict(base)
+    for key, value in top.items():
+        out[key] = _overlay(out.get(key, {}), value) if isinstance(value, dict) else value
+    return out
+
+
+def write(run_dir: RunDir, hunt: dict) -> Path:
+    path = run_dir.path / "hunt.json"
+    path.write_text(json.dumps(hunt, indent=2) + "\n")
+    return path
