@@ -45,15 +45,16 @@ def _parser() -> argparse.ArgumentParser:
     sustain.add_argument("--out", type=Path, help="run directory (default: results/<run-id>/)")
     sustain.add_argument("--quick", action="store_true", help="apply the scenario's [quick] overrides")
     sustain.add_argument("-v", "--verbose", action="store_true", help="log the harness's steps to stderr")
-    hunt = sub.add_parser("hunt", help="search fault plans drawn from a seed for one that breaks a case's "
-                          "guarantee, and shrink it to the smallest; exit 1 when found")
-    hunt.add_argument("scenario", type=Path, help="scenario TOML file; its own faults are replaced by the plans")
+    hunt = sub.add_parser("hunt", help="search fault plans drawn from a seed for one that breaks a "
+                          "case's guarantee, and shrink it to the smallest; exit 1 when found")
+    hunt.add_argument("scenario", type=Path,
+                      help="scenario TOML file; its own faults are replaced by the plans")
     hunt.add_argument("--case", help="the case to hunt in (default: the first)")
     hunt.add_argument("--runs", type=int, default=10, help="plans to try (default 10)")
-    hunt.add_argument("--seed", type=int, default=1, help="the seed of the plans (default 1): the same seed, "
-                      "the same plans")
-    hunt.add_argument("--kinds", help="comma-separated fault kinds to draw from (default: every kind the case "
-                      "can run)")
+    hunt.add_argument("--seed", type=int, default=1,
+                      help="the seed of the plans (default 1): the same seed, the same plans")
+    hunt.add_argument("--kinds", help="comma-separated fault kinds to draw from (default: every kind the "
+                      "case can run)")
     hunt.add_argument("--budget", default="30m", help="stop after this long, saying so (default 30m)")
     hunt.add_argument("--all", action="store_true", help="go on to --runs after the first violation")
     hunt.add_argument("--out", type=Path, help="run directory (default: results/<run-id>/)")
@@ -281,8 +282,10 @@ def _sustain(args) -> int:
             from harness.run import sustain
 
             pipeline = self.spec.pipeline or self.scenario.pipeline
-            bound = p99_ms if p99_ms is not None else pipeline.watermark_ms + sustain.P99_OVER_WATERMARK_MS
-            bounds = sustain.Bounds(p99_ms=bound, min_eps=args.min_eps, max_eps=args.max_eps, steps=args.steps)
+            over = sustain.P99_OVER_WATERMARK_MS
+            bound = p99_ms if p99_ms is not None else pipeline.watermark_ms + over
+            bounds = sustain.Bounds(p99_ms=bound, min_eps=args.min_eps, max_eps=args.max_eps,
+                                    steps=args.steps)
             found = result.sections["sustain"] = {"case": self.spec.name, "rate_eps": None, "trials": []}
             found.update(sustain.search(self.scenario, self.spec, stack, run_dir, run_id, progress, registry,
                                         bounds, result.cases))

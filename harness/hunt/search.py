@@ -62,7 +62,8 @@ class Hunt:
         faults = scenario_faults.parse_faults(list(plan), ctx, "hunt.plan")
         workload = replace(self.scenario.workload, duration_s=workload_s)
         name = f"{self.spec.name}-{label}"
-        trial = replace(self.scenario, workload=workload, faults=faults, cases=(replace(self.spec, name=name),))
+        trial = replace(self.scenario, workload=workload, faults=faults,
+                        cases=(replace(self.spec, name=name),))
         result = run_case(Case.create(trial, trial.cases[0], self.stack, self.run_dir, self.run_id,
                                       self.progress, self.registry))
         self.cases.append(result)
@@ -72,14 +73,17 @@ class Hunt:
         if cand.workload_s <= self.scenario.measure.warmup_s + 5:
             return False   # a workload must outlast its warm-up
         try:
-            scenario_faults.parse_faults(list(cand.plan), replace(self.ctx, workload_s=cand.workload_s), "hunt")
+            ctx = replace(self.ctx, workload_s=cand.workload_s)
+            scenario_faults.parse_faults(list(cand.plan), ctx, "hunt")
         except Exception:  # noqa: BLE001 - a candidate the loader refuses is not tried
             return False
         return True
 
     def run(self) -> dict:
         opts, say = self.options, self.progress.step
-        tried, found, stopped = [], None, "runs"
+        tried: list[dict] = []
+        found: dict | None = None
+        stopped = "runs"
         say(f"hunt: case {self.spec.name}, seed {opts.seed}, up to {opts.runs} runs, kinds "
             f"{', '.join(self.space.kinds)}")
         for i in range(opts.runs):
@@ -103,7 +107,7 @@ class Hunt:
                "budget_s": opts.budget_s, "all": opts.all, "stopped": stopped, "tried": tried,
                "found": found, "shrink": None, "minimal": None}
         if found is not None:
-            out.update(self._shrunk(found["plan"]))
+            out.update(self._shrunk(list(found["plan"])))
         return out
 
     def _shrunk(self, plan: list[dict]) -> dict:
@@ -158,7 +162,8 @@ def minimal_toml(scenario, spec, plan: list[dict], workload_s: float) -> str:
     raw["cases"] = [case]
     raw["imports"] = [str(p) for p in scenario.imports or (Path(scenario.path).parent,)]
     raw["faults"] = plan
-    head = (f"minimal.toml: the smallest fault plan `python -m harness hunt` found that breaks {spec.guarantee}\n"
+    head = (f"minimal.toml: the smallest fault plan `python -m harness hunt` found that breaks "
+            f"{spec.guarantee}\n"
             f"for case {spec.name} of {scenario.path}.\nReproduce: python -m harness run <this file>")
     ordered = {k: raw[k] for k in ("name", "description", "imports", "drain_timeout", "services", "workload",
                                    "pipeline", "measure", "cases", "faults") if k in raw}

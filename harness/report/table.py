@@ -87,12 +87,14 @@ def render_sustain(sustain: dict) -> str:
 
 def render_hunt(hunt: dict) -> str:
     """The search's runs, the shrinking, the smallest plan, and last the line that reproduces it."""
-    lines = [f"hunt: case {hunt['case']}, seed {hunt.get('seed')}, kinds {', '.join(hunt.get('kinds', []))}"]
+    kinds = ", ".join(hunt.get("kinds", []))
+    lines = [f"hunt: case {hunt['case']}, seed {hunt.get('seed')}, kinds {kinds}"]
     for t in hunt.get("tried", []):
-        lines.append(f"  run {t['run']:>3}  {'BREAKS' if t['breaks'] else 'holds '}  observed {t['observed']:<13}  "
-                     + _plan_text(t["plan"]))
-    stopped = {"violation": "stopped at the first violation", "runs": "every run done",
-               "budget": "stopped: the budget was spent"}.get(hunt.get("stopped"), str(hunt.get("stopped")))
+        verdict = "BREAKS" if t["breaks"] else "holds "
+        lines.append(f"  run {t['run']:>3}  {verdict}  observed {t['observed']:<13}  {_plan_text(t['plan'])}")
+    ends = {"violation": "stopped at the first violation", "runs": "every run done",
+            "budget": "stopped: the budget was spent"}
+    stopped = ends.get(str(hunt.get("stopped")), str(hunt.get("stopped")))
     lines.append(f"hunt: {stopped}")
     minimal = hunt.get("minimal")
     if not minimal:
