@@ -82,9 +82,9 @@ class KafkaPartitions(Fault):
 
 class KafkaRetention(Fault):
     """Delete `records` records of each partition (or of `partition`) from the start of the next
-    batch with rows, with the admin API's delete-records, while the commit gate holds that
-    batch before the sink is called: its offsets are logged and its input not yet read, so
-    the query has not read them, and will find them gone. Spark's default failOnDataLoss
+    batch, with the admin API's delete-records, while the commit gate holds that batch before
+    anything runs its plan: its offsets are logged and its input not yet read, so the query
+    has not read them, and will find them gone. Spark's default failOnDataLoss
     fails the query (outcome refused); failOnDataLoss = false skips them, and the checker
     counts them as deleted_before_read."""
 
@@ -163,7 +163,7 @@ KAFKA_PARTITIONS_FAULT = FaultKind(
 KAFKA_RETENTION_FAULT = FaultKind(
     "kafka-retention", KafkaRetention,
     about="delete `records` records of each partition (or of `partition`) that the query has not read "
-          "yet (from the start of the next batch with rows, which the commit gate holds meanwhile), with the "
+          "yet (from the start of the next batch, which the commit gate holds meanwhile), with the "
           "admin API's delete-records; with Spark's default `failOnDataLoss` the query fails "
           "(outcome `refused`); with `[pipeline] fail_on_data_loss = false` Spark skips them and the checker "
           "counts them as `deleted_before_read`, not lost",

@@ -243,8 +243,27 @@ def _case(case_dir: Path, case: CaseResult) -> str:
     head = (f'<h2 id="case-{escape(name)}">{escape(name)} {_verdict(case)}</h2>'
             f'<p>{escape(case.guarantee)} into {escape(case.sink)}, pipeline {escape(case.pipeline)}: '
             f'{escape(case.verdict.detail)}</p>')
-    return "\n".join([head, _faults_table(case), _incidents_table(case), *_timeline_charts(case_dir, case),
-                      _percentile_chart(case_dir, name), _discrepancies(case_dir, case)])
+    return "\n".join([head, _findings(case), _faults_table(case), _incidents_table(case),
+                      *_timeline_charts(case_dir, case), _percentile_chart(case_dir, name),
+                      _discrepancies(case_dir, case)])
+
+
+def _findings(case: CaseResult) -> str:
+    """A failed case's anomalies first: each class, its count, its story, and its witnesses."""
+    if case.verdict.holds or not case.findings:
+        return ""
+    out = [f'<h3 id="findings-{escape(case.name)}">Findings</h3>']
+    for f in case.findings:
+        out.append(f'<h4 class="fail">{escape(f.cls)}: {_fmt(f.count)}</h4><p>{escape(f.story)}</p>')
+        if f.witness:
+            keys = list(dict.fromkeys(k for w in f.witness for k in w))
+            rows = [[escape(str(w.get(k, ""))) for k in keys] for w in f.witness]
+            out.append(_table(keys, rows, text_columns=len(keys)))
+        if f.faults:
+            out.append(f'<p class="muted">in effect: {escape("; ".join(f.faults))}</p>')
+        if f.checkpoint_files:
+            out.append(f'<p class="muted">checkpoint: {escape(", ".join(f.checkpoint_files))}</p>')
+    return "\n".join(out)
 
 
 def _sustain(found: dict) -> str:

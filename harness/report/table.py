@@ -60,6 +60,8 @@ def render(result: RunResult) -> str:
                   for f in case.faults]
         lines += [f"  incident {i.kind} at {i.at_s:g}s (not scheduled): {i.target}: {i.cause}"
                   for i in case.incidents if not i.scheduled]
+        if not case.verdict.holds:
+            lines += [f"  finding {f.cls} ({f.count:,}): {f.story}" for f in case.findings]
     for row in result.sections.get("watermark_sweep") or []:
         share = (row["late_share"] or 0) * 100
         lines.append(f"watermark {row['watermark_ms']:>7,} ms: event-time p99 "

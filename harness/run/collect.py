@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from harness import check as checker
-from harness import metrics, pipelines
+from harness import findings, metrics, pipelines
 from harness.check import checkpoint
 from harness.errors import HarnessError
 from harness.metrics import batches as batch_times
@@ -95,6 +95,12 @@ def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> Ca
     checked.write_discrepancies(files.discrepancies)
     for line in checked.first_discrepancies():
         case.progress.step(f"  {line}")
+    inputs = findings.Inputs(truth=truth, sink=sink, batches=batches, checked=checked, pipeline=pl,
+                             faults=result.faults, incidents=result.incidents,
+                             checkpoints=list(case.checkpoints), progress=progress_records,
+                             t0_s=_first_send_ms(truth) / 1000,
+                             spark_dropped_by_watermark=sections["spark_dropped_by_watermark"])
+    result.findings = _findings(inputs, files)
     c = checked.counts
     if deleted:   # sent and acknowledged, then deleted by Kafka before any batch read them
         c.update(produced=c["produced"] + deleted, deleted_before_read=deleted)
@@ -110,6 +116,16 @@ def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> Ca
     _lag_recovery(result.faults, schedule.t0, metrics.lag_series(truth, progress_records, case.topic))
     result.backpressure["recovery_s"] = result.recovery_s   # schema 2: the case's recovery
     return result
+
+
+def _findings(inputs, files) -> list:
+    """Each anomaly's class, witness and story; a crash here is written down and costs the case
+    its findings, never its verdict (the counts and discrepancies are already in place)."""
+    try:
+        return findings.build(inputs)
+    except Exception:  # noqa: BLE001 - the findings explain a verdict; they never decide it
+        files.findings_error.write_text(traceback.format_exc())
+        return []
 
 
 def _empty(case: Case, faults: list[FaultRecord], sections: dict) -> CaseResult:

@@ -204,9 +204,16 @@ class CommitGate:
         if not asked:
             self.write(batch_df, self.batch_base + batch_id)
             return
+        if asked.pop(PAUSE_BATCH, None):
+            # before anything runs the batch's plan: a look at its rows would read its input,
+            # and run its stateful operators, once before the sink does
+            self._hold(batch_id, None, BEFORE_WRITE, HOLD_CEILING_MS, forever=False,
+                       until=lambda: not (self.control_dir / PAUSE_BATCH).exists())
         if BEFORE_WRITE in asked.values() and _has_rows(batch_df):
             self._act(asked, BEFORE_WRITE, batch_id, None)
         self.write(batch_df, self.batch_base + batch_id)
+        if not asked:
+            return
         rows = self.rows()
         if rows == 0 or _only_control_rows(batch_df):
             return   # nothing of the workload's to replay: wait for a batch that wrote some
@@ -232,9 +239,6 @@ class CommitGate:
 
     def _act(self, asked: dict[str, str], point: str, batch_id: int, rows: int | None) -> None:
         """Carry out the requests that act at `point`: fail, hold until killed, or delay."""
-        if asked.get(PAUSE_BATCH) == point:
-            self._hold(batch_id, rows, point, HOLD_CEILING_MS, forever=False,
-                       until=lambda: not (self.control_dir / PAUSE_BATCH).exists())
         if asked.get(FAIL_BATCH) == point:
             self._fail(point, batch_id, rows)
         if asked.get(HOLD_COMMIT) == point:

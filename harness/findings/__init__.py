@@ -1,0 +1,78 @@
+"""Findings: each anomaly class in a case's output, with the fewest records that prove it
+and the story of how it came about, in time order (as Elle and Jepsen's Kafka checker
+report an anomaly).
+
+    build(Inputs(...)) -> list[harness.results.model.Finding]
+
+A pure function over what a finished case leaves behind (ground truth, the sink, the
+checkpoint, the progress records, the faults and incidents, the oracle's result); it reads
+nothing else but the mtimes of the checkpoint's offsets/N and commits/N files.
+
+Classes, one finding each when present:
+  lost, duplicated, unexpected, wrong-value     the output against ground truth
+  dropped-late-wrongly                          Spark dropped rows the oracle says were on time
+  deleted-before-read                           offsets Kafka deleted before the query read them
+  refused-restart                               a restart Spark refused
+
+The unit follows the pipeline: event by event when rows carry event_id (events.py), per
+(event, window) pair for windowed counts (windows.py), by key columns otherwise (rows.py).
+
+  inputs.py      Inputs: what build() reads
+  history.py     the case's batches, runs, driver deaths and faults, in seconds from t0
+  witness.py     witness records and how the fewest are picked
+  lost.py duplicated.py extra.py spark.py   one story per class
+  load.py        Inputs from a case's directory (a run directory is enough)
+"""
+
+from __future__ import annotations
+
+from harness.findings import duplicated, extra, lost, spark
+from harness.findings.events import Events
+from harness.findings.history import History
+from harness.findings.inputs import Inputs
+from harness.findings.rows import Rows
+from harness.findings.windows import Windows
+from harness.results.model import Finding
+
+__all__ = ["Inputs", "build", "CLASSES"]
+
+CLASSES = ("lost", "duplicated", "unexpected", "wrong-value", "dropped-late-wrongly", "deleted-before-read",
+           "refused-restart")
+WINDOWED = ("tumbling_count", "windowed_count")
+EVENT_KINDS = ("passthrough", "dedup")
+
+
+def build(inputs: Inputs) -> list[Finding]:
+    """One Finding per anomaly class present in the case, in the order of CLASSES; [] for a
+    case with nothing to explain (then no unit is built: a clean case costs nothing)."""
+    history = History(inputs)
+    found = [spark.deleted_before_read(inputs, history), spark.refused_restart(inputs, history)]
+    if _output_anomalies(inputs):
+        unit = unit_of(inputs, history)
+        found = [lost.build(inputs, history, unit), duplicated.build(inputs, history, unit),
+                 extra.unexpected(inputs, history, unit), extra.wrong_value(inputs, history, unit),
+                 spark.dropped_late_wrongly(inputs, history, unit), *found]
+    return [f for f in found if f is not None]
+
+
+def _output_anomalies(inputs: Inputs) -> bool:
+    """Whether the oracle found anything in the output, or Spark dropped more than it."""
+    c = inputs.checked
+    counted = any(int(c.counts.get(k) or 0) > 0 for k in ("lost", "duplicated", "unexpected"))
+    wrong = len(c.discrepancies) and (c.discrepancies["kind"] == "wrong").any()
+    late = c.counts.get("dropped_late_spark")
+    spark_more = inputs.spark_dropped_by_watermark is not None and late is not None \
+        and inputs.spark_dropped_by_watermark > late
+    return bool(counted or wrong or spark_more or any("wrong" in p for p in c.problems))
+
+
+def unit_of(inputs: Inputs, history: History):
+    """Windows for windowed counts, Events for outputs that carry event_id (passthrough,
+    dedup, a custom pipeline without an oracle), Rows for every other keyed output."""
+    pl = inputs.pipeline
+    if pl.kind in WINDOWED:
+        return Windows(inputs, history)
+    custom_events = pl.kind == "custom" and pl.oracle is None
+    if (pl.kind in EVENT_KINDS or custom_events) and "event_id" in inputs.sink.columns:
+        return Events(inputs, history)
+    return Rows(inputs, history)

@@ -1,0 +1,304 @@
+"""The case's history as a story needs it: each batch's offsets and when its offsets/N,
+its rows in the sink and its commits/N appeared; each run of the driver; each death of
+the driver; the faults in effect over a span of time.
+
+Every time is seconds from the first event sent. A time that cannot be known (a sink
+without batch_id, a checkpoint file that is gone) is None, and the story says less.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from harness.check.checkpoint import Batch
+from harness.check.replay import assign_batches
+from harness.findings import text
+from harness.findings.inputs import Inputs
+from harness.results.model import FaultRecord
+from workloads.pipelines.config import QUERY_ID_STRIDE
+
+# fault kinds that kill (or fail) the driver and start a new one
+DRIVER_KILLERS = ("kill-driver", "replay-batch", "restart-with", "fail-batch", "corrupt-checkpoint")
+
+Span = tuple[float | None, float | None]
+
+
+@dataclass
+class Run:
+    """One driver's life as its progress records show it (one runId)."""
+
+    run_id: str
+    query: int
+    start_s: float
+    end_s: float
+    batch_ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class BatchFacts:
+    """One planned batch and the times its traces appeared."""
+
+    batch: Batch
+    checkpoint: str               # the directory's name: checkpoint, checkpoint-1...
+    planned_s: float | None       # offsets/N's mtime
+    committed_s: float | None     # commits/N's mtime (None: never committed)
+    sink_rows: int = 0            # rows with its batch_id in the sink
+    sink_s: float | None = None   # when the first of them became visible
+    runs: list[tuple[str, float, float]] = field(default_factory=list)   # (runId, start_s, end_s)
+    dropped: int = 0              # Spark's numRowsDroppedByWatermark over its runs
+
+    @property
+    def id(self) -> int:
+        return self.batch.batch_id
+
+    @property
+    def local(self) -> int:
+        """Its number in its own checkpoint (offsets/N)."""
+        return self.batch.batch_id % QUERY_ID_STRIDE
+
+    def file(self, log: str) -> str:
+        return f"{self.checkpoint}/{log}/{self.local}"
+
+    def read_text(self) -> str:
+        return text.offset_ranges(self.batch.start_offsets or {}, self.batch.end_offsets)
+
+
+class History:
+    """Facts about batches, runs and faults, derived once from the Inputs."""
+
+    def __init__(self, inputs: Inputs):
+        self.inputs = inputs
+        self._marks: dict[int, int] = {}
+        self.batches = {b.batch_id: self._facts(b) for b in inputs.batches}
+        self._attach_sink(inputs.sink)
+        self.runs = self._runs()
+
+    # -- batches -------------------------------------------------------------------------
+    def _facts(self, b: Batch) -> BatchFacts:
+        cps = self.inputs.checkpoints
+        cp = cps[b.query] if b.query < len(cps) else None
+        name = cp.name if cp is not None else ("checkpoint" if b.query == 0 else f"checkpoint-{b.query}")
+        local = b.batch_id % QUERY_ID_STRIDE
+        committed_ms = b.committed_ms if b.committed_ms is not None else _mtime_ms(cp, "commits", local)
+        return BatchFacts(b, name, self.inputs.rel_s(_mtime_ms(cp, "offsets", local)),
+                          self.inputs.rel_s(committed_ms) if b.committed else None)
+
+    def batch(self, batch_id: int) -> BatchFacts | None:
+        return self.batches.get(int(batch_id))
+
+    def get(self, batch_id: int) -> BatchFacts:
+        """A batch known to exist (one that assign_batches or the sink named)."""
+        return self.batches[int(batch_id)]
+
+    def of_query(self, query: int) -> list[BatchFacts]:
+        return [f for f in self.batches.values() if f.batch.query == query]
+
+    def last_watermark(self, query: int) -> int:
+        """The highest watermark a committed batch of `query` ran with (-1: none committed):
+        what it had closed when it ended."""
+        if query not in self._marks:
+            marks = [f.batch.watermark_ms for f in self.of_query(query) if f.batch.committed]
+            self._marks[query] = max(marks, default=-1)
+        return self._marks[query]
+
+    @property
+    def queries(self) -> list[int]:
+        return sorted({b.batch.query for b in self.batches.values()})
+
+    def files(self, batch_ids: Iterable[int]) -> list[str]:
+        """The offsets/N and commits/N files of these batches, a missing commits/N said so."""
+        out = []
+        for bid in sorted({int(b) for b in batch_ids if b is not None and int(b) >= 0}):
+            f = self.batch(bid)
+            if f is None:
+                continue
+            out.append(f.file("offsets"))
+            out.append(f.file("commits") + ("" if f.batch.committed else " (missing: never written)"))
+        return out
+
+    # -- the sink and the progress records -------------------------------------------------
+    def _attach_sink(self, sink: pd.DataFrame) -> None:
+        if "batch_id" not in sink.columns or not len(sink):
+            return
+        per = sink.groupby("batch_id")["committed_ms"].agg(["size", "min"])
+        for bid, row in per.iterrows():
+            f = self.batch(int(bid))
+            if f is not None:
+                f.sink_rows, f.sink_s = int(row["size"]), self.inputs.rel_s(float(row["min"]))
+
+    def _runs(self) -> list[Run]:
+        query_of = self._query_of_ids()
+        runs: dict[str, Run] = {}
+        for p in self.inputs.progress:
+            start_s = round(_start_ms(p) / 1000.0 - self.inputs.t0_s, 3)
+            end_s = round(start_s + p.get("batchDuration", 0) / 1000.0, 3)
+            query = query_of.get(str(p.get("id")), 0)
+            run_id = str(p.get("runId", ""))
+            run = runs.setdefault(run_id, Run(run_id, query, start_s, end_s))
+            run.end_s = max(run.end_s, end_s)
+            bid = query * QUERY_ID_STRIDE + int(p["batchId"])
+            run.batch_ids.append(bid)
+            f = self.batch(bid)
+            if f is not None:
+                f.runs.append((run_id, start_s, end_s))
+                f.dropped += sum(int(op.get("numRowsDroppedByWatermark", 0))
+                                 for op in p.get("stateOperators", []))
+        return sorted(runs.values(), key=lambda r: r.start_s)
+
+    def _query_of_ids(self) -> dict[str, int]:
+        """Spark's query id -> the index of the case's query (its checkpoint), by the batches
+        whose id and end offsets match; else in the order the ids first appear."""
+        by_local: dict[tuple[int, tuple], set[int]] = {}
+        for b in self.inputs.batches:
+            key = (b.batch_id % QUERY_ID_STRIDE, tuple(sorted(b.end_offsets.items())))
+            by_local.setdefault(key, set()).add(b.query)
+        found: dict[str, set[int]] = {}
+        for p in self.inputs.progress:
+            key = (int(p["batchId"]), tuple(sorted(_end_offsets(p).items())))
+            found.setdefault(str(p.get("id")), set()).update(by_local.get(key, set()))
+        out: dict[str, int] = {}
+        last = max(len(self.inputs.checkpoints) - 1, 0)
+        for qid, queries in found.items():
+            free = sorted(queries - set(out.values())) or sorted(queries)
+            out[qid] = free[0] if free else min(len(out), last)
+        return out
+
+    # -- events ----------------------------------------------------------------------------
+    @cached_property
+    def read_by(self) -> pd.DataFrame:
+        """For each real event: `batch` (the committed batch that read it, -1: none) and
+        `planned` (any planned batch whose range holds it, committed or not; -1: none)."""
+        real, batches = self.inputs.real, self.inputs.batches
+        return pd.DataFrame({"batch": assign_batches(real, batches).to_numpy(),
+                             "planned": assign_batches(real, batches, committed_only=False).to_numpy()},
+                            index=real.index)
+
+    # -- the driver's deaths and the faults --------------------------------------------------
+    def deaths(self) -> list[tuple[float | None, str]]:
+        """Each time the driver died, in order: (seconds or None, a phrase saying how it is
+        known). From the process watch's driver-exit incidents; else from the faults that kill
+        the driver (their start: the kill may have waited for a held batch)."""
+        seen = []
+        for i in self.inputs.incidents:
+            if i.kind == "driver-exit" and i.at_s is not None:
+                killer = self._killer(i.at_s) if i.scheduled else None
+                seen.append((float(i.at_s), _died(i.target, i.at_s, i.cause, killer)))
+        if seen:
+            return [(at, phrase) for at, phrase in sorted(seen)]
+        return [(None, _killed_by(f)) for f in self.inputs.faults
+                if f.kind in DRIVER_KILLERS and f.started_s is not None]
+
+    def _killer(self, at_s: float) -> FaultRecord | None:
+        """The fault that killed the driver seen gone at `at_s` (in effect then)."""
+        for f in self.inputs.faults:
+            if f.kind in DRIVER_KILLERS and f.started_s is not None and f.started_s <= at_s <= _ended(f):
+                return f
+        return None
+
+    def death_between(self, after_s: float | None, before_s: float | None) -> str | None:
+        """How the driver died between two times (an exact death first, else a fault that
+        killed it while in effect then); None when nothing says."""
+        for at, phrase in self.deaths():
+            if at is not None and _within(at, (None if after_s is None else after_s - 0.5, before_s)):
+                return phrase
+        for f in self.inputs.faults:
+            if f.kind not in DRIVER_KILLERS or f.started_s is None:
+                continue
+            if _overlaps(f.started_s, _ended(f), after_s, before_s):
+                return _killed_by(f)
+        return None
+
+    def held(self, f: BatchFacts) -> str | None:
+        """How a fault held the batch between the sink's write and commits/N, if one did."""
+        if f.sink_s is None:
+            return None
+        for fault in self.inputs.faults:
+            if fault.kind == "delay-commit" and fault.started_s is not None \
+                    and fault.started_s <= f.sink_s <= _ended(fault):
+                return (f"delay-commit (from {text.seconds(fault.started_s)}) held it there, between the "
+                        f"sink's write and commits/{f.local}")
+        return None
+
+    def faults_during(self, spans: list[Span]) -> list[str]:
+        """The faults and the unscheduled incidents in effect over any of `spans`, as short texts."""
+        spans = [(a, b) for a, b in spans if a is not None or b is not None]
+        out = []
+        for f in self.inputs.faults:
+            if f.started_s is not None and any(_overlaps(f.started_s, _ended(f), a, b) for a, b in spans):
+                out.append(f"{f.kind} at {f.started_s:.1f}s ({f.target})")
+        for i in self.inputs.incidents:
+            if not i.scheduled and i.at_s is not None and any(_within(i.at_s, s) for s in spans):
+                out.append(f"{i.kind} at {i.at_s:.1f}s ({i.target}: {i.cause})")
+        return out
+
+    def span(self, batch_id: int) -> Span:
+        """From offsets/N to commits/N (or to its last run's end, or to the case's end)."""
+        f = self.batch(batch_id)
+        if f is None:
+            return (None, None)
+        end = f.committed_s
+        if end is None:
+            end = max((e for _, _, e in f.runs), default=None)
+        if end is None:
+            end = max((r.end_s for r in self.runs), default=None)
+        return (f.planned_s, end)
+
+
+def _ended(f: FaultRecord) -> float:
+    return float(f.ended_s if f.ended_s is not None else f.started_s or 0.0)
+
+
+def _within(at: float, span: Span) -> bool:
+    return _overlaps(at, at, *span)
+
+
+def _overlaps(a0: float, a1: float, b0: float | None, b1: float | None) -> bool:
+    lo = -np.inf if b0 is None else b0
+    hi = np.inf if b1 is None else b1
+    return bool(a0 <= hi and a1 >= lo)
+
+
+def _mtime_ms(checkpoint: Path | None, log: str, local: int) -> float | None:
+    if checkpoint is None:
+        return None
+    try:
+        return (Path(checkpoint) / log / str(local)).stat().st_mtime_ns / 1e6
+    except OSError:
+        return None
+
+
+def _start_ms(record: dict) -> float:
+    return datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00")).timestamp() * 1000
+
+
+def _end_offsets(record: dict) -> dict[int, int]:
+    """The first source's end offsets of the first topic it names."""
+    sources = record.get("sources") or [{}]
+    end = sources[0].get("endOffset") or {}
+    if isinstance(end, str):
+        end = json.loads(end)
+    topic: dict = next(iter(end.values()), {}) if isinstance(end, dict) else {}
+    return {int(p): int(o) for p, o in topic.items()}
+
+
+def _died(target: str, at_s: float, cause: str, killer: FaultRecord | None) -> str:
+    """"kill-driver killed the driver (pid 123), gone at 12.5 s" when a fault did it, else
+    "the driver (pid 123) died at 12.5 s (exited with code 1)"."""
+    pid = target[target.find("(") + 1:target.rfind(")")] if "(" in target else target
+    if killer is not None:
+        return f"{killer.kind} killed the driver ({pid}), gone at {text.seconds(at_s)}"
+    return f"the driver ({pid}) died at {text.seconds(at_s)}" + (f" ({cause})" if cause else "")
+
+
+def _killed_by(f: FaultRecord) -> str:
+    """A kill whose moment only the fault's start bounds (it may have waited for a held batch)."""
+    target = f.target if f.target.startswith("driver") else f"driver ({f.target})"
+    return f"then {f.kind} (injected at {text.seconds(f.started_s)}) killed the {target}"

@@ -1,0 +1,158 @@
+"""Anomalies of Spark's own doing, seen beside the output:
+
+  dropped-late-wrongly  Spark dropped more rows by its watermark than the oracle, replaying
+                        Spark's rule on ground truth, counts as late (Spark's way: one per
+                        batch, key and window); the witnesses are events of the batches where
+                        it did, on time by the oracle, whose windows came out short or not at all
+  deleted-before-read   offsets Kafka deleted before the query read them (a fault's
+                        more["deleted"]: [{"partition", "from", "to"}], `to` exclusive)
+  refused-restart       a restart Spark refused (a fault's more["outcome"] == "refused"); the
+                        story quotes Spark's sentence
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.check.replay import late_watermarks
+from harness.findings import text
+from harness.findings.compose import finding, name
+from harness.findings.history import BatchFacts, History
+from harness.findings.inputs import Inputs
+from harness.findings.witness import pick
+from harness.results.model import FaultRecord, Finding
+
+
+def dropped_late_wrongly(inputs: Inputs, history: History, unit) -> Finding | None:
+    spark = inputs.spark_dropped_by_watermark
+    ours = inputs.checked.counts.get("dropped_late_spark")
+    if spark is None or ours is None or spark <= ours:
+        return None
+    oracle = unit.late_groups()
+    excess = {f.id: (f.dropped, oracle.get(f.id, 0)) for f in history.batches.values()
+              if f.dropped > oracle.get(f.id, 0)}
+    records = pick(unit.on_time_lost(set(excess)))
+    if not records:
+        records = [{"batch_id": b, "spark_dropped": s, "late_by_oracle": o}
+                   for b, (s, o) in sorted(excess.items())][:5]
+    clauses = [f"Spark dropped {text.plural(spark, 'row')} by its watermark, where the oracle counts "
+               f"{text.plural(ours, 'late row')} (Spark's way)"]
+    marks = late_watermarks(inputs.batches)
+    for b, (s, o) in sorted(excess.items())[:3]:
+        mark = marks.get(b, 0)
+        at = (f"the watermark {mark:,} (event time {text.event_time(mark, inputs.t0_s)})" if mark
+              else "no watermark yet (0)")
+        clauses.append(f"{name(history.get(b))} filtered late rows with {at}: Spark dropped {s:,}, the "
+                       f"oracle finds {o:,} late")
+    clauses += [_on_time(inputs, history, r) for r in records if "event_id" in r]
+    clauses += [p for p in inputs.checked.problems if "watermark" in p]
+    return finding("dropped-late-wrongly", spark - ours, records, history, text.paragraph(clauses),
+                   batches=excess)
+
+
+def _on_time(inputs: Inputs, history: History, r: dict) -> str:
+    f = history.get(r["read_by_batch"])
+    window = ""
+    if "window" in r:
+        a, b = (text.event_time(t, inputs.t0_s) for t in r["window"])
+        window = f", in window [{a}, {b}), which ends after the watermark {name(f)} filtered late rows with"
+    return (f"event {r['event_id']} (key {r.get('key')}, partition {r.get('partition')}, offset "
+            f"{r.get('offset', 0):,}) was read by {name(f)}{window}: on time, yet the sink does not count it")
+
+
+def deleted_before_read(inputs: Inputs, history: History) -> Finding | None:
+    deletions = [(f, d) for f in inputs.faults for d in (f.more or {}).get("deleted") or []]
+    if not deletions:
+        return None
+    real, records, clauses, total = inputs.real, [], [], 0
+    for fault, d in deletions:
+        p, a, b = int(d["partition"]), int(d["from"]), int(d["to"])
+        inside = real[(real["partition"] == p) & (real["offset"] >= a) & (real["offset"] < b)]
+        inside = inside.sort_values("offset")
+        total += len(inside)
+        if len(inside):
+            records.append(_deleted_record(history, inside.iloc[0]))
+        clauses.append(_deleted_story(history, fault, p, a, b, len(inside)))
+    count = int(inputs.checked.counts.get("deleted_before_read", total))
+    planned = [_planned_before(history, f, p) for f, d in deletions for p in [int(d["partition"])]]
+    files = [f.file("offsets") for f in planned if f is not None]
+    return finding("deleted-before-read", count, records[:5], history, text.paragraph(clauses),
+                   spans=[(f.started_s, f.ended_s) for f, _ in deletions], files=files)
+
+
+def _deleted_record(history: History, event) -> dict:
+    rb = history.read_by.loc[event.name]
+    return {"event_id": int(event["event_id"]), "key": str(event["key"]),
+            "partition": int(event["partition"]), "offset": int(event["offset"]),
+            "read_by_batch": int(rb["planned"])}
+
+
+def _planned_before(history: History, fault: FaultRecord, p: int) -> BatchFacts | None:
+    """The newest batch planned before the fault: its offsets/N says how far the query meant
+    to read."""
+    before = [f for f in history.batches.values() if f.planned_s is not None and p in f.batch.end_offsets
+              and (fault.started_s is None or f.planned_s <= fault.started_s)]
+    return max(before, key=lambda f: f.planned_s or 0.0) if before else None
+
+
+def _deleted_story(history: History, fault: FaultRecord, p: int, a: int, b: int, n: int) -> str:
+    when = f"at {text.seconds(fault.started_s)} " if fault.started_s is not None else ""
+    head = (f"{when}{fault.kind} deleted offsets {text.span(a, b - 1)} of partition {p} "
+            f"({text.plural(n, 'event')} of ground truth)")
+    last = _planned_before(history, fault, p)
+    if last is not None:
+        head += (f", beyond what {name(last)} had planned (offsets/{last.local} ends at "
+                 f"{last.batch.end_offsets.get(p, 0):,})")
+    more = fault.more or {}
+    said = more.get("outcome_detail", "")
+    if more.get("outcome") == "refused":
+        return head + f"; Spark failed the query: \u201c{said}\u201d"
+    covering = [f for f in history.batches.values()
+                if (f.batch.start_offsets or {}).get(p, -1) <= a and f.batch.end_offsets.get(p, 0) >= b]
+    after = (f"; {name(covering[0])}'s range ({covering[0].read_text()}) covered them, but Kafka no longer "
+             f"had them" if covering else "; no batch read them")
+    return head + (f"; {said}" if said else "") + after
+
+
+def refused_restart(inputs: Inputs, history: History) -> Finding | None:
+    refused = [f for f in inputs.faults if (f.more or {}).get("outcome") == "refused"]
+    if not refused:
+        return None
+    records: list[dict] = []
+    clauses: list[str] = []
+    batches: list[int] = []
+    for fault in refused:
+        at, said = fault.started_s, fault.more.get("outcome_detail", "")
+        done = [f for f in history.batches.values() if f.committed_s is not None
+                and (at is None or f.committed_s <= at)]
+        last = max(done, key=lambda f: f.committed_s or 0.0) if done else None
+        rec: dict = {"fault": fault.kind, "at_s": at, "outcome": "refused", "outcome_detail": said}
+        if last is not None:
+            rec["batch_id"] = last.id
+            batches.append(last.id)
+            clauses.append(f"{name(last)} was the last committed before it (commits/{last.local} at "
+                           f"{text.seconds(last.committed_s)})")
+        changed = _relative(fault.more.get("checkpoint_file"), inputs.checkpoints)
+        if changed:
+            rec["checkpoint_file"] = changed
+        records.append(rec)
+        clauses.append(f"{fault.kind} at {text.seconds(at)} ({fault.target}) restarted the driver, and Spark "
+                       f"refused to run the query: \u201c{said}\u201d")
+        later = [r for r in history.runs if at is not None and r.start_s > at]
+        clauses.append(f"a later driver ran from {text.seconds(later[0].start_s)}" if later
+                       else "no batch ran after it")
+    files = [r["checkpoint_file"] for r in records if r.get("checkpoint_file")]
+    return finding("refused-restart", len(refused), records[:5], history, text.paragraph(clauses),
+                   batches=batches, spans=[(f.started_s, f.ended_s) for f in refused], files=files)
+
+
+def _relative(path: str | None, checkpoints: list[Path]) -> str | None:
+    """A checkpoint file as the case's directory names it ("checkpoint/offsets/7")."""
+    if not path:
+        return None
+    for cp in checkpoints:
+        try:
+            return str(Path(path).relative_to(Path(cp).parent))
+        except ValueError:
+            continue
+    return path

@@ -1,0 +1,343 @@
+"""Findings: each anomaly class with its fewest witnesses and its story, from small cases
+built by hand (ground truth, a sink, checkpoint files with set mtimes, progress records)."""
+
+import os
+from dataclasses import FrozenInstanceError
+from datetime import UTC, datetime
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness import check as checker
+from harness.check.checkpoint import Batch
+from harness.check.result import CheckResult
+from harness.findings import Inputs, build, text
+from harness.findings.load import pipeline_from_json
+from harness.results.model import FaultRecord, Finding, Incident
+from harness.scenario.model import Pipeline
+from workloads.pipelines.config import QUERY_ID_STRIDE
+
+pytestmark = pytest.mark.unit
+
+T0_S = 1_000.0                       # the first event sent, epoch seconds
+T0_MS = int(T0_S * 1000)
+WINDOWS = Pipeline(kind="tumbling_count",
+                   values=MappingProxyType({"window_ms": 2000, "slide_ms": 2000, "watermark_ms": 1000}),
+                   columns=MappingProxyType({"key": "STRING", "window_start_ms": "LONG",
+                                             "window_end_ms": "LONG", "count": "LONG", "sum_amount": "LONG"}))
+PASSTHROUGH = Pipeline(kind="passthrough", columns=MappingProxyType(
+    {"event_id": "LONG", "key": "STRING", "event_time_ms": "LONG", "amount": "LONG", "tier": "STRING",
+     "partition": "INT", "offset": "LONG"}))
+
+
+def _ms(s: float) -> int:
+    """Seconds from the first event sent, as epoch ms."""
+    return int(T0_MS + s * 1000)
+
+
+def _truth(times_s, keys=None, amounts=None) -> pd.DataFrame:
+    n = len(times_s)
+    return pd.DataFrame({
+        "event_id": np.arange(n), "key": keys or ["k1"] * n,
+        "event_time_ms": [_ms(t) for t in times_s], "sent_ms": [_ms(t) for t in times_s],
+        "partition": 0, "offset": np.arange(n), "append_ms": [_ms(t) + 5 for t in times_s],
+        "amount": amounts or [20] * n, "control": False})
+
+
+def _checkpoint(root: Path, name: str, files: dict[str, float]) -> Path:
+    """A checkpoint directory whose offsets/N and commits/N files have the given mtimes (s)."""
+    cp = root / name
+    for rel, at_s in files.items():
+        path = cp / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("v1\n")
+        ns = int(_ms(at_s) * 1_000_000)
+        os.utime(path, ns=(ns, ns))
+    return cp
+
+
+def _progress(run_id: str, batch_id: int, start_s: float, duration_ms: int = 1000, query: str = "q0",
+              end: dict | None = None, dropped: int = 0) -> dict:
+    stamp = datetime.fromtimestamp(_ms(start_s) / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
+    return {"id": query, "runId": run_id, "batchId": batch_id, "timestamp": stamp,
+            "batchDuration": duration_ms, "numInputRows": 1,
+            "stateOperators": [{"numRowsDroppedByWatermark": dropped}],
+            "sources": [{"endOffset": {"events": {str(p): o for p, o in (end or {}).items()}}}]}
+
+
+def _window_sink(rows) -> pd.DataFrame:
+    """(key, start_s, end_s, count, sum, batch_id, committed_s) -> sink rows."""
+    cols = ["key", "window_start_ms", "window_end_ms", "count", "sum_amount", "batch_id", "committed_ms"]
+    return pd.DataFrame([(k, _ms(a), _ms(b), c, s, bid, _ms(at)) for k, a, b, c, s, bid, at in rows],
+                        columns=cols).astype({c: "int64" for c in cols[1:]})
+
+
+def _inputs(pipeline, truth, sink, batches, **kw) -> Inputs:
+    checked = kw.pop("checked", None) or checker.check(pipeline, truth, sink, batches)
+    return Inputs(truth=truth, sink=sink, batches=batches, checked=checked, pipeline=pipeline, t0_s=T0_S,
+                  **kw)
+
+
+def _only(findings: list[Finding], cls: str) -> Finding:
+    found = [f for f in findings if f.cls == cls]
+    assert len(found) == 1, f"expected one {cls} finding, got {[f.cls for f in findings]}"
+    return found[0]
+
+
+def _replay(tmp_path: Path) -> Inputs:
+    """Batch 1 writes its window, the driver dies before commits/1, the new driver runs it again."""
+    truth = _truth([0.1, 0.2, 0.3, 4.0, 4.1, 4.2])
+    batches = [Batch(0, 0, {0: 4}, True, {0: 0}, committed_ms=_ms(1.0)),
+               Batch(1, _ms(3.0), {0: 6}, True, {0: 4}, committed_ms=_ms(11.0))]
+    cp = _checkpoint(tmp_path, "checkpoint", {"offsets/0": 0.5, "commits/0": 1.0, "offsets/1": 2.0,
+                                              "commits/1": 11.0})
+    row = ("k1", 0.0, 2.0, 3, 60, 1, 3.0)
+    progress = [_progress("run-a", 0, 0.5, end={0: 4}), _progress("run-b", 1, 10.0, end={0: 6})]
+    kill = FaultRecord("kill-driver", 3.2, 3.2, 12.0, "driver (pid 42)", True)
+    died = Incident(3.5, "driver-exit", "spark-driver (pid 42)", "killed by SIGKILL", "process",
+                    scheduled=True)
+    return _inputs(WINDOWS, truth, _window_sink([row, row]), batches, checkpoints=[cp], progress=progress,
+                   faults=[kill], incidents=[died])
+
+
+class TestDuplicatedAfterAReplay:
+    def test_the_window_written_twice_by_one_batch_id_is_the_witness(self, tmp_path):
+        """The witness is the window, with both sink rows written by batch 1."""
+        f = _only(build(_replay(tmp_path)), "duplicated")
+        assert f.count == 3
+        assert len(f.witness) == 1
+        assert f.witness[0]["window"] == [_ms(0), _ms(2)]
+        assert [w["batch_id"] for w in f.witness[0]["written_by"]] == [1, 1]
+
+    def test_the_story_tells_the_write_the_death_and_the_rerun_in_time_order(self, tmp_path):
+        """Offsets, the sink's commit, the death before commits/1, the rerun and the commit, in order."""
+        story = _only(build(_replay(tmp_path)), "duplicated").story
+        parts = ["batch 1 read offsets 4-5 of partition 0 (offsets/1 at 2.0 s)",
+                 "its 1 row was committed to the sink at 3.0 s",
+                 "kill-driver killed the driver (pid 42), gone at 3.5 s, before commits/1 was written",
+                 "the new driver (run run-b) ran batch 1 again at 10.0 s", "commits/1 was written at 11.0 s"]
+        at = [story.lower().find(p.lower()) for p in parts]
+        assert all(i >= 0 for i in at), f"missing from: {story}"
+        assert at == sorted(at), story
+
+    def test_faults_and_checkpoint_files_name_the_replayed_batch(self, tmp_path):
+        """The fault in effect over batch 1 and its offsets/1 and commits/1 are listed."""
+        f = _only(build(_replay(tmp_path)), "duplicated")
+        assert f.faults == ["kill-driver at 3.2s (driver (pid 42))"]
+        assert {"checkpoint/offsets/1", "checkpoint/commits/1"} <= set(f.checkpoint_files)
+
+    def test_it_serialises_to_plain_json(self, tmp_path):
+        """summary.json gets class, count, witness, faults, checkpoint_files and story, in JSON types."""
+        import json
+
+        out = json.loads(json.dumps(_only(build(_replay(tmp_path)), "duplicated").to_json()))
+        assert set(out) == {"class", "count", "witness", "faults", "checkpoint_files", "story"}
+
+
+def _fresh_start(tmp_path: Path) -> Inputs:
+    """Passthrough: query 0 reads offsets 0-3, the driver dies, query 1 starts fresh at 6."""
+    truth = _truth([0.1 * i for i in range(8)])
+    base = QUERY_ID_STRIDE
+    batches = [Batch(0, 0, {0: 4}, True, {0: 0}, committed_ms=_ms(1.0)),
+               Batch(base, 0, {0: 8}, True, {0: 6}, query=1, committed_ms=_ms(21.0))]
+    cps = [_checkpoint(tmp_path, "checkpoint", {"offsets/0": 0.5, "commits/0": 1.0}),
+           _checkpoint(tmp_path, "checkpoint-1", {"offsets/0": 20.0, "commits/0": 21.0})]
+    read = truth[truth["offset"].isin([0, 1, 2, 3, 6, 7])]
+    sink = read.assign(tier="low", batch_id=np.where(read["offset"] < 4, 0, base),
+                       committed_ms=np.where(read["offset"] < 4, _ms(0.9), _ms(20.9)))
+    sink = sink.drop(columns=["sent_ms", "append_ms", "control"])
+    progress = [_progress("run-a", 0, 0.5, end={0: 4}), _progress("run-b", 0, 20.0, query="q1", end={0: 8})]
+    kill = FaultRecord("kill-driver", 2.0, 2.0, 22.0, "driver (pid 7)", True)
+    return _inputs(PASSTHROUGH, truth, sink, batches, checkpoints=cps, progress=progress, faults=[kill])
+
+
+class TestLostAfterAFreshStart:
+    def test_the_witness_is_an_event_no_batch_read(self, tmp_path):
+        """An event between query 0's last batch and query 1's first offset: read by no batch."""
+        f = _only(build(_fresh_start(tmp_path)), "lost")
+        assert f.count == 2
+        assert f.witness[0]["event_id"] == 4 and f.witness[0]["read_by_batch"] == -1
+        assert (f.witness[0]["partition"], f.witness[0]["offset"]) == (0, 4)
+
+    def test_the_story_names_the_gap_the_death_and_the_new_query(self, tmp_path):
+        """What query 0 committed, the kill, where the fresh query started and the unread offsets."""
+        story = _only(build(_fresh_start(tmp_path)), "lost").story
+        for part in ["committed batch 0, which read up to offset 3 of partition 0",
+                     "then kill-driver (injected at 2.0 s) killed the driver (pid 7)",
+                     "a new query started on a fresh checkpoint (checkpoint-1/) at 20.0 s, "
+                     "at offset 6 of partition 0",
+                     "offsets 4-5 of partition 0 (2 events) were read by no batch"]:
+            assert part in story, f"{part!r} not in: {story}"
+
+    def test_the_checkpoint_files_include_the_new_querys_first_batch(self, tmp_path):
+        """checkpoint-1/offsets/0 and sources/0/0 record where the new query started."""
+        f = _only(build(_fresh_start(tmp_path)), "lost")
+        assert {"checkpoint/commits/0", "checkpoint-1/offsets/0", "checkpoint-1/sources/0/0"} <= \
+            set(f.checkpoint_files)
+
+
+class TestUnexpected:
+    def test_a_row_for_a_key_never_sent_is_unexpected(self, tmp_path):
+        """A window row of key zz, which no event had, is the witness; the story says so."""
+        truth = _truth([0.1, 0.2])
+        batches = [Batch(0, 0, {0: 2}, True, {0: 0}), Batch(1, _ms(3.0), {0: 2}, True, {0: 2})]
+        sink = _window_sink([("k1", 0.0, 2.0, 2, 40, 1, 3.0), ("zz", 0.0, 2.0, 1, 5, 1, 3.0)])
+        f = _only(build(_inputs(WINDOWS, truth, sink, batches)), "unexpected")
+        assert f.count == 1 and f.witness[0]["key"] == "zz"
+        assert "no event with key zz was ever sent" in f.story
+
+
+class TestWrongValue:
+    def test_a_right_count_with_a_wrong_sum_is_a_wrong_value(self, tmp_path):
+        """The window's count is right and its sum is not: the story gives both sums."""
+        truth = _truth([0.1, 0.2])
+        batches = [Batch(0, 0, {0: 2}, True, {0: 0}), Batch(1, _ms(3.0), {0: 2}, True, {0: 2})]
+        sink = _window_sink([("k1", 0.0, 2.0, 2, 39, 1, 3.0)])
+        f = _only(build(_inputs(WINDOWS, truth, sink, batches)), "wrong-value")
+        assert f.count == 1 and f.witness[0]["actual"] == {"count": 2, "sum_amount": 39}
+        assert "sum_amount 39" in f.story and "sum to 40" in f.story
+
+
+class TestRefusedRestart:
+    def test_the_story_quotes_sparks_sentence(self, tmp_path):
+        """A fault whose outcome is refused is a finding whose story quotes Spark."""
+        truth = _truth([0.1, 0.2])
+        batches = [Batch(0, 0, {0: 2}, True, {0: 0}, committed_ms=_ms(1.0))]
+        cp = _checkpoint(tmp_path, "checkpoint", {"offsets/0": 0.5, "commits/0": 1.0})
+        said = "The checkpoint's offset log is corrupt"
+        fault = FaultRecord("corrupt-checkpoint", 5.0, 5.0, 9.0, "driver (pid 9)", True,
+                            more={"outcome": "refused", "outcome_detail": said})
+        sink = _window_sink([])
+        checked = CheckResult({"lost": 0, "duplicated": 0, "unexpected": 0}, np.array([]), np.array([]))
+        inputs = _inputs(WINDOWS, truth, sink, batches, checkpoints=[cp], faults=[fault], checked=checked)
+        f = _only(build(inputs), "refused-restart")
+        assert f.count == 1 and said in f.story
+        assert "Batch 0 was the last committed before it" in f.story and "no batch ran after it" in f.story
+
+
+class TestDeletedBeforeRead:
+    def test_events_in_deleted_ranges_are_counted_and_witnessed(self, tmp_path):
+        """Two events at deleted offsets: the count is 2 and the first of them is the witness."""
+        truth = _truth([0.1 * i for i in range(6)])
+        batches = [Batch(0, 0, {0: 2}, True, {0: 0}), Batch(1, 0, {0: 6}, True, {0: 2})]
+        fault = FaultRecord("kafka-retention", 3.0, 3.0, 4.0, "topic events, partition 0", True,
+                            more={"deleted": [{"partition": 0, "from": 2, "to": 4}], "outcome": "accepted",
+                                  "outcome_detail": "Spark skipped the deleted records"})
+        checked = CheckResult({"lost": 0, "duplicated": 0, "unexpected": 0}, np.array([]), np.array([]))
+        f = _only(build(_inputs(WINDOWS, truth, _window_sink([]), batches, faults=[fault], checked=checked)),
+                  "deleted-before-read")
+        assert f.count == 2 and f.witness[0]["offset"] == 2
+        assert "deleted offsets 2-3 of partition 0 (2 events" in f.story
+
+
+class TestDroppedLateWrongly:
+    def test_spark_dropping_more_than_the_oracle_is_a_finding(self, tmp_path):
+        """Spark's dropped count above the oracle's (Spark's way) names the batch where it happened."""
+        truth = _truth([0.1, 0.2, 5.0])
+        batches = [Batch(0, 0, {0: 1}, True, {0: 0}), Batch(1, _ms(-0.9), {0: 3}, True, {0: 1}),
+                   Batch(2, _ms(4.0), {0: 3}, True, {0: 3})]
+        progress = [_progress("r", 0, 0.5, end={0: 1}), _progress("r", 1, 1.5, end={0: 3}, dropped=1),
+                    _progress("r", 2, 2.5, end={0: 3})]
+        sink = _window_sink([("k1", 0.0, 2.0, 1, 20, 2, 3.0)])
+        inputs = _inputs(WINDOWS, truth, sink, batches, progress=progress, spark_dropped_by_watermark=1)
+        f = _only(build(inputs), "dropped-late-wrongly")
+        assert f.count == 1
+        assert f.witness[0]["event_id"] == 1 and f.witness[0]["read_by_batch"] == 1
+        assert "Spark dropped 1" in f.story
+
+
+class TestNothingToFind:
+    def test_an_exact_case_has_no_findings(self, tmp_path):
+        """Every window once, with its count and sum: no finding at all."""
+        truth = _truth([0.1, 0.2])
+        batches = [Batch(0, 0, {0: 2}, True, {0: 0}), Batch(1, _ms(3.0), {0: 2}, True, {0: 2})]
+        assert build(_inputs(WINDOWS, truth, _window_sink([("k1", 0.0, 2.0, 2, 40, 1, 3.0)]), batches)) == []
+
+
+class TestWitnessLimits:
+    def test_no_finding_has_more_than_five_witnesses(self, tmp_path):
+        """Many lost events of one cause still give one witness each per cause, at most five."""
+        truth = _truth([0.01 * i for i in range(50)])
+        batches = [Batch(0, 0, {0: 50}, True, {0: 0}), Batch(1, _ms(9.0), {0: 50}, True, {0: 50})]
+        f = _only(build(_inputs(WINDOWS, truth, _window_sink([]), batches)), "lost")
+        assert 1 <= len(f.witness) <= 5
+
+
+class TestSinkWithoutBatchId:
+    def test_copies_are_told_by_visibility_time_only(self, tmp_path):
+        """Without batch_id the story gives the copies' times and says which batch is unknown."""
+        inputs = _replay(tmp_path)
+        sink = inputs.sink.drop(columns=["batch_id"]).assign(committed_ms=[_ms(3.0), _ms(10.5)])
+        f = _only(build(_inputs(WINDOWS, inputs.truth, sink, inputs.batches)), "duplicated")
+        assert "visible at 3.0 s and 10.5 s" in f.story and "does not record which batch" in f.story
+        assert all("batch_id" not in w for w in f.witness[0]["written_by"])
+
+
+class TestEventsUnitDuplicate:
+    def test_an_event_written_by_two_batches_names_both(self, tmp_path):
+        """An event_id delivered by batch 0 and again by batch 1 is told batch by batch."""
+        truth = _truth([0.1, 0.2])
+        batches = [Batch(0, 0, {0: 2}, True, {0: 0}, committed_ms=_ms(1.0)),
+                   Batch(1, 0, {0: 2}, True, {0: 2}, committed_ms=_ms(2.0))]
+        sink = truth.drop(columns=["sent_ms", "append_ms", "control"]).assign(tier="low", batch_id=0,
+                                                                                 committed_ms=_ms(0.9))
+        again = sink.iloc[[0]].assign(batch_id=1, committed_ms=_ms(1.9))
+        f = _only(build(_inputs(PASSTHROUGH, truth, pd.concat([sink, again]), batches)), "duplicated")
+        assert [w["batch_id"] for w in f.witness[0]["written_by"]] == [0, 1]
+        assert "wrote it again, visible at 1.9 s" in f.story
+
+
+SESSIONS = Pipeline(kind="session_count", columns=MappingProxyType(
+    {"key": "STRING", "session_start_ms": "LONG", "session_end_ms": "LONG", "count": "LONG"}))
+
+
+class TestKeyedRows:
+    def test_a_lost_session_names_its_row_and_the_batches_that_read_its_events(self, tmp_path):
+        """A keyed row the oracle lists as lost is the witness; its events' batch explains it."""
+        truth = _truth([0.1, 0.2, 5.0])
+        batches = [Batch(0, 0, {0: 2}, True, {0: 0}, committed_ms=_ms(1.0)),
+                   Batch(1, _ms(4.0), {0: 3}, True, {0: 2}, committed_ms=_ms(6.0))]
+        item = f"key=k1 session_start_ms={_ms(0.1)} session_end_ms={_ms(1.2)}"
+        d = pd.DataFrame({"kind": ["lost"], "item": [item], "expected": ["count=2"], "actual": ["none"],
+                          "batch_id": [-1]})
+        checked = CheckResult({"lost": 1, "duplicated": 0, "unexpected": 0}, np.array([]), np.array([]),
+                              discrepancies=d, unit="rows")
+        sink = pd.DataFrame({"key": ["k1"], "session_start_ms": [_ms(5.0)], "session_end_ms": [_ms(6.0)],
+                             "count": [1], "batch_id": [1], "committed_ms": [_ms(6.5)]})
+        f = _only(build(_inputs(SESSIONS, truth, sink, batches, checked=checked)), "lost")
+        assert f.witness[0]["row"] == item and f.witness[0]["window"] == [_ms(0.1), _ms(1.2)]
+        assert f.witness[0]["written_by"] == []
+        told = (f"sink holds no row {item} (expected count=2), though batch 0 (committed at 1.0 s) "
+                f"read its events")
+        assert told in f.story, f.story
+
+
+class TestInputs:
+    def test_inputs_are_frozen(self, tmp_path):
+        """Inputs cannot be changed after they are made."""
+        inputs = _replay(tmp_path)
+        with pytest.raises(FrozenInstanceError):
+            inputs.t0_s = 0.0  # type: ignore[misc]
+
+    def test_a_pipeline_reads_back_from_its_json(self):
+        """scenario.effective.json's pipeline gives the same kind, values and columns."""
+        pl = pipeline_from_json({"kind": "tumbling_count", "values": {"window_ms": 2000},
+                                 "columns": {"key": "STRING"},
+                                 "spark": {"state_store": "hdfs", "conf": {"x": "1"}}})
+        assert (pl.kind, dict(pl.values), list(pl.columns)) == \
+            ("tumbling_count", {"window_ms": 2000}, ["key"])
+
+
+class TestText:
+    def test_offset_ranges_are_inclusive_with_separators(self):
+        """End offsets are exclusive; the text shows the last offset read, with thousands separators."""
+        assert text.offset_ranges({0: 1200, 1: 812}, {0: 1490, 1: 1153}) == \
+            "offsets 1,200-1,489 of partition 0 and 812-1,152 of partition 1"
+
+    def test_batch_ids_are_written_as_runs(self):
+        """Consecutive ids collapse into a range."""
+        assert text.ids([3, 4, 5, 8]) == "3-5 and 8"
+
