@@ -44,7 +44,8 @@ def postgres(registry, tmp_path_factory):
 
 
 # fixtures that start (or need) a real Kafka, PostgreSQL or Spark
-SERVICE_FIXTURES = {"registry", "kafka", "postgres", "driver"}
+SERVICE_FIXTURES = {"registry", "kafka", "postgres", "driver",
+                    "harness_run", "harness_hunt", "harness_services"}   # the pytest plugin's
 
 
 def pytest_configure(config):

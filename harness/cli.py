@@ -214,42 +214,9 @@ def _run(args, search=None) -> int:
         progress.step(f"results: {run_dir.path}")
     print(table.render(result))
     if search is not None:
-        return search.finish(result)
+        print(search.render(result))
+        return search.exit_code(result)
     return 0 if result.holds else 1
-
-
-class _Search:
-    """A command that runs its own cases on the run's services (sustain, hunt): it narrows
-    the scenario to one case, runs the cases, and says how the command ends."""
-
-    def __init__(self, args):
-        self.args = args
-        self.spec = None
-
-    def narrow(self, scenario):
-        """The scenario with only the case --case names (default: the first)."""
-        from dataclasses import replace
-
-        from harness.errors import ScenarioError
-
-        names = [c.name for c in scenario.cases]
-        if self.args.case is not None and self.args.case not in names:
-            raise ScenarioError(f"--case {self.args.case}: the scenario has no such case",
-                                f"choose one of {', '.join(names)}")
-        self.spec = next(c for c in scenario.cases if c.name == (self.args.case or names[0]))
-        self.scenario = replace(scenario, cases=(self.spec,))
-        return self.scenario
-
-    def cases(self, run_dir, run_id, progress, registry):
-        def run_them(stack, result):
-            self.search(stack, result, run_dir, run_id, progress, registry)
-        return run_them
-
-    def search(self, stack, result, run_dir, run_id, progress, registry) -> None:
-        raise NotImplementedError
-
-    def finish(self, result) -> int:
-        raise NotImplementedError
 
 
 def _write_report(run_dir, progress) -> None:
@@ -269,77 +236,18 @@ def _write_report(run_dir, progress) -> None:
 
 def _sustain(args) -> int:
     """`sustain`: the run's cases are the trials of the search (harness/run/sustain.py)."""
-    from harness.errors import ScenarioError
+    from harness.run.searches import SustainSearch
     from harness.scenario import parse_duration_ms
 
     p99_ms = None if args.p99 is None else parse_duration_ms(args.p99, "--p99")
-    if not 0 < args.min_eps <= args.max_eps or args.steps < 0:
-        raise ScenarioError(f"--min-eps {args.min_eps:g}, --max-eps {args.max_eps:g}, --steps {args.steps}: "
-                            "the range is empty", "give 0 < --min-eps <= --max-eps and --steps >= 0")
-
-    class Sustain(_Search):
-        def search(self, stack, result, run_dir, run_id, progress, registry) -> None:
-            from harness.run import sustain
-
-            pipeline = self.spec.pipeline or self.scenario.pipeline
-            over = sustain.P99_OVER_WATERMARK_MS
-            bound = p99_ms if p99_ms is not None else pipeline.watermark_ms + over
-            bounds = sustain.Bounds(p99_ms=bound, min_eps=args.min_eps, max_eps=args.max_eps,
-                                    steps=args.steps)
-            found = result.sections["sustain"] = {"case": self.spec.name, "rate_eps": None, "trials": []}
-            found.update(sustain.search(self.scenario, self.spec, stack, run_dir, run_id, progress, registry,
-                                        bounds, result.cases))
-            sustain.write(run_dir, found)
-
-        def finish(self, result) -> int:
-            from harness.report import table
-
-            found = result.sections["sustain"]
-            print(table.render_sustain(found))
-            return 0 if found["rate_eps"] is not None else 1
-
-    return _run(args, Sustain(args))
+    return _run(args, SustainSearch(args.case, p99_ms, args.min_eps, args.max_eps, args.steps))
 
 
 def _hunt(args) -> int:
     """`hunt`: the run's cases are the search's runs and shrinking steps (harness/hunt/)."""
-    from harness.errors import ScenarioError
-    from harness.scenario import parse_duration_ms
+    from harness.run.searches import HuntSearch
 
-    if args.runs < 1:
-        raise ScenarioError(f"--runs {args.runs}: the search needs at least one run", "give --runs 1 or more")
-    budget_s = parse_duration_ms(args.budget, "--budget") / 1000
-    kinds = tuple(k.strip() for k in (args.kinds or "").split(",") if k.strip())
-
-    class HuntSearch(_Search):
-        def narrow(self, scenario):
-            from harness.hunt.plan import Space
-            from harness.scenario.faults import Context
-
-            narrowed = super().narrow(scenario)
-            # --kinds and the case are checked before anything starts
-            Space.of(Context(narrowed.workload.duration_s, narrowed.services, narrowed.cases), kinds)
-            return narrowed
-
-        def search(self, stack, result, run_dir, run_id, progress, registry) -> None:
-            from harness.hunt import search
-
-            options = search.Options(runs=args.runs, seed=args.seed, kinds=kinds, budget_s=budget_s,
-                                     all=args.all)
-            hunt = search.Hunt(self.scenario, self.spec, stack, run_dir, run_id, progress, registry, options,
-                               result.cases)
-            found = result.sections["hunt"] = {"case": self.spec.name, "stopped": "error", "tried": []}
-            found.update(hunt.run())
-            search.write(run_dir, found)
-
-        def finish(self, result) -> int:
-            from harness.report import table
-
-            found = result.sections["hunt"]
-            print(table.render_hunt(found))
-            return 1 if found.get("found") else 0
-
-    return _run(args, HuntSearch(args))
+    return _run(args, HuntSearch.of(args.case, args.runs, args.seed, args.kinds, args.budget, args.all))
 
 
 def _raise_on_signals() -> None:

@@ -200,6 +200,13 @@ class CaseResult:
             return max(times)
         return self.backpressure.get("recovery_s")
 
+    def __repr__(self) -> str:
+        """What a failed assertion on the case shows: its verdict, and each finding's story."""
+        verdict = self.verdict
+        lines = [f"<case {self.name}: {self.guarantee}, observed {verdict.observed}: {verdict.detail}"]
+        lines += [f"  {f.cls} ({f.count:,}): {f.story}" for f in self.findings]
+        return "\n".join(lines) + ">"
+
     @property
     def lost(self) -> int:
         return int(self.events.get("lost") or 0)

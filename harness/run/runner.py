@@ -34,12 +34,14 @@ __all__ = ["preflight", "run", "run_case", "start_stack"]
 
 
 def run(scenario, run_dir: RunDir, run_id: str, progress: Progress, registry: Registry,
-        cases=None) -> RunResult:
+        cases=None, stack=None) -> RunResult:
     """Run every case of `scenario`; returns the result (already written to run_dir).
-    `cases(stack, result)`, when given, runs the cases instead (the sustain search)."""
+    `cases(stack, result)`, when given, runs the cases instead (the sustain search, the hunt);
+    `stack`, when given, is services started before (a pytest session's)."""
     result = _started(scenario, run_id)
     try:
-        stack = start_stack(scenario, run_dir.services, registry, progress)
+        if stack is None:
+            stack = start_stack(scenario, run_dir.services, registry, progress)
         if cases is not None:
             cases(stack, result)
         for spec in scenario.cases if cases is None else ():

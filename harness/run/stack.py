@@ -43,6 +43,15 @@ def needs_postgres(scenario) -> bool:
     return wanted and scenario.services.postgres.url is None
 
 
+def start_shared(services_dir: Path, registry: Registry, progress: Progress) -> Stack:
+    """Kafka and PostgreSQL of the harness's own, for runs that share them (a pytest
+    session's, harness/pytest_plugin.py)."""
+    progress.step("starting Kafka broker (KRaft) and PostgreSQL for the session")
+    broker = KafkaBroker(services_dir / "kafka", registry).start().wait_ready()
+    server = PostgresServer(services_dir / "postgres", registry).start().wait_ready()
+    return Stack(broker.bootstrap_servers, server.url, True, broker.spark_bootstrap_servers, server.url)
+
+
 def start_stack(scenario, services_dir: Path, registry: Registry, progress: Progress) -> Stack:
     """Start (or check) Toxiproxy, Kafka and Postgres."""
     paths = needs_proxy(scenario.faults)

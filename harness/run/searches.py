@@ -1,0 +1,117 @@
+"""Commands that run their own cases on the run's services: the sustainable-rate search and
+the fault hunt. Each narrows the scenario to one case, runs its trials in the run, and says
+how the command ends; the CLI and the library (harness/api.py) use them alike."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from harness.errors import ScenarioError
+
+
+class Search:
+    def __init__(self, case: str | None):
+        self.case = case
+        self.spec: Any = None        # the case, once narrowed
+        self.scenario: Any = None
+
+    def narrow(self, scenario):
+        """The scenario with only the case `case` names (default: the first)."""
+        names = [c.name for c in scenario.cases]
+        if self.case is not None and self.case not in names:
+            raise ScenarioError(f"--case {self.case}: the scenario has no such case",
+                                f"choose one of {', '.join(names)}")
+        self.spec = next(c for c in scenario.cases if c.name == (self.case or names[0]))
+        self.scenario = replace(scenario, cases=(self.spec,))
+        return self.scenario
+
+    def cases(self, run_dir, run_id, progress, registry):
+        def run_them(stack, result):
+            self.search(stack, result, run_dir, run_id, progress, registry)
+        return run_them
+
+    def search(self, stack, result, run_dir, run_id, progress, registry) -> None:
+        raise NotImplementedError
+
+    def render(self, result) -> str:
+        raise NotImplementedError
+
+    def exit_code(self, result) -> int:
+        raise NotImplementedError
+
+
+class SustainSearch(Search):
+    def __init__(self, case: str | None, p99_ms: float | None, min_eps: float, max_eps: float,
+                 steps: int):
+        super().__init__(case)
+        if not 0 < min_eps <= max_eps or steps < 0:
+            raise ScenarioError(f"--min-eps {min_eps:g}, --max-eps {max_eps:g}, --steps {steps}: the range "
+                                "is empty", "give 0 < --min-eps <= --max-eps and --steps >= 0")
+        self.p99_ms, self.min_eps, self.max_eps, self.steps = p99_ms, min_eps, max_eps, steps
+
+    def search(self, stack, result, run_dir, run_id, progress, registry) -> None:
+        from harness.run import sustain
+
+        pipeline = self.spec.pipeline or self.scenario.pipeline
+        over = sustain.P99_OVER_WATERMARK_MS
+        bound = self.p99_ms if self.p99_ms is not None else pipeline.watermark_ms + over
+        bounds = sustain.Bounds(p99_ms=bound, min_eps=self.min_eps, max_eps=self.max_eps, steps=self.steps)
+        found = result.sections["sustain"] = {"case": self.spec.name, "rate_eps": None, "trials": []}
+        found.update(sustain.search(self.scenario, self.spec, stack, run_dir, run_id, progress, registry,
+                                    bounds, result.cases))
+        sustain.write(run_dir, found)
+
+    def render(self, result) -> str:
+        from harness.report import table
+
+        return table.render_sustain(result.sections["sustain"])
+
+    def exit_code(self, result) -> int:
+        return 0 if result.sections["sustain"]["rate_eps"] is not None else 1
+
+
+class HuntSearch(Search):
+    def __init__(self, case: str | None, options):
+        super().__init__(case)
+        self.options = options
+
+    @classmethod
+    def of(cls, case: str | None, runs: int, seed: int, kinds: str | tuple[str, ...] | None, budget: str,
+           all_runs: bool) -> HuntSearch:
+        """From the command's options, checked: --runs, --budget, --kinds."""
+        from harness.hunt.search import Options
+        from harness.scenario import parse_duration_ms
+
+        if runs < 1:
+            raise ScenarioError(f"--runs {runs}: the search needs at least one run", "give --runs 1 or more")
+        if isinstance(kinds, str) or kinds is None:
+            kinds = tuple(k.strip() for k in (kinds or "").split(",") if k.strip())
+        return cls(case, Options(runs=runs, seed=seed, kinds=tuple(kinds),
+                                 budget_s=parse_duration_ms(budget, "--budget") / 1000, all=all_runs))
+
+    def narrow(self, scenario):
+        from harness.hunt.plan import Space
+        from harness.scenario.faults import Context
+
+        narrowed = super().narrow(scenario)
+        # --kinds and the case are checked before anything starts
+        Space.of(Context(narrowed.workload.duration_s, narrowed.services, narrowed.cases), self.options.kinds)
+        return narrowed
+
+    def search(self, stack, result, run_dir, run_id, progress, registry) -> None:
+        from harness.hunt import search
+
+        hunt = search.Hunt(self.scenario, self.spec, stack, run_dir, run_id, progress, registry, self.options,
+                           result.cases)
+        found = result.sections["hunt"] = {"case": self.spec.name, "stopped": "error", "tried": []}
+        found.update(hunt.run())
+        search.write(run_dir, found)
+
+    def render(self, result) -> str:
+        from harness.report import table
+
+        return table.render_hunt(result.sections["hunt"])
+
+    def exit_code(self, result) -> int:
+        return 1 if result.sections["hunt"].get("found") else 0
