@@ -209,7 +209,7 @@ class TestRefusedRestart:
         cp = _checkpoint(tmp_path, "checkpoint", {"offsets/0": 0.5, "commits/0": 1.0})
         said = "The checkpoint's offset log is corrupt"
         fault = FaultRecord("corrupt-checkpoint", 5.0, 5.0, 9.0, "driver (pid 9)", True,
-                            more={"outcome": "refused", "outcome_detail": said})
+                            outcome="refused", outcome_detail=said)
         sink = _window_sink([])
         checked = CheckResult({"lost": 0, "duplicated": 0, "unexpected": 0}, np.array([]), np.array([]))
         inputs = _inputs(WINDOWS, truth, sink, batches, checkpoints=[cp], faults=[fault], checked=checked)
@@ -224,8 +224,8 @@ class TestDeletedBeforeRead:
         truth = _truth([0.1 * i for i in range(6)])
         batches = [Batch(0, 0, {0: 2}, True, {0: 0}), Batch(1, 0, {0: 6}, True, {0: 2})]
         fault = FaultRecord("kafka-retention", 3.0, 3.0, 4.0, "topic events, partition 0", True,
-                            more={"deleted": [{"partition": 0, "from": 2, "to": 4}], "outcome": "accepted",
-                                  "outcome_detail": "Spark skipped the deleted records"})
+                            more={"deleted": [{"partition": 0, "from": 2, "to": 4}]}, outcome="accepted",
+                            outcome_detail="Spark skipped the deleted records")
         checked = CheckResult({"lost": 0, "duplicated": 0, "unexpected": 0}, np.array([]), np.array([]))
         f = _only(build(_inputs(WINDOWS, truth, _window_sink([]), batches, faults=[fault], checked=checked)),
                   "deleted-before-read")

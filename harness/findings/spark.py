@@ -6,7 +6,7 @@
                         it did, on time by the oracle, whose windows came out short or not at all
   deleted-before-read   offsets Kafka deleted before the query read them (a fault's
                         more["deleted"]: [{"partition", "from", "to"}], `to` exclusive)
-  refused-restart       a restart Spark refused (a fault's more["outcome"] == "refused"); the
+  refused-restart       a restart Spark refused (a fault's outcome == "refused"); the
                         story quotes Spark's sentence
 """
 
@@ -103,9 +103,8 @@ def _deleted_story(history: History, fault: FaultRecord, p: int, a: int, b: int,
     if last is not None:
         head += (f", beyond what {name(last)} had planned (offsets/{last.local} ends at "
                  f"{last.batch.end_offsets.get(p, 0):,})")
-    more = fault.more or {}
-    said = more.get("outcome_detail", "")
-    if more.get("outcome") == "refused":
+    said = fault.outcome_detail or ""
+    if fault.outcome == "refused":
         return head + f"; Spark failed the query: \u201c{said}\u201d"
     covering = [f for f in history.batches.values()
                 if (f.batch.start_offsets or {}).get(p, -1) <= a and f.batch.end_offsets.get(p, 0) >= b]
@@ -115,14 +114,14 @@ def _deleted_story(history: History, fault: FaultRecord, p: int, a: int, b: int,
 
 
 def refused_restart(inputs: Inputs, history: History) -> Finding | None:
-    refused = [f for f in inputs.faults if (f.more or {}).get("outcome") == "refused"]
+    refused = [f for f in inputs.faults if f.outcome == "refused"]
     if not refused:
         return None
     records: list[dict] = []
     clauses: list[str] = []
     batches: list[int] = []
     for fault in refused:
-        at, said = fault.started_s, fault.more.get("outcome_detail", "")
+        at, said = fault.started_s, fault.outcome_detail or ""
         done = [f for f in history.batches.values() if f.committed_s is not None
                 and (at is None or f.committed_s <= at)]
         last = max(done, key=lambda f: f.committed_s or 0.0) if done else None
