@@ -62,6 +62,11 @@ class FailBatch(DriverRestart):
             self.landed = landed_at(self.point, self.checkpoint, self.failed, self.killed_at)
 
     def _heal(self) -> None:
+        if not hasattr(self, "killed_at"):
+            # no failure came: the driver was never down, and this fault said it would be
+            self.targets.expect_down(False)
+            withdraw(self.targets.control_dir, FAIL_BATCH)
+            return
         try:
             for i in range(self.times):
                 if i:   # the next failure comes from the driver just started

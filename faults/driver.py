@@ -65,8 +65,9 @@ class DriverRestart(Fault):
 
     def _heal(self) -> None:
         if not hasattr(self, "killed_at"):
-            self.targets.expect_down(False)
-            return   # the kill never happened: a restart would start a second driver
+            # the kill never happened: a restart would start a second driver. Nor is the driver's
+            # down state this fault's to clear: another fault may be restarting it now
+            return
         try:
             self.targets.restart_driver(self.changes)
             self.restarted_at = time.time()

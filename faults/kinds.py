@@ -215,3 +215,14 @@ def register(*kinds: FaultKind) -> Mapping[str, FaultKind]:
             raise ValueError(f"fault kind {kind.name!r} is registered twice")
         out[kind.name] = kind
     return out
+
+
+def describe(plan: list[dict]) -> str:
+    """A plan in one line: "kill-driver at 12.5s (point after-write); stall-sink at 30s (duration 2s)"."""
+    if not plan:
+        return "no fault"
+    parts = []
+    for table in plan:
+        keys = ", ".join(f"{k} {v}" for k, v in table.items() if k not in ("kind", "at"))
+        parts.append(f"{table['kind']} at {table['at']}" + (f" ({keys})" if keys else ""))
+    return "; ".join(parts)

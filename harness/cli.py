@@ -245,7 +245,7 @@ def _sustain(args) -> int:
 
 def _hunt(args) -> int:
     """`hunt`: the run's cases are the search's runs and shrinking steps (harness/hunt/)."""
-    from harness.run.searches import HuntSearch
+    from harness.hunt.search import HuntSearch
 
     return _run(args, HuntSearch.of(args.case, args.runs, args.seed, args.kinds, args.budget, args.all))
 

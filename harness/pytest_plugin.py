@@ -135,7 +135,7 @@ def harness_hunt(request, harness_services, _harness_runs):
     """harness_hunt(scenario, runs=10, seed=1, ...) -> the hunt: hunt.json's content, with
     "result" its run's RunResult and "run_dir" where it is."""
     from harness import api
-    from harness.run.searches import HuntSearch
+    from harness.hunt.search import HuntSearch
 
     root, made = _harness_runs
 

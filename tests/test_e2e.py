@@ -181,8 +181,11 @@ def _executor_of(driver_pid: int) -> int:
     import psutil
 
     for child in psutil.Process(driver_pid).children(recursive=True):
-        if "CoarseGrainedExecutorBackend" in " ".join(child.cmdline()):
-            return child.pid
+        try:
+            if "CoarseGrainedExecutorBackend" in " ".join(child.cmdline()):
+                return child.pid
+        except psutil.Error:   # a short-lived child that ended meanwhile
+            continue
     raise AssertionError(f"driver {driver_pid} has no executor process")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from faults.kinds import describe
 from faults.registry import KINDS, drawable
 from faults.spec import RESTART_MARGIN_S
 from harness.errors import ScenarioError
@@ -118,12 +119,4 @@ def _fits(name: str, at: float, workload_s: float) -> bool:
     return at + MIN_SPAN_S + margin <= workload_s
 
 
-def describe(plan: list[dict]) -> str:
-    """A plan in one line: "kill-driver at 12.5s (point after-write); stall-sink at 30s (duration 2s)"."""
-    if not plan:
-        return "no fault"
-    parts = []
-    for table in plan:
-        keys = ", ".join(f"{k} {v}" for k, v in table.items() if k not in ("kind", "at"))
-        parts.append(f"{table['kind']} at {table['at']}" + (f" ({keys})" if keys else ""))
-    return "; ".join(parts)
+__all__ = ["Space", "accepted", "describe", "draw"]

@@ -15,6 +15,7 @@ import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from harness.errors import ScenarioError
 from harness.hunt import tomlw
 from harness.hunt.plan import Space, describe, draw
 from harness.hunt.shrink import Candidate, shrink
@@ -22,6 +23,7 @@ from harness.results.model import CaseResult
 from harness.results.rundir import RunDir
 from harness.results.verdict import guarantee_holds
 from harness.run.case import Case
+from harness.run.searches import Search
 from harness.scenario import faults as scenario_faults
 
 
@@ -181,3 +183,45 @@ def write(run_dir: RunDir, hunt: dict) -> Path:
     path = run_dir.path / "hunt.json"
     path.write_text(json.dumps(hunt, indent=2) + "\n")
     return path
+
+
+class HuntSearch(Search):
+    def __init__(self, case: str | None, options):
+        super().__init__(case)
+        self.options = options
+
+    @classmethod
+    def of(cls, case: str | None, runs: int, seed: int, kinds: str | tuple[str, ...] | None, budget: str,
+           all_runs: bool) -> HuntSearch:
+        """From the command's options, checked: --runs, --budget, --kinds."""
+        from harness.scenario import parse_duration_ms
+
+        if runs < 1:
+            raise ScenarioError(f"--runs {runs}: the search needs at least one run", "give --runs 1 or more")
+        if isinstance(kinds, str) or kinds is None:
+            kinds = tuple(k.strip() for k in (kinds or "").split(",") if k.strip())
+        return cls(case, Options(runs=runs, seed=seed, kinds=tuple(kinds),
+                                 budget_s=parse_duration_ms(budget, "--budget") / 1000, all=all_runs))
+
+    def narrow(self, scenario):
+        from harness.scenario.faults import Context
+
+        narrowed = super().narrow(scenario)
+        # --kinds and the case are checked before anything starts
+        Space.of(Context(narrowed.workload.duration_s, narrowed.services, narrowed.cases), self.options.kinds)
+        return narrowed
+
+    def search(self, stack, result, run_dir, run_id, progress, registry) -> None:
+        hunt = Hunt(self.scenario, self.spec, stack, run_dir, run_id, progress, registry, self.options,
+                           result.cases)
+        found = result.sections["hunt"] = {"case": self.spec.name, "stopped": "error", "tried": []}
+        found.update(hunt.run())
+        write(run_dir, found)
+
+    def render(self, result) -> str:
+        from harness.report import table
+
+        return table.render_hunt(result.sections["hunt"])
+
+    def exit_code(self, result) -> int:
+        return 1 if result.sections["hunt"].get("found") else 0

@@ -114,6 +114,6 @@ def render_hunt(hunt: dict) -> str:
 
 
 def _plan_text(plan: list[dict]) -> str:
-    from harness.hunt.plan import describe
+    from faults.kinds import describe
 
     return describe(plan)

@@ -1,6 +1,7 @@
-"""Commands that run their own cases on the run's services: the sustainable-rate search and
-the fault hunt. Each narrows the scenario to one case, runs its trials in the run, and says
-how the command ends; the CLI and the library (harness/api.py) use them alike."""
+"""Commands that run their own cases on the run's services: the sustainable-rate search here,
+the fault hunt in harness/hunt/search.py. Each narrows the scenario to one case, runs its
+trials in the run, and says how the command ends; the CLI and the library (harness/api.py)
+use them alike."""
 
 from __future__ import annotations
 
@@ -69,49 +70,3 @@ class SustainSearch(Search):
 
     def exit_code(self, result) -> int:
         return 0 if result.sections["sustain"]["rate_eps"] is not None else 1
-
-
-class HuntSearch(Search):
-    def __init__(self, case: str | None, options):
-        super().__init__(case)
-        self.options = options
-
-    @classmethod
-    def of(cls, case: str | None, runs: int, seed: int, kinds: str | tuple[str, ...] | None, budget: str,
-           all_runs: bool) -> HuntSearch:
-        """From the command's options, checked: --runs, --budget, --kinds."""
-        from harness.hunt.search import Options
-        from harness.scenario import parse_duration_ms
-
-        if runs < 1:
-            raise ScenarioError(f"--runs {runs}: the search needs at least one run", "give --runs 1 or more")
-        if isinstance(kinds, str) or kinds is None:
-            kinds = tuple(k.strip() for k in (kinds or "").split(",") if k.strip())
-        return cls(case, Options(runs=runs, seed=seed, kinds=tuple(kinds),
-                                 budget_s=parse_duration_ms(budget, "--budget") / 1000, all=all_runs))
-
-    def narrow(self, scenario):
-        from harness.hunt.plan import Space
-        from harness.scenario.faults import Context
-
-        narrowed = super().narrow(scenario)
-        # --kinds and the case are checked before anything starts
-        Space.of(Context(narrowed.workload.duration_s, narrowed.services, narrowed.cases), self.options.kinds)
-        return narrowed
-
-    def search(self, stack, result, run_dir, run_id, progress, registry) -> None:
-        from harness.hunt import search
-
-        hunt = search.Hunt(self.scenario, self.spec, stack, run_dir, run_id, progress, registry, self.options,
-                           result.cases)
-        found = result.sections["hunt"] = {"case": self.spec.name, "stopped": "error", "tried": []}
-        found.update(hunt.run())
-        search.write(run_dir, found)
-
-    def render(self, result) -> str:
-        from harness.report import table
-
-        return table.render_hunt(result.sections["hunt"])
-
-    def exit_code(self, result) -> int:
-        return 1 if result.sections["hunt"].get("found") else 0

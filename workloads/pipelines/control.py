@@ -9,12 +9,12 @@ batch that the sink has but the checkpoint does not, and a restart re-executes i
   delay-commit     request: milliseconds to hold the next batch that wrote rows
   hold-commit      request: the point (before-write, after-write, after-commit) at which to
                    hold the next batch with rows until the driver dies (after-commit: mark
-                   it, armed-<N>.json, and let it through to its commit)
+                   it, armed-<N>-<ms>.json, and let it through to its commit)
   fail-batch       request: {"point", "times"}: raise InjectedFailure at the point of the
                    next `times` batches with rows; failed-<N>-<ms>.json says each
   pause-batch      request: hold the next batch with rows before the sink is called (its
                    offsets logged, its input not yet read) until the request is withdrawn
-  held-<N>.json    the driver's answer: batch N wrote `rows` rows and is held from `at_ms`
+  held-<N>-<ms>.json  the driver's answer: batch N wrote `rows` rows and is held from `at_ms`
                    until `until_ms` (for hold-commit, HOLD_CEILING_MS: the driver should
                    be killed long before)
   kill-executor    request: the index of an executor (in Spark's id order) to kill through
@@ -46,8 +46,9 @@ KILL_EXECUTOR = "kill-executor"
 KILLED = "killed.json"
 
 
-def held_path(control_dir: Path, batch_id: int) -> Path:
-    return Path(control_dir) / f"held-{batch_id}.json"
+def held_path(control_dir: Path, batch_id: int, at_ms: int) -> Path:
+    """One file per hold: a batch run again after a restart keeps its id, and may be held again."""
+    return Path(control_dir) / f"held-{batch_id}-{at_ms}.json"
 
 
 def held_batches(control_dir: Path) -> list[dict]:
@@ -182,7 +183,7 @@ class CommitGate:
 
       before-write   after Spark logged offsets/N, before the sink is called
       after-write    after the sink's write returned, before Spark writes commits/N
-      after-commit   the batch is let through and marked (armed-N.json); the harness kills the
+      after-commit   the batch is let through and marked (armed-N-ms.json); the harness kills the
                      driver as soon as commits/N appears
 
     Requests: delay-commit (hold after the write for a time), hold-commit (hold at a point
@@ -220,7 +221,7 @@ class CommitGate:
         self._act(asked, AFTER_WRITE, batch_id, rows)
         if asked.get(HOLD_COMMIT) == AFTER_COMMIT:
             (self.control_dir / HOLD_COMMIT).unlink(missing_ok=True)
-            _write_json(self.control_dir / f"armed-{batch_id}.json",
+            _write_json(self.control_dir / f"armed-{batch_id}-{_now_ms()}.json",
                         {"batch_id": batch_id, "rows": rows, "at_ms": _now_ms(), "point": AFTER_COMMIT})
 
     def _asked(self) -> dict[str, str]:
@@ -254,13 +255,13 @@ class CommitGate:
               until: Callable[[], bool] = lambda: False) -> None:
         at_ms = _now_ms()
         until_ms = at_ms + for_ms
-        held_path(self.control_dir, batch_id).write_text(json.dumps(
+        held_path(self.control_dir, batch_id, at_ms).write_text(json.dumps(
             {"batch_id": batch_id, "rows": rows, "at_ms": at_ms, "until_ms": until_ms, "forever": forever,
              "point": point}))
         while _now_ms() < until_ms and not until():
             time.sleep(0.05)        # held: until the time is up, released, or the driver is killed
         if _now_ms() < until_ms:    # released early: the record says so, so nobody thinks it still held
-            held_path(self.control_dir, batch_id).write_text(json.dumps(
+            held_path(self.control_dir, batch_id, at_ms).write_text(json.dumps(
                 {"batch_id": batch_id, "rows": rows, "at_ms": at_ms, "until_ms": _now_ms(),
                  "forever": forever, "point": point}))
 
