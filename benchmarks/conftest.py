@@ -61,6 +61,16 @@ def pytest_addoption(parser):
     group.addoption("--repeat", type=int, default=1, help="run each case of the scenario N times")
 
 
+def pytest_collection_modifyitems(config, items):
+    """--quick is the scenario and the quick sizes: the end-to-end variations wait for a full run."""
+    if not config.getoption("--quick"):
+        return
+    skip = pytest.mark.skip(reason="an end-to-end variation: tox -e bench without --quick runs it")
+    for item in items:
+        if item.get_closest_marker("e2e_variation"):
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def sizes(request) -> Sizes:
     """How much each benchmark does: FULL, or QUICK with --quick."""

@@ -1,4 +1,5 @@
-"""Every built-in pipeline, and a user's own build, pipeline and sink, end to end.
+"""Every built-in pipeline, and a user's own build, pipeline and sink, end to end (in
+`tox -e bench`: the oracles' unit tests and the short end-to-end runs are in `tox -e test`).
 
 Setup: tests/scenarios/pipelines.toml, one case per pipeline over the same short
 workload (out of order, 3% very late, 5% of events re-sent), no faults; the user's code
@@ -16,7 +17,8 @@ import pytest
 from harness.results import summary
 from tests.helpers import REPO, run_cli
 
-pytestmark = pytest.mark.integration
+# an end-to-end variation: tox -e bench runs it (about 5 minutes), not with --quick
+pytestmark = [pytest.mark.integration, pytest.mark.e2e_variation]
 
 SCENARIO = REPO / "tests" / "scenarios" / "pipelines.toml"
 # Spark's Kafka sink runs end to end in the bench (sinks.toml); its reader in test_kafka_sink.py

@@ -1,0 +1,122 @@
+"""End-to-end variations of what `tox -e test` checks once: each guarantee under a replay,
+both signals, every fault kind, the gallery of real sink bugs, the hunt. They run in
+`tox -e bench` (not with --quick): together about half an hour.
+
+Setup: nothing; each run starts its own Kafka, PostgreSQL and Spark local-cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from harness.wait import wait_until
+from tests.helpers import REPO, assert_nothing_left, harness_cmd, run_cli
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e_variation]
+
+SCENARIOS = REPO / "harness" / "scenario" / "scenarios"
+SMOKE = SCENARIOS / "smoke.toml"
+GALLERY = REPO / "examples" / "known-bugs"
+
+
+def _summary(run_dir) -> dict:
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+class TestDeterministicDuplicate:
+    def test_the_three_guarantees_under_a_kill_inside_the_commit_window(self, tmp_path):
+        """faults.toml --quick: a batch is held after the sink's write and the driver is killed
+        there. at-least-once writes it twice (duplicated > 0), exactly-once stays exact,
+        at-most-once restarts fresh and loses what was in flight without duplicating."""
+        run_dir = tmp_path / "run"
+        proc = run_cli("run", str(SCENARIOS / "faults.toml"), "--quick", "--out", str(run_dir))
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        cases = {c["guarantee"]: c for c in _summary(run_dir)["cases"]}
+        for case in cases.values():
+            assert all(f["observed"] for f in case["faults"]), case["faults"]
+            kill = next(f for f in case["faults"] if f["kind"] == "kill-driver")
+            assert "held in the commit window" in kill["detail"], kill["detail"]
+        alo, eo, amo = (cases[g]["events"] for g in ("at-least-once", "exactly-once", "at-most-once"))
+        assert alo["duplicated"] > 0 and alo["lost"] == 0, alo
+        assert eo["duplicated"] == 0 and eo["lost"] == 0 and eo["unexpected"] == 0, eo
+        assert amo["lost"] > 0 and amo["duplicated"] == 0, amo
+        assert cases["at-least-once"]["verdict"]["observed"] == "at-least-once"
+        assert cases["at-most-once"]["verdict"]["observed"] == "at-most-once"
+        assert_nothing_left(run_dir)
+
+
+
+def _start_and_wait_for_driver(run_dir, scenario=SMOKE):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(harness_cmd("run", str(scenario), "--out", str(run_dir)), env=env,
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def driver_running():
+        assert proc.poll() is None, proc.communicate()
+        status = list(run_dir.glob("cases/*/status.json"))
+        return status and json.loads(status[0].read_text()).get("state") == "running"
+
+    wait_until(driver_running, 240, 0.5, err_msg="the Spark driver never started")
+    return proc
+
+
+def _driver_status(run_dir) -> dict:
+    return json.loads(next(run_dir.glob("cases/*/status.json")).read_text())
+
+
+class TestInterruptedRun:
+    @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+    def test_a_signal_mid_run_stops_every_service(self, sig, tmp_path):
+        """Ctrl-C or SIGTERM while the pipeline runs: exit 128+N, summary 'aborted', nothing left."""
+        run_dir = tmp_path / "run"
+        proc = _start_and_wait_for_driver(run_dir)
+        time.sleep(2)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 128 + sig, err[-3000:]
+        assert json.loads((run_dir / "summary.json").read_text())["status"] == "aborted"
+        assert (run_dir / "report.html").exists(), "an aborted run gets its report too"
+        assert _driver_status(run_dir)["state"] != "running", "status.json still says running"
+        assert_nothing_left(run_dir)
+
+
+
+class TestEveryFaultInFull:
+    def test_every_kind_lands_is_observed_and_the_verdict_holds(self, tmp_path):
+        """tests/scenarios/every_fault.toml without --quick: one fault of every registered kind,
+        on one at-least-once case; each observed and landed, the verdict holds, nothing left."""
+        run_dir = tmp_path / "run"
+        proc = run_cli("run", str(REPO / "tests" / "scenarios" / "every_fault.toml"), "--out", str(run_dir),
+                       timeout=1800)
+        (case,) = _summary(run_dir)["cases"]
+        missed = [f"{f['kind']}: {f.get('landed_detail') or f['detail']}" for f in case["faults"]
+                  if not (f["observed"] and f["landed"])]
+        assert not missed, missed
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert_nothing_left(run_dir)
+
+
+# the four entries: the buggy sink breaks exactly-once with its finding, the fixed one holds
+GALLERY_ENTRIES = {"paimon-9666": "duplicated", "iceberg-8809": "duplicated", "hudi-6098": "duplicated",
+                   "delta-1421": "unexpected"}
+
+
+@pytest.mark.parametrize("entry", list(GALLERY_ENTRIES))
+def test_a_gallery_entry_s_bug_is_caught_and_its_fix_passes(entry, tmp_path):
+    """examples/known-bugs/<entry>: under its fixed schedule, the buggy sink's case fails with
+    the finding its bug makes, and the fixed sink's case holds."""
+    run_dir = tmp_path / "run"
+    proc = run_cli("run", str(GALLERY / entry / "scenario.toml"), "--out", str(run_dir), timeout=1200)
+    cases = {c["name"]: c for c in _summary(run_dir)["cases"]}
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert not cases["buggy"]["verdict"]["holds"]
+    found = {f["class"] for f in cases["buggy"]["findings"]}
+    assert GALLERY_ENTRIES[entry] in found, cases["buggy"]["findings"]
+    assert cases["fixed"]["verdict"]["holds"], cases["fixed"]["verdict"]
+    assert_nothing_left(run_dir)
