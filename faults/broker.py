@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from faults.base import Fault, Observation
-from faults.kinds import DOWNTIME, FaultKind, Key, always
+from faults.kinds import DOWNTIME, TARGET, FaultKind, Key, always
 from faults.targets import wait_for
 
 
@@ -14,9 +14,9 @@ class RestartBroker(Fault):
     and ports on restart."""
 
     def _inject(self) -> None:
-        self.broker = self.targets.service("broker")
+        self.broker, named = self.targets.broker(self.spec.target, f"{self.spec.kind}@{self.spec.at_s}")
         self.targets.processes(self.broker.pids())   # refuses a pid this run did not start
-        self.target = f"broker (pid {self.broker.pid}, {self.spec.mode})"
+        self.target = f"{named} (pid {self.broker.pid}, {self.spec.mode})"
         (self.broker.stop if self.spec.mode == "clean" else self.broker.kill)()
 
     def _heal(self) -> None:
@@ -44,6 +44,8 @@ RESTART_BROKER_FAULT = FaultKind(
     about="stop the broker (`mode = \"clean\"`: SIGTERM, a controlled shutdown; `\"hard\"`: SIGKILL) and "
           "start it again on the same data after `downtime`; batches must resume",
     models="a broker restart for an upgrade (clean), or a broker crash (hard)",
-    keys=(Key("mode", "choice", "clean (SIGTERM) or hard (SIGKILL)", default="hard", choices=MODES,
-              draw="choice"), DOWNTIME),
-    targets=("broker",), default_target="broker", restarts=True, requires=always("own-kafka"))
+    keys=(TARGET, Key("mode", "choice", "clean (SIGTERM) or hard (SIGKILL)", default="hard", choices=MODES,
+                      draw="choice"), DOWNTIME),
+    # a cluster's node: "broker:N", "leader" (of a partition of the case's topic), "controller"
+    targets=("broker", "leader", "controller"), default_target="broker", restarts=True,
+    requires=always("own-kafka"))

@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from faults.base import Observation
-from faults.driver import DriverRestart
+from faults.driver import KillDriver
 from faults.kinds import DOWNTIME, FaultKind, Key
 from faults.targets import wait_for
+from workloads.pipelines.control import AFTER_COMMIT, AFTER_WRITE, BEFORE_WRITE
 
 FILES = ("metadata", "offsets", "commits", "sources", "state")
 ACTIONS = ("delete", "truncate", "empty", "garbage")
@@ -50,9 +51,12 @@ def corrupt(path: Path, action: str, rng) -> str:
     return f"overwritten with {max(size, 64)} random bytes from the seed"
 
 
-class CorruptCheckpoint(DriverRestart):
+class CorruptCheckpoint(KillDriver):
+    """The kill is kill-driver's (at a `point` of the next batch with rows, or wherever the
+    driver is); then the file is changed, and heal starts a new driver."""
+
     def _inject(self) -> None:
-        self._kill()
+        super()._inject()
         driver = self.driver
         wait_for(lambda: not driver.running, 30, 0.1)   # nothing writes the checkpoint any more
         kind, action = self.spec.get("file"), self.spec.get("action")
@@ -67,7 +71,8 @@ class CorruptCheckpoint(DriverRestart):
         seen = super().observe()
         change = f"{self.changed} {self.how} while the driver was down"
         seen.detail = f"{change}; {seen.detail}"
-        seen.landed, seen.proof = True, change
+        landed, proof = getattr(self, "landed", (True, ""))
+        seen.landed, seen.proof = landed, "; ".join(filter(None, [proof, change]))
         seen.more["checkpoint_file"] = str(self.changed)
         if seen.outcome == "accepted" and getattr(self, "new_query", False) and not self._fresh():
             seen.outcome_detail += " (a new query id: the checkpoint's metadata was lost)"
@@ -76,7 +81,8 @@ class CorruptCheckpoint(DriverRestart):
 
 CORRUPT_CHECKPOINT_FAULT = FaultKind(
     "corrupt-checkpoint", CorruptCheckpoint,
-    about="kill the driver, change the newest `file` of the query's checkpoint (`metadata`, `offsets`, "
+    about="kill the driver (at `point` of the next batch with rows, as kill-driver's), change the newest "
+          "`file` of the query's checkpoint (`metadata`, `offsets`, "
           "`commits`, `sources`, or the first stateful operator's newest `state` file) by `action` "
           "(`delete`, `truncate` to half, `empty`, `garbage`: random bytes from the seed), and start a new "
           "driver after `downtime`; Spark refusing to start is the outcome `refused` (a finding), running "
@@ -85,6 +91,9 @@ CORRUPT_CHECKPOINT_FAULT = FaultKind(
     keys=(Key("file", "choice", "which file of the checkpoint", default="offsets", choices=FILES,
               draw="choice"),
           Key("action", "choice", "what is done to it", default="delete", choices=ACTIONS, draw="choice"),
-          DOWNTIME),
+          DOWNTIME,
+          Key("point", "choice", "where in the next batch with rows the driver is killed first (default: "
+              "wherever it is)", default=None, choices=(BEFORE_WRITE, AFTER_WRITE, AFTER_COMMIT))),
     targets=("driver",), default_target="driver", restarts=True,
+    requires=lambda spec: ("commit-gate",) if spec.get("point") else (),
     recovery_keys=("downtime_s", "first_batch_after_s", "batches_reexecuted", "events_reread"))

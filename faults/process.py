@@ -74,7 +74,11 @@ class Pause(Fault):
             self.procs = [executors[chosen]]
             self.target = f"executor:{chosen} (pid {self.procs[0].pid})"
         else:
-            self.procs = self.targets.processes(self.targets.service(kind).pids())
+            if kind in ("broker", "leader", "controller"):
+                service, kind = self.targets.broker(self.spec.target, f"{self.spec.kind}@{self.spec.at_s}")
+            else:
+                service = self.targets.service(self.spec.target if kind == "worker" else kind)
+            self.procs = self.targets.processes(service.pids())
             if not self.procs:
                 raise RefusedTarget(f"{kind} has no process running to pause (is it restarting?)")
             self.target = f"{kind} ({len(self.procs)} processes)"
@@ -163,8 +167,11 @@ PAUSE_FAULT = FaultKind(
           "`stopped`, then run again",
     models="a long garbage-collection pause, or a frozen virtual machine",
     keys=(TARGET, DURATION),
-    targets=("executor", "driver", "broker", "postgres"), default_target="driver",
+    targets=("executor", "driver", "broker", "leader", "controller", "postgres", "worker"),
+    default_target="driver",
     # a nemesis aims pauses at Spark's processes: the broker and Postgres have faults of their own
     nemesis_targets=("executor:random", "driver"),
     requires=by_target({"executor": ("own-executors",), "broker": ("own-kafka",),
-                        "postgres": ("own-postgres",)}))
+                        "leader": ("own-kafka", "kafka-cluster"),
+                        "controller": ("own-kafka", "kafka-cluster"),
+                        "postgres": ("own-postgres",), "worker": ("own-standalone",)}))

@@ -6,7 +6,7 @@ docs/faults.md's table all read `KINDS` (faults/kinds.py says what a kind declar
 
 from __future__ import annotations
 
-from faults import batch, broker, checkpoint, commit, driver, kafka, network, process, sink, tasks
+from faults import batch, broker, checkpoint, cluster, commit, driver, kafka, network, process, sink, tasks
 from faults.kinds import RECOVERY_KEYS, FaultKind, register
 
 KINDS = register(
@@ -24,6 +24,8 @@ KINDS = register(
     checkpoint.CORRUPT_CHECKPOINT_FAULT,
     kafka.KAFKA_PARTITIONS_FAULT,
     kafka.KAFKA_RETENTION_FAULT,
+    cluster.KILL_BROKER_FAULT,
+    cluster.KILL_WORKER_FAULT,
 )
 
 

@@ -90,6 +90,33 @@ class Targets:
             raise RefusedTarget(f"this run has no {name} of its own (an external one is never touched)")
         return self.services[name]
 
+    def brokers(self) -> dict[int, Any]:
+        """Node id -> broker service, for every broker of this run's own Kafka."""
+        nodes = {int(k.partition(":")[2]): v for k, v in self.services.items() if k.startswith("broker:")}
+        return nodes or ({1: self.services["broker"]} if "broker" in self.services else {})
+
+    def broker(self, target: str, salt: str) -> tuple[Any, str]:
+        """The broker `target` names ("broker", "broker:N", "leader": the leader of a partition
+        of the case's topic chosen from the seed, "controller": the active controller), with a
+        sentence saying how it was chosen."""
+        nodes = self.brokers()
+        if not nodes:
+            raise RefusedTarget("this run has no Kafka of its own (an external one is never touched)")
+        kind, _, index = target.partition(":")
+        if kind == "broker":
+            node = int(index) if index else min(nodes)
+            if node not in nodes:
+                raise RefusedTarget(f"there is no broker {node} (brokers {sorted(nodes)})")
+            return nodes[node], f"broker:{node}"
+        from workloads import kafka_admin
+
+        if kind == "controller":
+            node = kafka_admin.controller(self.bootstrap_servers)
+            return nodes[node], f"controller (broker:{node})"
+        leaders = kafka_admin.leaders(self.bootstrap_servers, self.topic)
+        partition = self.rng(salt).choice(sorted(leaders))
+        return nodes[leaders[partition]], f"leader of partition {partition} (broker:{leaders[partition]})"
+
     def batches_after(self, at: float) -> list[dict]:
         """Progress records of batches that ended after wall-clock time `at`."""
         return [p for p in self.progress() if end_s(p) > at]

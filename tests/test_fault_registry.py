@@ -22,8 +22,10 @@ from tests.helpers import MINIMAL_SCENARIO
 
 pytestmark = pytest.mark.unit
 
-# a minute of workload: room for a restarting kind's margin after its downtime
-LONG = MINIMAL_SCENARIO.replace('duration = "1s"', 'duration = "60s"')
+# a minute of workload: room for a restarting kind's margin after its downtime; a Kafka cluster
+# and a Spark standalone cluster of the harness's own, where every kind can run
+LONG = (MINIMAL_SCENARIO.replace('duration = "1s"', 'duration = "60s"')
+        + '\n[services.kafka]\nbrokers = 3\n[services.spark]\nmaster = "standalone"\n')
 
 
 def _toml(value) -> str:
@@ -105,9 +107,11 @@ def test_the_docs_table_is_the_registry_s():
     assert docs.block((docs.DOCS / "faults.md").read_text(), "fault-kinds") == table()
 
 
-def test_every_fault_toml_covers_every_kind():
-    """tests/scenarios/every_fault.toml, the end-to-end run of all faults, has one of each kind."""
+def test_every_kind_has_an_end_to_end_run():
+    """tests/scenarios/every_fault.toml (one broker, local-cluster) and clusters.toml (3
+    brokers, a standalone cluster) together have one fault of each kind."""
     from tests.helpers import REPO
 
-    faults = load(REPO / "tests" / "scenarios" / "every_fault.toml").faults
-    assert {f.kind for f in faults} == set(KINDS)
+    kinds = {f.kind for name in ("every_fault.toml", "clusters.toml")
+             for f in load(REPO / "tests" / "scenarios" / name).faults}
+    assert kinds == set(KINDS)

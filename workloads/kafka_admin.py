@@ -62,6 +62,21 @@ def describe(bootstrap_servers: str, timeout_ms: int = 3000) -> list:
         return admin.describe_cluster().get("brokers") or []
 
 
+def leaders(bootstrap_servers: str, topic: str) -> dict[int, int]:
+    """Partition -> the node id of its leader (-1: none), from a metadata request."""
+    with quiet(), admin_client(bootstrap_servers) as admin:
+        (described,) = admin.describe_topics([topic])
+    # kafka-python names them after the protocol's fields (partition_index, leader_id)
+    return {int(p.get("partition_index", p.get("partition"))): int(p.get("leader_id", p.get("leader", -1)))
+            for p in described["partitions"]}
+
+
+def controller(bootstrap_servers: str) -> int:
+    """The node id of the cluster's active controller."""
+    with quiet(), admin_client(bootstrap_servers) as admin:
+        return int(admin.describe_cluster()["controller_id"])
+
+
 def answers(bootstrap_servers: str, timeout_ms: int = 3000) -> bool:
     """Whether a metadata request through `bootstrap_servers` names a broker."""
     from kafka.errors import KafkaError

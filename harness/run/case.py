@@ -133,7 +133,7 @@ class Case:
         artifacts = sink_needs(self.spec.sink)[0]
         jars = [*jvm.spark_connector_jars(), *(j for a in artifacts for j in jvm.spark_extra_jars(a))]
         return DriverConfig(starting_offsets=starting_offsets,
-            app_name=f"harness-{self.name}", master=sc.services.spark.master,
+            app_name=f"harness-{self.name}", master=self.stack.spark_master or sc.services.spark.master,
             spark_conf=self.spark_conf(), progress=sc.measure.enabled,
             jars=[str(p) for p in jars], source_options=pl.spark.source_options(),
             bootstrap_servers=self.stack.spark_bootstrap_servers, topic=self.topic,
@@ -188,9 +188,14 @@ class Case:
     def targets(self) -> Targets:
         """What the fault injectors may act on: this run's services and this case's driver."""
         # the newest service of each name; "broker" is Kafka (only ours, never an external cluster)
+        # "broker" is Kafka's single broker, "broker:N" a node of a cluster of the harness's own;
+        # "worker:N" a worker of its standalone Spark cluster (never an external cluster's)
         ours = {s.name: s for s in self.registry.services}
         services = {role: ours[name] for role, name in (("broker", "kafka"), ("postgres", "postgres"))
                     if name in ours}
+        cluster, spark = self.stack.kafka_cluster, self.stack.spark_cluster
+        services.update({f"broker:{n.node_id}": n for n in (cluster.nodes if cluster else [])})
+        services.update({f"worker:{w.index}": w for w in (spark.workers if spark else [])})
         return Targets(
             driver=self.current_driver, restart_driver=self.restart_driver, driver_now=lambda: self.driver,
             expect_down=self.set_expect_down,

@@ -9,8 +9,9 @@ from pathlib import Path
 from harness.errors import ServiceError
 from harness.scenario.faults import needs_proxy
 from harness.services.base import Registry
-from harness.services.kafka import KafkaBroker, cluster_answers
+from harness.services.kafka import KafkaBroker, KafkaCluster, cluster_answers
 from harness.services.postgres import PostgresServer
+from harness.services.spark_cluster import SparkStandalone
 from harness.services.toxiproxy import ToxiproxyServer
 from workloads.progress import Progress
 from workloads.sinks import CUSTOM_SINK, SINKS
@@ -28,6 +29,10 @@ class Stack:
     spark_postgres_url: str | None = None
     toxiproxy: ToxiproxyServer | None = None
     proxies: dict[str, str] = field(default_factory=dict)   # path ("kafka", "postgres") -> proxy name
+    spark_master: str | None = None       # the harness's own standalone cluster's URL
+    replication: int = 1                  # each topic's replication factor (3 on a cluster of 3 or more)
+    kafka_cluster: KafkaCluster | None = None
+    spark_cluster: SparkStandalone | None = None
 
     def __post_init__(self):
         if not self.spark_bootstrap_servers:
@@ -60,12 +65,19 @@ def start_stack(scenario, services_dir: Path, registry: Registry, progress: Prog
         progress.step(f"starting Toxiproxy (the network fault's proxy on: {', '.join(sorted(paths))})")
         proxy = ToxiproxyServer(services_dir / "toxiproxy", registry).start().wait_ready()
     kafka_cfg = scenario.services.kafka
+    cluster, replication = None, 1
     if kafka_cfg.bootstrap_servers:
         if not cluster_answers(kafka_cfg.bootstrap_servers):
             raise ServiceError(f"no Kafka cluster answers at {kafka_cfg.bootstrap_servers}",
                                "start it, or remove services.kafka.bootstrap_servers to use our own")
         bootstrap = spark_bootstrap = kafka_cfg.bootstrap_servers
         own = False
+        replication = _replication(bootstrap)
+    elif kafka_cfg.brokers > 1:
+        progress.step(f"starting a Kafka cluster of {kafka_cfg.brokers} brokers (KRaft)")
+        cluster = KafkaCluster(services_dir / "kafka", registry, kafka_cfg.brokers).start()
+        bootstrap = spark_bootstrap = cluster.bootstrap_servers
+        own, replication = True, cluster.replication
     else:
         progress.step("starting Kafka broker (KRaft)")
         broker = KafkaBroker(services_dir / "kafka", registry)
@@ -80,5 +92,20 @@ def start_stack(scenario, services_dir: Path, registry: Registry, progress: Prog
         url = spark_url = server.url
         if proxy is not None and "postgres" in paths:
             spark_url = server.url_at(proxy.proxy("postgres", server.port))
-    return Stack(bootstrap, url, own, spark_bootstrap, spark_url, proxy,
-                 {path: path for path in paths})
+    spark = None
+    if scenario.services.spark.standalone:
+        cfg = scenario.services.spark
+        progress.step(f"starting a Spark standalone cluster ({cfg.workers} workers of {cfg.worker_cores} "
+                      f"cores and {cfg.worker_memory})")
+        spark = SparkStandalone(services_dir / "spark", registry, cfg.workers, cfg.worker_cores,
+                                cfg.worker_memory).start()
+    return Stack(bootstrap, url, own, spark_bootstrap, spark_url, proxy, {path: path for path in paths},
+                 spark_master=spark.url if spark else None, replication=replication, kafka_cluster=cluster,
+                 spark_cluster=spark)
+
+
+def _replication(bootstrap_servers: str) -> int:
+    """An existing cluster's topics: replicated to 3 brokers when it has 3 or more."""
+    from workloads import kafka_admin
+
+    return min(3, len(kafka_admin.describe(bootstrap_servers)))

@@ -32,7 +32,8 @@ def start_driver(case: Case) -> None:
     """Create the topic, start the case's driver and wait until its first batch ran."""
     from workloads import generator
 
-    generator.create_topic(case.stack.bootstrap_servers, case.topic, case.scenario.workload.partitions)
+    generator.create_topic(case.stack.bootstrap_servers, case.topic, case.scenario.workload.partitions,
+                           replication=case.stack.replication)
     case.progress.step(f"case {case.name}: starting Spark driver ({case.scenario.services.spark.master})")
     case.phase = "starting the Spark driver"
     case.start_driver()

@@ -50,7 +50,7 @@ def _external(what: str, key: str) -> Callable[[Context, Case | None], str | Non
 
 
 def _own_executors(ctx: Context, case: Case | None) -> str | None:
-    if executors_of(ctx.master) is not None:
+    if executors_of(ctx.master) is not None or ctx.services.spark.standalone:
         return None
     return (f"the master {ctx.master} runs executors on machines the harness did not start them on, so it "
             'cannot signal them (via = "spark-api" asks Spark to kill one instead)')
@@ -58,10 +58,24 @@ def _own_executors(ctx: Context, case: Case | None) -> str | None:
 
 def _local_executors(ctx: Context, case: Case | None) -> str | None:
     master = ctx.master
-    if master.startswith(("local", "spark://127.0.0.1", "spark://localhost")):
+    if ctx.services.spark.standalone or master.startswith(("local", "spark://127.0.0.1", "spark://localhost")):
         return None
     return (f"the master {master} may run executors on other machines, and this fault's stage reads the "
             "case's control directory, which only this machine has")
+
+
+def _kafka_cluster(ctx: Context, case: Case | None) -> str | None:
+    if ctx.services.kafka.brokers > 1:
+        return None
+    return ("the harness's Kafka is one broker: a fault that loses one and expects the others to elect a "
+            "new leader needs services.kafka.brokers = 3")
+
+
+def _own_standalone(ctx: Context, case: Case | None) -> str | None:
+    if ctx.services.spark.standalone:
+        return None
+    return (f"the master {ctx.master} is not a standalone cluster of the harness's own; write "
+            '[services.spark] master = "standalone"')
 
 
 def _postgres_sink(ctx: Context, case: Case | None) -> str | None:
@@ -83,6 +97,8 @@ PRECONDITIONS: dict[str, tuple[Callable[[Context, Case | None], str | None], boo
     "own-postgres": (_external("postgres", "url"), False),
     "own-executors": (_own_executors, False),
     "local-executors": (_local_executors, False),
+    "kafka-cluster": (_kafka_cluster, False),
+    "own-standalone": (_own_standalone, False),
     "postgres-sink": (_postgres_sink, True),
     "commit-gate": (_commit_gate, True),
 }
@@ -159,7 +175,7 @@ def fault(item: Any, path: str, ctx: Context) -> FaultSpec:
         raise bad(s.field("at"), s.raw("at"), f"is not before the workload ends ({ctx.workload_s:g}s)",
                   "inject faults while events are being sent: choose an `at` earlier than "
                   "workload.duration (with --quick, [quick] may shorten it)")
-    target = _target(s, kind, ctx.master)
+    target = _target(s, kind, ctx)
     spec = FaultSpec(kind=kind.name, at_s=at_s, target=target, **kind.parse(s))
     if kind.restarts and at_s + spec.lasts_s + RESTART_MARGIN_S > ctx.workload_s:
         raise bad(s.field("at"), s.raw("at"), f"leaves too little workload after the restart: {kind.name} "
@@ -190,12 +206,22 @@ def _kind(item: Any, path: str) -> str:
     return _known(item["kind"], f"{path}.kind")
 
 
-def _target(s: Section, kind: FaultKind, master: str) -> str:
+def _target(s: Section, kind: FaultKind, ctx: Context) -> str:
+    master = ctx.master
+    brokers = None if ctx.services.kafka.bootstrap_servers else ctx.services.kafka.brokers
+    workers = ctx.services.spark.workers if ctx.services.spark.standalone else None
     target = s.string("target", kind.default_target) if "target" in kind.key_names else kind.default_target
     match = _TARGET.fullmatch(target)
     if match is None or match[1] not in kind.targets:
         raise bad(s.field("target"), target, f"is not a target of {kind.name}",
                   f"write one of {', '.join(shown_targets(kind))}")
+    for what, count in (("broker", brokers), ("worker", workers)):
+        if match[1] == what and match[2] and match[2] != "random" and count is not None:
+            first = 1 if what == "broker" else 0
+            if not first <= int(match[2]) < first + count:
+                raise bad(s.field("target"), target, f"there is no {what} {match[2]}: the run starts {count} "
+                          f"({what}:{first} to {what}:{first + count - 1})",
+                          f"write {what}:{first} to {what}:{first + count - 1}")
     if match[1] == "executor":
         index = match[2] or "0"
         count = executors_of(master)
@@ -209,5 +235,7 @@ def _target(s: Section, kind: FaultKind, master: str) -> str:
 
 def shown_targets(kind: FaultKind) -> list[str]:
     """The targets of `kind` as a scenario writes them."""
-    return [f'"{t}:N"' if t == "executor" else f'"{t}"' for t in kind.targets] + (
-        ['"executor:random"'] if "executor" in kind.targets else [])
+    numbered = ("executor", "worker")
+    return [f'"{t}:N"' if t in numbered else f'"{t}"' for t in kind.targets] + (
+        ['"executor:random"'] if "executor" in kind.targets else []) + (
+        ['"broker:N"'] if "broker" in kind.targets and "leader" in kind.targets else [])

@@ -20,6 +20,7 @@ from harness.errors import ScenarioError
 from harness.scenario.faults import Context, parse_faults, parse_nemesis
 from harness.scenario.model import (
     GUARANTEES,
+    STANDALONE,
     Case,
     KafkaConfig,
     Measure,
@@ -160,11 +161,24 @@ def _description(top: Section) -> str:
 
 
 def _services(s: Section) -> Services:
-    kafka = s.table("kafka", ("bootstrap_servers",))
-    spark = s.table("spark", ("master", "conf"))
+    kafka = s.table("kafka", ("bootstrap_servers", "brokers"))
+    spark = s.table("spark", ("master", "conf", "workers", "worker_cores", "worker_memory"))
     postgres = s.table("postgres", ("url",))
-    return Services(kafka=KafkaConfig(kafka.string("bootstrap_servers", None)),
-                    spark=SparkConfig(spark.string("master", SparkConfig.master), _spark_conf(spark)),
+    bootstrap = kafka.string("bootstrap_servers", None)
+    brokers = kafka.integer("brokers", 1, ge=1, le=9)
+    if bootstrap and "brokers" in kafka:
+        raise bad(kafka.field("brokers"), brokers, "is how many brokers the harness starts, but "
+                  "services.kafka.bootstrap_servers names a cluster it does not start", "drop one of the two")
+    master = spark.string("master", SparkConfig.master)
+    cluster: dict[str, Any] = {k: v for k, v in (("workers", spark.integer("workers", 2, ge=1, le=8)),
+                                 ("worker_cores", spark.integer("worker_cores", 1, ge=1)),
+                                 ("worker_memory", spark.string("worker_memory", "1g"))) if k in spark}
+    if cluster and master != STANDALONE:
+        raise bad(spark.field(next(iter(cluster))), next(iter(cluster.values())),
+                  f"sizes the harness's own standalone cluster, but master is {master!r}",
+                  'write master = "standalone", or drop it')
+    return Services(kafka=KafkaConfig(bootstrap, brokers),
+                    spark=SparkConfig(master, _spark_conf(spark), **cluster),
                     postgres=PostgresConfig(postgres.string("url", None)))
 
 

@@ -17,21 +17,36 @@ GUARANTEES = ("at-most-once", "at-least-once", "exactly-once")
 
 @dataclass(frozen=True)
 class KafkaConfig:
-    """An external cluster, or None: the harness starts its own broker."""
+    """An external cluster, or None: the harness starts its own, of `brokers` nodes."""
 
     bootstrap_servers: str | None = None
+    brokers: int = 1
 
 
 LOCAL_JIT = "-XX:TieredStopAtLevel=1"   # the JIT of local-cluster JVMs: C1 only (SparkConfig.defaults)
+STANDALONE = "standalone"
 
 
 @dataclass(frozen=True)
 class SparkConfig:
     """The Spark master and extra `--conf` settings for every driver."""
 
-    master: str = "local-cluster[2,1,1024]"
+    master: str = "local-cluster[2,1,1024]"   # or "standalone": the harness starts a cluster
     # read-only so the frozen config cannot change under a running case; not hashed
     conf: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+    workers: int = 2                  # master "standalone": its workers, cores and memory each
+    worker_cores: int = 1
+    worker_memory: str = "1g"
+
+    @property
+    def standalone(self) -> bool:
+        """The harness starts a Spark standalone cluster of its own for the run."""
+        return self.master == STANDALONE
+
+    @property
+    def ours(self) -> bool:
+        """Spark's executors run on this machine, started by the harness (or by Spark in it)."""
+        return self.standalone or self.master.startswith("local")
 
     def defaults(self) -> dict[str, str]:
         """The harness's own settings for this master, each overridden by the same key in `conf`.
@@ -40,7 +55,7 @@ class SparkConfig:
         compiles for longer than such a run lasts, on the cores the query needs. Measured on
         this 2-core machine at 6,000 events/s (docs/performance.md, "Where a batch's time goes"): the
         median batch fell from 1,060 ms to 713 ms and the first batches from 2 s to 0.9 s."""
-        if not self.master.startswith("local-cluster"):
+        if not (self.master.startswith("local-cluster") or self.standalone):
             return {}
         return {"spark.driver.extraJavaOptions": LOCAL_JIT, "spark.executor.extraJavaOptions": LOCAL_JIT}
 

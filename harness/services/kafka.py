@@ -1,7 +1,8 @@
-"""An Apache Kafka broker in KRaft combined mode (broker + controller), one node.
+"""Apache Kafka in KRaft combined mode (each node a broker and a controller): one node, or a
+cluster of several with replicated topics (KafkaCluster).
 
 Started from the jars that `python -m harness fetch-jvm` copied into the cache,
-bound to 127.0.0.1 on free ports, data and logs under the service's workdir.
+bound to 127.0.0.1 on free ports, data and logs under each service's workdir.
 """
 
 from __future__ import annotations
@@ -35,16 +36,20 @@ logger.state.level = WARN
 
 
 class KafkaBroker(Service):
-    """A single-node KRaft cluster: `bootstrap_servers` is valid once ready."""
+    """One KRaft node: alone, a single-node cluster (`bootstrap_servers` is valid once ready);
+    or node `node_id` of a KafkaCluster, which hands it the cluster id and the voters."""
 
     ready_timeout_s = 90.0
 
-    def __init__(self, workdir: Path, registry=None, name: str = "kafka"):
+    def __init__(self, workdir: Path, registry=None, name: str = "kafka", node_id: int = 1,
+                 cluster: KafkaCluster | None = None):
         super().__init__(name, workdir, registry)
+        self.node_id, self.cluster = node_id, cluster
         self.port = free_port()
         self.controller_port = free_port()
         self.props_path = self.workdir / "server.properties"
-        self.cluster_id: str | None = None   # kept across a restart on the same data
+        self.cluster_id: str | None = cluster.cluster_id if cluster else None   # kept across a restart
+        self.formatted = False
         # a listener of Spark's own, advertised at a proxy's port: route_spark_through()
         self.spark_listener: tuple[int, int] | None = None
 
@@ -74,10 +79,14 @@ class KafkaBroker(Service):
             listeners += f",SPARK://127.0.0.1:{self.spark_listener[0]}"
             advertised += f",SPARK://127.0.0.1:{self.spark_listener[1]}"
             protocols += ",SPARK:PLAINTEXT"
+        replicas = str(min(3, len(self.cluster.nodes))) if self.cluster else "1"
+        isr = "2" if self.cluster and len(self.cluster.nodes) >= 3 else "1"
+        quorum = ({"controller.quorum.voters": self.cluster.voters} if self.cluster
+                  else {"controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}"})
         return {
             "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}",
+            "node.id": str(self.node_id),
+            **quorum,
             "listeners": listeners,
             "advertised.listeners": advertised,
             "controller.listener.names": "CONTROLLER",
@@ -85,13 +94,15 @@ class KafkaBroker(Service):
             "listener.security.protocol.map": protocols,
             "log.dirs": str(self.workdir / "data"),
             "num.partitions": "2",
-            "offsets.topic.replication.factor": "1",
+            "offsets.topic.replication.factor": replicas,
             "offsets.topic.num.partitions": "4",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.replication.factor": replicas,
+            "transaction.state.log.min.isr": isr,
             "transaction.state.log.num.partitions": "4",
-            "share.coordinator.state.topic.replication.factor": "1",
-            "share.coordinator.state.topic.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": replicas,
+            "share.coordinator.state.topic.min.isr": isr,
+            "default.replication.factor": replicas,
+            "min.insync.replicas": isr,
             "group.initial.rebalance.delay.ms": "0",
             "auto.create.topics.enable": "false",
         }
@@ -108,24 +119,79 @@ class KafkaBroker(Service):
         (self.workdir / "log4j2.properties").write_text(
             _LOG4J2.format(log=self.workdir / "server.log"))
         self.props_path.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
-        if self.cluster_id is not None:
+        if self.formatted:
             return   # a restart: the data directory is formatted already, with this cluster id
-        cluster_id = "-"
-        while cluster_id.startswith("-"):  # the storage tool would read a leading '-' as an option
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        self.cluster_id = cluster_id
-        cmd = self._java("kafka.tools.StorageTool", "format", "--standalone", "--ignore-formatted",
-                         "-t", cluster_id, "-c", str(self.props_path), heap="-Xmx256m")
+        self.cluster_id = self.cluster_id or new_cluster_id()
+        # alone, the node is its own quorum (--standalone); in a cluster, the voters are static
+        standalone = [] if self.cluster else ["--standalone"]
+        cmd = self._java("kafka.tools.StorageTool", "format", *standalone, "--ignore-formatted",
+                         "-t", self.cluster_id, "-c", str(self.props_path), heap="-Xmx256m")
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise ServiceError(f"formatting Kafka storage failed:\n{proc.stdout}{proc.stderr}",
                                f"read {self.props_path}")
+        self.formatted = True
 
     def command(self) -> list[str]:
         return self._java("kafka.Kafka", str(self.props_path))
 
     def is_ready(self) -> bool:
-        return cluster_answers(self.bootstrap_servers)
+        if self.cluster is None:
+            return cluster_answers(self.bootstrap_servers)
+        # a node of a cluster is ready when the cluster lists it among its brokers
+        try:
+            return self.node_id in {b.get("node_id") for b in kafka_admin.describe(self.bootstrap_servers)}
+        except Exception:  # noqa: BLE001 - not answering yet
+            return False
+
+
+def new_cluster_id() -> str:
+    cluster_id = "-"
+    while cluster_id.startswith("-"):  # the storage tool would read a leading '-' as an option
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    return cluster_id
+
+
+class KafkaCluster:
+    """`brokers` KRaft nodes on this machine, each a KafkaBroker service named kafka-<id>
+    (ids from 1), every one a voter: topics are replicated to min(3, brokers) nodes with
+    min.insync.replicas 2 (from 3 nodes on), so that a partition's leader can be lost."""
+
+    def __init__(self, workdir: Path, registry, brokers: int = 3):
+        self.cluster_id = new_cluster_id()
+        self.nodes: list[KafkaBroker] = []
+        self.nodes = [KafkaBroker(Path(workdir) / f"broker-{i}", registry, name=f"kafka-{i}", node_id=i,
+                                  cluster=self) for i in range(1, brokers + 1)]
+
+    @property
+    def voters(self) -> str:
+        return ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(n.bootstrap_servers for n in self.nodes)
+
+    @property
+    def spark_bootstrap_servers(self) -> str:
+        return ",".join(n.spark_bootstrap_servers for n in self.nodes)
+
+    @property
+    def replication(self) -> int:
+        return min(3, len(self.nodes))
+
+    def node(self, node_id: int) -> KafkaBroker:
+        return next(n for n in self.nodes if n.node_id == node_id)
+
+    def start(self) -> KafkaCluster:
+        """Start every node at once (a quorum needs a majority up before any is ready)."""
+        for node in self.nodes:
+            node.start()
+        for node in self.nodes:
+            node.wait_ready()
+        return self
+
+    def wait_ready(self) -> KafkaCluster:
+        return self
 
 
 def cluster_answers(bootstrap_servers: str) -> bool:

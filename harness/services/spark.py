@@ -28,6 +28,19 @@ EXECUTOR_MAIN = "CoarseGrainedExecutorBackend"
 _ERROR_LINE = re.compile(r"\b(ERROR|FATAL)\b|^\w*(Error|Exception)\b|^Traceback|^Caused by:")
 
 
+def _executor_of(pid: int) -> str | None:
+    """The application id an executor process runs ("" when it says none), None for another process."""
+    import psutil
+
+    try:
+        args = psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return None
+    if not any(EXECUTOR_MAIN in part for part in args):
+        return None
+    return args[args.index("--app-id") + 1] if "--app-id" in args else ""
+
+
 class DriverDied(ServiceError):
     """The driver process is gone, or its query failed, while the case needed it."""
 
@@ -91,18 +104,23 @@ class SparkDriver(Service):
         return self.status().get("state") == "running"
 
     def executor_pids(self) -> list[int]:
-        """Pids of the executor JVMs (empty for a `local[*]` master)."""
-        import psutil
-
-        pids = []
-        for pid in self.pids():
-            try:
-                if any(EXECUTOR_MAIN in part for part in psutil.Process(pid).cmdline()):
-                    pids.append(pid)
-            except psutil.NoSuchProcess:
-                continue
+        """Pids of the executor JVMs (empty for a `local[*]` master): on local-cluster the
+        driver's children; on a standalone cluster of the harness's own, its workers'
+        children that run this driver's application."""
+        pids = [pid for pid in self.pids() if _executor_of(pid) is not None]
+        if not pids and self.registry is not None:
+            app = self.app_id()
+            pids = [pid for service in list(self.registry.services) if service.name.startswith("spark-worker")
+                    for pid in service.pids() if app is not None and _executor_of(pid) == app]
         self.seen_executor_pids.update(pids)
         return pids
+
+    def app_id(self) -> str | None:
+        """Spark's id of the driver's application (spark-conf.json, written once it runs)."""
+        try:
+            return json.loads(Path(self.config.conf_path).read_text()).get("spark.app.id")
+        except (OSError, ValueError):
+            return None
 
     def snapshot_pids(self) -> set[int]:
         self.executor_pids()

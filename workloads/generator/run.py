@@ -34,8 +34,10 @@ from workloads.wire import CONTROL_KEY
 START_LEAD_MS = 500   # the schedule starts this long after the call, once the client is connected
 
 
-def create_topic(bootstrap_servers: str, topic: str, partitions: int, exist_ok: bool = False) -> None:
-    """Create `topic` with broker append timestamps (so record time = append time).
+def create_topic(bootstrap_servers: str, topic: str, partitions: int, exist_ok: bool = False,
+                 replication: int = 1) -> None:
+    """Create `topic` with broker append timestamps (so record time = append time), replicated
+    to `replication` brokers (from 3 on, a write needs 2 of them: min.insync.replicas).
 
     Admin work goes through kafka-python; only the hot path uses confluent-kafka."""
     from kafka.admin import NewTopic
@@ -45,8 +47,10 @@ def create_topic(bootstrap_servers: str, topic: str, partitions: int, exist_ok: 
 
     try:
         with admin_client(bootstrap_servers) as admin:
-            admin.create_topics([NewTopic(topic, partitions, 1,
-                                          topic_configs={"message.timestamp.type": "LogAppendTime"})])
+            configs = {"message.timestamp.type": "LogAppendTime"}
+            if replication >= 3:
+                configs["min.insync.replicas"] = "2"
+            admin.create_topics([NewTopic(topic, partitions, replication, topic_configs=configs)])
     except TopicAlreadyExistsError:
         if not exist_ok:
             raise Problem(f"topic {topic!r} already exists on {bootstrap_servers}",
