@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import signal
+import time
 
 import psutil
 
 from faults.base import Fault, Observation
 from faults.kinds import DURATION, TARGET, FaultKind, Key, by_target
 from faults.targets import RefusedTarget, wait_for
+from workloads.pipelines import executors as executor_log
 from workloads.pipelines.control import KILL_EXECUTOR, KILLED, request
 
 REPLACEMENT_TIMEOUT_S = 120.0
@@ -21,27 +23,51 @@ class KillExecutor(Fault):
     too. Either way a new executor must appear."""
 
     def _inject(self) -> None:
+        if self.spec.via == "spark-api":
+            self._through_spark()
+            return
         executors, chosen = choose_executor(self)
         self.before = {p.pid for p in executors}
-        if self.spec.via == "spark-api":
-            self._through_spark(chosen, executors)
-            return
         self.victim = executors[chosen]
         self.target = f"executor:{chosen} (pid {self.victim.pid})"
         self.victim.send_signal(signal.SIGKILL)
 
-    def _through_spark(self, chosen: int, executors: list[psutil.Process]) -> None:
+    def _through_spark(self) -> None:
+        """Ask the driver to kill the executor at the index (in Spark's id order); on a cluster
+        whose processes the harness cannot see, this is all it takes: the driver's own list of
+        executors (executors.jsonl) shows the loss and the replacement."""
         control = self.targets.control_dir
+        index = self.spec.target_index
+        chosen = (self.targets.rng(f"{self.spec.kind}@{self.spec.at_s}").randrange(2)
+                  if index == "random" else int(index or 0))
         (control / KILLED).unlink(missing_ok=True)
+        self.seen = len(executor_log.read(self.targets.executors_log))
         request(control, KILL_EXECUTOR, str(chosen))
         answer = wait_for(lambda: _read_json(control / KILLED), 30, 0.2)
         if not answer or not answer.get("killed"):
             raise RefusedTarget(f"Spark did not kill executor {chosen}: {answer or 'no answer within 30 s'}")
-        by_id = {_executor_id(p): p for p in executors}
-        self.victim = by_id[answer["id"]]
-        self.target = f"executor:{chosen} (Spark id {answer['id']}, pid {self.victim.pid}, via spark-api)"
+        self.spark_id = answer["id"]
+        self.target = f"executor:{chosen} (Spark id {self.spark_id}, via spark-api)"
+
+    def _observed_by_spark(self) -> Observation:
+        def changes():
+            log = executor_log.read(self.targets.executors_log)[self.seen:]
+            gone = any(e["event"] == "removed" and e["id"] == self.spark_id for e in log)
+            new = [e["id"] for e in log if e["event"] == "added" and not e.get("startup")]
+            return new if gone and new else None
+
+        new = wait_for(changes, REPLACEMENT_TIMEOUT_S, 0.5)
+        assert self.injected_at is not None
+        if not new:
+            return Observation(False, f"{self.target}: the driver did not list its loss and a new executor "
+                                      f"within {REPLACEMENT_TIMEOUT_S:.0f}s")
+        back = time.time() - self.injected_at
+        return Observation(True, f"{self.target} was removed; Spark's executor {new[0]} replaced it after "
+                                 f"{back:.1f}s", {"executor_back_s": round(back, 3)})
 
     def observe(self) -> Observation:
+        if self.spec.via == "spark-api":
+            return self._observed_by_spark()
         died = wait_for(lambda: _status(self.victim) in (psutil.STATUS_ZOMBIE, None), 10)
         if not died:
             return Observation(False, f"{self.target} was still running after SIGKILL")
@@ -56,8 +82,6 @@ class KillExecutor(Fault):
         if not new:
             return Observation(False, f"{self.target} died, but no executor replaced it within "
                                       f"{REPLACEMENT_TIMEOUT_S:.0f}s")
-        import time
-
         assert self.injected_at is not None
         back = time.time() - self.injected_at
         return Observation(True, f"{self.target} died; executor pid {min(new)} replaced it after {back:.1f}s",
@@ -118,15 +142,6 @@ def choose_executor(fault: Fault) -> tuple[list[psutil.Process], int]:
     if chosen >= len(executors):
         raise RefusedTarget(f"executor {chosen} does not exist ({len(executors)} are running)")
     return executors, chosen
-
-
-def _executor_id(proc: psutil.Process) -> str | None:
-    """Spark's id of an executor process, from its `--executor-id N` argument."""
-    try:
-        args = proc.cmdline()
-    except psutil.NoSuchProcess:
-        return None
-    return args[args.index("--executor-id") + 1] if "--executor-id" in args else None
 
 
 def _read_json(path):

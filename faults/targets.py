@@ -32,6 +32,7 @@ class Targets:
     restart_driver: Callable[..., None]
     expect_down: Callable[[bool], None]   # say that the driver's death is intended (or no longer)
     control_dir: Path                     # the driver's control channel (workloads.pipelines.control)
+    executors_log: Path                   # the driver's own list of its executors (pipelines/executors.py)
     progress: Callable[[], list[dict]]    # the driver's progress records so far, in order
     checkpoint: Callable[[], Path]        # the current query's checkpoint
     started_pids: Callable[[], set[int]]  # every pid the harness started in this run

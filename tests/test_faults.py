@@ -69,6 +69,7 @@ class TestCommitGate:
 
 def _targets(tmp_path, started=()):
     return Targets(driver=lambda: None, restart_driver=lambda: None, expect_down=lambda _: None,
+                   executors_log=tmp_path / "executors.jsonl",
                    control_dir=tmp_path, progress=list, checkpoint=lambda: tmp_path,
                    started_pids=lambda: set(started))
 

@@ -27,7 +27,8 @@ def proxied(postgres, tmp_path_factory):
 
 def _fault(server, url, **toxics):
     targets = Targets(driver=lambda: None, restart_driver=lambda: None, expect_down=lambda _: None,
-                      control_dir=None, progress=list, checkpoint=lambda: None, started_pids=set,
+                      executors_log=None, control_dir=None, progress=list, checkpoint=lambda: None,
+                      started_pids=set,
                       network={"postgres": (server, "postgres", lambda: probe_postgres(url))})
     spec = FaultSpec("network", 0, "postgres", duration_s=1,
                      extra={"latency_ms": 0, "jitter_ms": 0, "reset": False, **toxics})

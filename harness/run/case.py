@@ -199,7 +199,8 @@ class Case:
         return Targets(
             driver=self.current_driver, restart_driver=self.restart_driver, driver_now=lambda: self.driver,
             expect_down=self.set_expect_down,
-            control_dir=self.files.control, progress=lambda: read_progress(self.files.progress),
+            control_dir=self.files.control, executors_log=self.files.executors,
+            progress=lambda: read_progress(self.files.progress),
             checkpoint=lambda: self.checkpoint, started_pids=self.registry.seen_pids,
             services=services,
             postgres_url=self.stack.postgres_url, sink_table=self.sink_name,
