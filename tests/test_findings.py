@@ -276,6 +276,22 @@ class TestSinkWithoutBatchId:
         assert all("batch_id" not in w for w in f.witness[0]["written_by"])
 
 
+class TestSinkOwnCommitIds:
+    def test_copies_under_ids_no_checkpoint_lists_are_told_and_say_why(self, tmp_path):
+        """A sink that commits under its own id (a time, as hudi#6098's) still gets a story: each
+        copy with its id and time, and that no checkpoint lists those ids."""
+        inputs = _replay(tmp_path)
+        sink = inputs.sink.assign(batch_id=[1_700_000_000_111, 1_700_000_000_999],
+                                  committed_ms=[_ms(3.0), _ms(10.5)])
+        f = _only(build(_inputs(WINDOWS, inputs.truth, sink, inputs.batches, checkpoints=inputs.checkpoints,
+                                progress=inputs.progress, faults=inputs.faults, incidents=inputs.incidents)),
+                  "duplicated")
+        assert "under its batch id 1700000000111, visible at 3.0 s" in f.story
+        assert "wrote it again under its batch id 1700000000999, visible at 10.5 s" in f.story
+        assert "no checkpoint lists batch ids 1700000000111 and 1700000000999" in f.story
+        assert "driver" in f.story      # the death between the two copies
+
+
 class TestEventsUnitDuplicate:
     def test_an_event_written_by_two_batches_names_both(self, tmp_path):
         """An event_id delivered by batch 0 and again by batch 1 is told batch by batch."""

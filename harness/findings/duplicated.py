@@ -108,18 +108,36 @@ def _several(history: History, r: dict, what: str) -> list[str]:
     """Copies written by different batches, in the order they became visible."""
     clauses = []
     previous_s = None
+    unlisted = []
     for k, w in enumerate(r["written_by"]):
         f = history.batch(w["batch_id"])
-        if f is None:
-            continue
         if previous_s is not None:
             death = history.death_between(previous_s, w.get("committed_s"))
             if death:
                 clauses.append(death)
         wrote = f"wrote {what}" if k == 0 else "wrote it again"
-        clauses.append(f"{batch_read(f)} and {wrote}, visible at {text.seconds(w.get('committed_s'))}")
+        seen = f"visible at {text.seconds(w.get('committed_s'))}"
+        if f is None:
+            # the sink's own commit id (a time, a counter): nothing ties it to Spark's batch
+            unlisted.append(w["batch_id"])
+            clauses.append(f"the sink {wrote} under its batch id {w['batch_id']}, {seen}")
+        else:
+            clauses.append(f"{batch_read(f)} and {wrote}, {seen}")
         previous_s = w.get("committed_s")
+    if unlisted:
+        read = r.get("read_by_batches") or []
+        by = f"; its events were read by {_batches(read)}" if read else ""
+        clauses.append(f"no checkpoint lists {_ids(unlisted)}: the sink does not record Spark's "
+                       f"batch id, so it cannot know a batch it already committed{by}")
     return clauses
+
+
+def _ids(ids: list[int]) -> str:
+    return f"batch id {ids[0]}" if len(ids) == 1 else f"batch ids {text.join(str(i) for i in ids)}"
+
+
+def _batches(ids: list[int]) -> str:
+    return f"batch {ids[0]}" if len(ids) == 1 else f"batches {text.join(str(i) for i in ids)}"
 
 
 def _times(n: int) -> str:
