@@ -39,7 +39,10 @@ def corrupt(path: Path, action: str, rng) -> str:
     """Do `action` to `path`; a sentence saying what was done."""
     size = path.stat().st_size
     if action == "delete":
+        # a lost file is lost whole: its checksum sidecar (.N.crc, Hadoop's local file system)
+        # goes with it, or Spark's rename onto the name fails as if another query held it
         path.unlink()
+        path.with_name(f".{path.name}.crc").unlink(missing_ok=True)
         return f"deleted ({size} bytes)"
     if action == "truncate":
         path.write_bytes(path.read_bytes()[:size // 2])
