@@ -1,0 +1,114 @@
+"""Clusters the harness did not start: a Spark standalone cluster and a 3-broker Kafka started
+apart (as an operator would run them) and handed to a scenario as existing ones.
+
+Setup: a registry of this test's own starts Spark's Master and two Workers from pyspark's
+jars, a Kafka cluster of 3 KRaft brokers and a PostgreSQL server. Steps: a scenario names
+them in [services]; faults that need processes of the harness's own are refused before
+anything starts; a case runs under the faults that go through an API (kill-executor via
+Spark's API, fail-batch, kafka-partitions) and its verdict holds."""
+
+import json
+
+import pytest
+
+from harness.errors import ScenarioError
+from harness.scenario import load
+from tests.helpers import assert_nothing_left, run_cli
+
+pytestmark = pytest.mark.integration
+
+SCENARIO = """
+name = "existing"
+drain_timeout = "240s"
+
+[services.kafka]
+bootstrap_servers = "{bootstrap}"
+
+[services.spark]
+master = "{master}"
+conf = {{ "spark.cores.max" = "2", "spark.executor.cores" = "1", "spark.executor.memory" = "768m" }}
+
+[services.postgres]
+url = "{postgres}"
+
+[workload]
+partitions = 2
+duration = "32s"
+seed = 9
+
+[workload.rate]
+eps = 200
+
+[pipeline]
+window = "2s"
+watermark = "1s"
+
+[[cases]]
+name = "eo"
+guarantee = "exactly-once"
+"""
+
+API_FAULTS = """
+[[faults]]
+kind = "kill-executor"
+at = "2s"
+target = "executor:0"
+via = "spark-api"
+
+[[faults]]
+kind = "kafka-partitions"
+at = "5s"
+count = 1
+
+[[faults]]
+kind = "fail-batch"
+at = "9s"
+downtime = "1s"
+"""
+
+
+@pytest.fixture(scope="module")
+def clusters(tmp_path_factory):
+    from harness.services.base import Registry
+    from harness.services.kafka import KafkaCluster
+    from harness.services.postgres import PostgresServer
+    from harness.services.spark_cluster import SparkStandalone
+
+    root = tmp_path_factory.mktemp("operator")
+    with Registry() as registry:
+        kafka = KafkaCluster(root / "kafka", registry, brokers=3).start()
+        spark = SparkStandalone(root / "spark", registry, workers=2, cores=2, memory="1g").start()
+        postgres = PostgresServer(root / "postgres", registry).start().wait_ready()
+        yield {"bootstrap": kafka.bootstrap_servers, "master": spark.url, "postgres": postgres.url}
+
+
+def _scenario(tmp_path, clusters, faults: str):
+    path = tmp_path / "existing.toml"
+    path.write_text(SCENARIO.format(**clusters) + faults)
+    return path
+
+
+@pytest.mark.parametrize("fault, need", [
+    ('kind = "pause"\nat = "2s"\ntarget = "broker"\nduration = "1s"', "own-kafka"),
+    ('kind = "kill-executor"\nat = "2s"\ntarget = "executor:0"', "own-executors"),
+    ('kind = "kill-worker"\nat = "2s"\ntarget = "worker:0"', "own-standalone"),
+    ('kind = "network"\nat = "2s"\ntarget = "kafka"\nlatency = "100ms"\nduration = "1s"', "own-kafka"),
+])
+def test_a_fault_that_needs_the_harness_s_own_processes_is_refused_with_the_reason(
+        tmp_path, clusters, fault, need):
+    with pytest.raises(ScenarioError, match=need):
+        load(_scenario(tmp_path, clusters, "\n[[faults]]\n" + fault + "\n"))
+
+
+def test_a_case_runs_on_them_under_the_faults_that_go_through_an_api(tmp_path, clusters):
+    run_dir = tmp_path / "run"
+    proc = run_cli("run", str(_scenario(tmp_path, clusters, API_FAULTS)), "--out", str(run_dir))
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (case,) = summary["cases"]
+    missed = [f"{f['kind']}: {f.get('landed_detail') or f['detail']}" for f in case["faults"]
+              if not (f["observed"] and f["landed"])]
+    assert not missed, missed
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert case["verdict"]["holds"] and case["verdict"]["observed"] == "exactly-once", case["verdict"]
+    assert summary["environment"]["spark_master"] == clusters["master"]
+    assert_nothing_left(run_dir)   # of the run's own: the clusters are this test's, stopped after it
