@@ -42,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     sustain.add_argument("--max-eps", type=float, default=32_000.0,
                          help="the highest rate tried (default 32000)")
     sustain.add_argument("--steps", type=int, default=3, help="bisections after doubling (default 3)")
+    sustain.add_argument("--executors", type=_sizes, metavar="N,N,...",
+                         help="run the search once per number of executors (e.g. 1,2,4): a scaling curve")
     sustain.add_argument("--out", type=Path, help="run directory (default: results/<run-id>/)")
     sustain.add_argument("--quick", action="store_true", help="apply the scenario's [quick] overrides")
     sustain.add_argument("-v", "--verbose", action="store_true", help="log the harness's steps to stderr")
@@ -240,7 +242,17 @@ def _sustain(args) -> int:
     from harness.scenario import parse_duration_ms
 
     p99_ms = None if args.p99 is None else parse_duration_ms(args.p99, "--p99")
-    return _run(args, SustainSearch(args.case, p99_ms, args.min_eps, args.max_eps, args.steps))
+    search = SustainSearch(args.case, p99_ms, args.min_eps, args.max_eps, args.steps, args.executors)
+    return _run(args, search)
+
+
+def _sizes(text: str) -> list[int]:
+    """--executors 1,2,4"""
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of numbers of executors, "
+                                         "e.g. 1,2,4") from None
 
 
 def _hunt(args) -> int:

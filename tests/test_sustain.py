@@ -58,3 +58,45 @@ def test_spark_s_ceiling_leaves_out_the_warm_up_batches():
                  for ms in (5000, 3000, 500, 250, 250)]
     out = ceiling_of(progress, skip=2)
     assert out == {"eps": 3000.0, "batches": 3, "rows": 3000, "median_batch_ms": 250}
+
+
+class TestScalingCurve:
+    """--executors: the search per size, and the sizes as a curve (no services)."""
+
+    def test_a_local_cluster_gets_n_executors_of_the_same_cores_and_memory(self):
+        from harness.run.sustain import sized
+        from harness.scenario.model import SparkConfig
+
+        assert sized(SparkConfig(master="local-cluster[2,1,1024]"), 4).master == "local-cluster[4,1,1024]"
+        k8s = sized(SparkConfig(master="k8s://https://api:6443"), 3)
+        assert k8s.conf["spark.executor.instances"] == "3"
+        own = sized(SparkConfig(master="standalone", workers=2, worker_cores=2), 2)
+        assert (own.conf["spark.cores.max"], own.conf["spark.executor.cores"]) == ("4", "2")
+
+    def test_a_size_the_master_cannot_have_is_refused_with_the_fix(self):
+        from harness.errors import ScenarioError
+        from harness.run.sustain import sized
+        from harness.scenario.model import SparkConfig
+
+        with pytest.raises(ScenarioError, match="room for 2 executors"):
+            sized(SparkConfig(master="standalone", workers=2, worker_cores=1), 4)
+        with pytest.raises(ScenarioError, match="runs no executors"):
+            sized(SparkConfig(master="local[2]"), 2)
+
+    def test_speed_up_and_efficiency_are_against_the_smallest_size(self):
+        from harness.report.table import render_sustain
+        from harness.run.sustain import curve
+
+        def size(n, rate, top):
+            trial = {"eps": rate, "sustained": True, "why_not": None, "processed_eps": rate,
+                     "p99_ms": 1.0, "lag_trend_records_per_s": 0.0}
+            return {"executors": n, "master": f"local-cluster[{n},1,1024]", "rate_eps": rate,
+                    "bounds": {}, "spark_ceiling": {"eps": top}, "trials": [trial]}
+
+        found = curve([size(1, 2000, 10000), size(2, 3000, 16000), size(4, 3000, 16000)])
+        assert [s["speedup"] for s in found["scaling"]] == [1.0, 1.5, 1.5]
+        assert [s["efficiency"] for s in found["scaling"]] == [1.0, 0.75, 0.375]
+        assert found["rate_eps"] == 3000 and [t["executors"] for t in found["trials"]] == [1, 2, 4]
+        text = render_sustain({"case": "c", **found})
+        assert "speed-up (vs 1)" in text and text.splitlines()[-1].split() == [
+            "4", "3,000", "1.50", "0.38", "16,000", "1.60"]

@@ -267,6 +267,8 @@ def _findings(case: CaseResult) -> str:
 
 
 def _sustain(found: dict) -> str:
+    if found.get("scaling"):
+        return _scaling(found)
     trials = sorted(found.get("trials", []), key=lambda t: t["eps"])
     ceiling = (found.get("spark_ceiling") or {}).get("eps")
     rows = [[_fmt(t["eps"]), "kept up" if t["sustained"] else "behind", _fmt(t.get("processed_eps")),
@@ -282,6 +284,32 @@ def _sustain(found: dict) -> str:
                       f"{_fmt((found.get('rate_of_ceiling') or 0) * 100, 0)}% of it.</p>",
                       _table(["offered/s", "result", "processed/s", "p99 ms", "lag trend", "why not"], rows,
                              "sustain", text_columns=0), chart])
+
+
+def _scaling(found: dict) -> str:
+    """The scaling curve: each size's sustained rate against the executors, beside linear
+    speed-up from the smallest size and Spark's own ceiling at each size; then each search."""
+    sizes = found["scaling"]
+    base = sizes[0]
+    xs = [float(s["executors"]) for s in sizes]
+    first = base["rate_eps"]
+    linear = [first * s["executors"] / base["executors"] if first else None for s in sizes]
+    chart = svg.line_chart(f"scaling: sustained rate against executors (case {found.get('case')})",
+                           [svg.Series("sustained events/s", xs, [s["rate_eps"] for s in sizes]),
+                            svg.Series("linear from the smallest size", xs, linear),
+                            svg.Series("Spark's ceiling (rate source, noop sink)", xs,
+                                       [(s.get("spark_ceiling") or {}).get("eps") for s in sizes])],
+                           x_label="executors", y_label="events/s")
+    rows = [[_fmt(s["executors"]), escape(s["master"]), _fmt(s["rate_eps"]), _fmt(s.get("speedup"), 2),
+             _fmt(s.get("efficiency"), 2), _fmt((s.get("spark_ceiling") or {}).get("eps")),
+             _fmt(s.get("ceiling_speedup"), 2)] for s in sizes]
+    parts = [f"<h2>Scaling: {_fmt(found.get('rate_eps'))} events/s at best</h2>",
+             _table(["executors", "master", "sustained/s", f"speed-up (vs {base['executors']})", "efficiency",
+                     "Spark ceiling/s", "ceiling speed-up"], rows, "scaling", text_columns=2), chart]
+    for s in sizes:
+        one = _sustain({**s, "case": f"{found.get('case')}, {s['executors']} executors"})
+        parts.append(one.replace("<h2>", "<h3>").replace("</h2>", "</h3>"))
+    return "\n".join(parts)
 
 
 def _sweep(sweep: list[dict]) -> str:

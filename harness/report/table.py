@@ -72,7 +72,10 @@ def render(result: RunResult) -> str:
 
 
 def render_sustain(sustain: dict) -> str:
-    """The search's trials, lowest rate first, and the rate found."""
+    """The search's trials, lowest rate first, and the rate found; with sizes, each size's
+    search and then the scaling curve."""
+    if sustain.get("scaling"):
+        return render_scaling(sustain)
     lines = [f"sustain: case {sustain['case']}"]
     for t in sustain.get("trials", []):
         lines.append(f"  {t['eps']:>9,.0f} events/s  {'kept up' if t['sustained'] else 'behind '}  "
@@ -85,6 +88,25 @@ def render_sustain(sustain: dict) -> str:
     lines.append(f"sustained: {found:,.0f} events/s" if found is not None
                  else "sustained: none of the rates tried")
     return "\n".join(lines)
+
+
+def render_scaling(sustain: dict) -> str:
+    parts = [render_sustain({"case": f"{sustain['case']} on {s['executors']} executors ({s['master']})", **{
+        k: v for k, v in s.items() if k != "scaling"}}) for s in sustain["scaling"]]
+    base = sustain.get("speedup_base_executors")
+    rows = [[str(s["executors"]), _num(s["rate_eps"]), _ratio(s.get("speedup")), _ratio(s.get("efficiency")),
+             _num((s.get("spark_ceiling") or {}).get("eps")), _ratio(s.get("ceiling_speedup"))]
+            for s in sustain["scaling"]]
+    head = ["executors", "sustained/s", f"speed-up (vs {base})", "efficiency", "Spark ceiling/s",
+            "ceiling speed-up"]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    table = ["  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)),
+             *("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows)]
+    return "\n\n".join([*parts, "scaling: case " + sustain["case"] + "\n" + "\n".join(table)])
+
+
+def _ratio(value) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def render_hunt(hunt: dict) -> str:

@@ -44,12 +44,26 @@ class Search:
 
 class SustainSearch(Search):
     def __init__(self, case: str | None, p99_ms: float | None, min_eps: float, max_eps: float,
-                 steps: int):
+                 steps: int, executors: list[int] | None = None):
         super().__init__(case)
         if not 0 < min_eps <= max_eps or steps < 0:
             raise ScenarioError(f"--min-eps {min_eps:g}, --max-eps {max_eps:g}, --steps {steps}: the range "
                                 "is empty", "give 0 < --min-eps <= --max-eps and --steps >= 0")
+        if executors is not None and (not executors or min(executors) < 1
+                                      or len(set(executors)) < len(executors)):
+            raise ScenarioError(f"--executors {','.join(map(str, executors))}: sizes must be distinct "
+                                "and >= 1", "give e.g. --executors 1,2,4")
         self.p99_ms, self.min_eps, self.max_eps, self.steps = p99_ms, min_eps, max_eps, steps
+        self.executors = executors
+
+    def narrow(self, scenario):
+        narrowed = super().narrow(scenario)
+        if self.executors:
+            from harness.run import sustain
+
+            for n in self.executors:   # a size the master cannot have is refused before anything starts
+                sustain.sized(narrowed.services.spark, n)
+        return narrowed
 
     def search(self, stack, result, run_dir, run_id, progress, registry) -> None:
         from harness.run import sustain
@@ -59,8 +73,12 @@ class SustainSearch(Search):
         bound = self.p99_ms if self.p99_ms is not None else pipeline.watermark_ms + over
         bounds = sustain.Bounds(p99_ms=bound, min_eps=self.min_eps, max_eps=self.max_eps, steps=self.steps)
         found = result.sections["sustain"] = {"case": self.spec.name, "rate_eps": None, "trials": []}
-        found.update(sustain.search(self.scenario, self.spec, stack, run_dir, run_id, progress, registry,
-                                    bounds, result.cases))
+        if self.executors:
+            found.update(sustain.scale(self.scenario, self.spec, stack, run_dir, run_id, progress, registry,
+                                       bounds, result.cases, self.executors))
+        else:
+            found.update(sustain.search(self.scenario, self.spec, stack, run_dir, run_id, progress, registry,
+                                        bounds, result.cases))
         sustain.write(run_dir, found)
 
     def render(self, result) -> str:

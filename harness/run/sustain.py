@@ -9,14 +9,21 @@ pass and the first failure `steps` times: Theodolite's and ShuffleBench's method
 then fine. Every trial is a case of the run directory, checked like any other. Then, as
 a reference, Spark's own ceiling for the same query without Kafka or the sink
 (harness/run/ceiling.py); the sustained rate's share of it is what they cost.
+
+With `executors` (`--executors 1,2,4`) the whole search runs once per size, and the sizes
+make a scaling curve: each size's sustained rate and its speed-up over the smallest size,
+as Theodolite's scalability benchmarks report it (`scale`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import MappingProxyType
 
+from harness.errors import ScenarioError
 from harness.results.model import CaseResult
 from harness.results.rundir import RunDir
 from harness.run import ceiling
@@ -97,6 +104,70 @@ def search(scenario, spec, stack, run_dir: RunDir, run_id: str, progress, regist
         "p99_ms": bounds.p99_ms, "lag_trend_max": scenario.measure.lag_trend_max,
         "min_eps": bounds.min_eps, "max_eps": bounds.max_eps, "steps": bounds.steps},
         "trials": sorted(trials, key=lambda t: t["eps"])}
+
+
+LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]")
+
+
+def sized(spark, executors: int):
+    """The scenario's Spark settings with `executors` executors.
+
+    local-cluster[N,c,m] becomes local-cluster[executors,c,m]; a standalone cluster (the
+    harness's own or a spark:// URL) gets spark.cores.max for that many executors of
+    spark.executor.cores; any other master (Kubernetes, YARN) spark.executor.instances."""
+    conf = dict(spark.conf)
+    local = LOCAL_CLUSTER.fullmatch(spark.master.strip())
+    if local:
+        return replace(spark, master=f"local-cluster[{executors},{local[2]},{local[3]}]")
+    if spark.master.startswith("local"):
+        raise ScenarioError(f"--executors: the master {spark.master!r} runs no executors",
+                            'use master = "local-cluster[2,1,1024]" (the default), "standalone" or a cluster')
+    if spark.standalone or spark.master.startswith("spark://"):
+        default = spark.worker_cores if spark.standalone else 1
+        cores = int(conf.setdefault("spark.executor.cores", str(default)))
+        if spark.standalone and executors * cores > spark.workers * spark.worker_cores:
+            raise ScenarioError(
+                f"--executors {executors}: the standalone cluster has {spark.workers} workers of "
+                f"{spark.worker_cores} cores, room for "
+                f"{spark.workers * spark.worker_cores // cores} executors",
+                "raise [services.spark] workers or worker_cores, or ask for fewer executors")
+        conf["spark.cores.max"] = str(executors * cores)
+    else:
+        conf["spark.executor.instances"] = str(executors)
+    return replace(spark, conf=MappingProxyType(conf))
+
+
+def scale(scenario, spec, stack, run_dir: RunDir, run_id: str, progress, registry, bounds: Bounds,
+          cases: list[CaseResult], executors: list[int]) -> dict:
+    """The search once per size in `executors`; the sustain section with the curve in
+    `scaling` (one search's fields per size) and every trial, tagged with its size."""
+    sizes: list[dict] = []
+    for n in executors:
+        spark = sized(scenario.services.spark, n)
+        at_n = replace(scenario, services=replace(scenario.services, spark=spark))
+        progress.step(f"sustain: {n} executor{'s' if n != 1 else ''} ({spark.master})")
+        found = search(at_n, replace(spec, name=f"{spec.name}-x{n}"), stack, run_dir, run_id, progress,
+                       registry, bounds, cases)
+        sizes.append({"executors": n, "master": spark.master, **found})
+    return curve(sizes)
+
+
+def curve(sizes: list[dict]) -> dict:
+    """The sizes' searches as a scaling curve: speed-up = rate / the smallest size's rate,
+    efficiency = speed-up / (executors / the smallest size's executors)."""
+    base = sizes[0]
+    for size in sizes:
+        rate, first = size["rate_eps"], base["rate_eps"]
+        size["speedup"] = round(rate / first, 3) if rate and first else None
+        more = size["executors"] / base["executors"]
+        size["efficiency"] = round(size["speedup"] / more, 3) if size["speedup"] is not None else None
+        top, first_top = ((s.get("spark_ceiling") or {}).get("eps") for s in (size, base))
+        size["ceiling_speedup"] = round(top / first_top, 3) if top and first_top else None
+    rates = [s["rate_eps"] for s in sizes if s["rate_eps"] is not None]
+    trials = [{**t, "executors": s["executors"]} for s in sizes for t in s["trials"]]
+    return {"rate_eps": max(rates, default=None), "executors": [s["executors"] for s in sizes],
+            "speedup_base_executors": base["executors"], "scaling": sizes, "bounds": base["bounds"],
+            "trials": trials}
 
 
 def write(run_dir: RunDir, found: dict) -> Path:
