@@ -47,8 +47,7 @@ def main(argv: list[str]) -> int:
     try:
         return run(config, status)
     except Exception as exc:  # noqa: BLE001 - the harness reads the failure from status.json
-        _write_status(status, state="failed", error=f"{type(exc).__name__}: {exc}",
-                      traceback=traceback.format_exc())
+        _write_status(status, state="failed", error=error_text(exc), traceback=traceback.format_exc())
         traceback.print_exc()
         return 1
 
@@ -211,6 +210,33 @@ def _write_conf(spark, path: Path) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(conf, indent=2) + "\n")
     os.replace(tmp, path)
+
+
+PLAN = "\n=== Streaming Query ==="   # where a StreamingQueryException's message turns into the plan
+
+
+def error_text(exc: BaseException, limit: int = 600) -> str:
+    """The failure in a sentence: class and message without the query's plan, and the JVM's
+    root cause when the message hides it ("Exception thrown in awaitResult")."""
+    text = f"{type(exc).__name__}: {str(exc).split(PLAN)[0].strip()}"
+    root = _root_cause(getattr(exc, "_origin", None))
+    if root and root.split(":")[0] not in text:
+        text += f" (caused by {root})"
+    return text[:limit]
+
+
+def _root_cause(throwable) -> str | None:
+    """The innermost cause of a Java exception (py4j), its first three lines joined."""
+    try:
+        depth = 0
+        while throwable is not None and throwable.getCause() is not None and depth < 20:
+            throwable, depth = throwable.getCause(), depth + 1
+        if not depth:
+            return None
+        lines = [line.strip() for line in str(throwable.toString()).splitlines() if line.strip()]
+        return " ".join(lines[:3])
+    except Exception:  # noqa: BLE001 - the JVM may be gone; the message alone still says what failed
+        return None
 
 
 def _write_status(path: Path, **fields) -> None:

@@ -1,0 +1,59 @@
+"""How the driver program says why its query failed (status.json's `error`): without the
+query's plan, with the JVM's root cause. The exception is built by hand, shaped as pyspark's
+captured exceptions are (a py4j Throwable in `_origin`)."""
+
+import pytest
+
+from workloads.pipelines.driver import error_text
+
+pytestmark = pytest.mark.unit
+
+
+class Throwable:
+    """A Java exception through py4j: toString() and getCause()."""
+
+    def __init__(self, text, cause=None):
+        self.text, self.cause = text, cause
+
+    def toString(self):  # noqa: N802 - Java's name
+        return self.text
+
+    def getCause(self):  # noqa: N802
+        return self.cause
+
+
+class StreamingQueryException(Exception):
+    def __init__(self, message, origin):
+        super().__init__(message)
+        self._origin = origin
+
+
+STATE = "org.apache.spark.sql.execution.streaming.state.StateStoreCommitValidationFailed"
+VALIDATION = "[STATE_STORE_COMMIT_VALIDATION_FAILED] State store commit validation failed for batch 4."
+
+
+def test_the_plan_is_cut_and_the_root_cause_named():
+    root = Throwable(f"{STATE}: {VALIDATION}\nExpected 2 commits but got 0.\n"
+                     "Missing commits: (operator=0, partition=0)\nThis error ...")
+    exc = StreamingQueryException(
+        "[STREAM_FAILED] Query [id = q] terminated with exception: Exception thrown in awaitResult: "
+        " SQLSTATE: XXKST\n=== Streaming Query ===\nIdentifier: q\n~WriteToMicroBatchDataSourceV1 ...",
+        Throwable("org.apache.spark.SparkException: Exception thrown in awaitResult",
+                  Throwable("org.apache.spark.rpc.RpcException", root)))
+    text = error_text(exc)
+    assert "=== Streaming Query ===" not in text and "WriteToMicroBatch" not in text
+    assert text.startswith("StreamingQueryException: [STREAM_FAILED]")
+    assert text.endswith(f"(caused by {STATE}: {VALIDATION} Expected 2 commits but got 0. "
+                         "Missing commits: (operator=0, partition=0))")
+
+
+def test_a_python_error_is_its_class_and_message():
+    assert error_text(ValueError("no such sink")) == "ValueError: no such sink"
+
+
+def test_a_dead_jvm_leaves_the_message():
+    class Gone(Throwable):
+        def getCause(self):  # noqa: N802
+            raise ConnectionError("py4j: the JVM is gone")
+
+    assert error_text(StreamingQueryException("boom", Gone("x"))) == "StreamingQueryException: boom"
