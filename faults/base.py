@@ -61,3 +61,10 @@ class Fault:
 
     def observe(self) -> Observation:
         raise NotImplementedError
+
+
+def held_text(held: dict) -> str:
+    """"batch 4 (85 rows)", or "batch 4" when the sink does not count its rows (counting a
+    DataFrame would run the batch twice)."""
+    rows = held.get("rows")
+    return f"batch {held['batch_id']}" + (f" ({rows:,} rows)" if rows is not None else "")

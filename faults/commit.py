@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from faults.base import Fault, Observation
+from faults.base import Fault, Observation, held_text
 from faults.kinds import DURATION, FaultKind
 from workloads.pipelines.control import DELAY_COMMIT, held_batches, request, withdraw
 
@@ -24,7 +24,7 @@ class DelayCommit(Fault):
             return Observation(False, f"no batch that wrote rows reached the commit window within "
                                       f"{self.spec.duration_s:g}s")
         first = held[0]
-        return Observation(True, f"batch {first['batch_id']} ({first['rows']} rows) was written and held "
+        return Observation(True, f"{held_text(first)} was written and held "
                                  f"up to {self.spec.duration_s:g}s before its commit",
                            {"held_batch": first["batch_id"]})
 

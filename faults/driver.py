@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from faults.base import Fault, Observation
+from faults.base import Fault, Observation, held_text
 from faults.kinds import DOWNTIME, FaultKind, Key
 from faults.targets import end_s as _end_s
 from faults.targets import wait_for
@@ -193,7 +193,7 @@ class ReplayBatch(KillDriver):
                                       f"but the batch did not run again", seen.facts)
         what = "skipped (at-most-once restarts fresh)" if fresh else "ran again"
         landed, proof = self.landed
-        return Observation(True, f"batch {self.held['batch_id']} ({self.held['rows']} rows) was written, "
+        return Observation(True, f"{held_text(self.held)} was written, "
                                  f"the driver killed before its commit, and the batch {what}", seen.facts,
                            landed=landed, proof=proof, outcome=seen.outcome,
                            outcome_detail=seen.outcome_detail)

@@ -290,6 +290,9 @@ class TestSinkOwnCommitIds:
         assert "wrote it again under its batch id 1700000000999, visible at 10.5 s" in f.story
         assert "no checkpoint lists batch ids 1700000000111 and 1700000000999" in f.story
         assert "driver" in f.story      # the death between the two copies
+        # the batch in flight at each copy is the one that wrote it
+        assert "visible at 3.0 s, while batch 1 ran (offsets/1 at 2.0 s)" in f.story
+        assert "while batch 1 ran again; commits/1 was written at 11.0 s" in f.story
 
 
 class TestEventsUnitDuplicate:

@@ -4,7 +4,7 @@ succeeds, the checkpoint write fails, and the batch is written again.
 
 Setup: examples/known-bugs/hudi-6098/scenario.toml: two cases claiming exactly-once, a sink
 that commits under its own commit time and its fix that commits under Spark's batch id; the
-checkpoint's newest commits/N is deleted while the driver is down. Steps: one run through
+driver is killed after the sink's commit of a batch, before Spark's commits/N. Steps: one run through
 the CLI; the buggy case fails with a duplicated finding whose story tells the replay, the
 fixed case holds."""
 

@@ -108,7 +108,8 @@ def _several(history: History, r: dict, what: str) -> list[str]:
     """Copies written by different batches, in the order they became visible."""
     clauses = []
     previous_s = None
-    unlisted = []
+    unlisted: list[int] = []
+    during: list[BatchFacts] = []
     for k, w in enumerate(r["written_by"]):
         f = history.batch(w["batch_id"])
         if previous_s is not None:
@@ -118,12 +119,21 @@ def _several(history: History, r: dict, what: str) -> list[str]:
         wrote = f"wrote {what}" if k == 0 else "wrote it again"
         seen = f"visible at {text.seconds(w.get('committed_s'))}"
         if f is None:
-            # the sink's own commit id (a time, a counter): nothing ties it to Spark's batch
+            # the sink's own commit id (a time, a counter): nothing ties it to Spark's batch;
+            # the batch in flight when the copy became visible is the one that wrote it
             unlisted.append(w["batch_id"])
+            ran = history.in_flight(w.get("committed_s"))
+            if ran is not None:
+                again = " again" if any(f.id == ran.id for f in during) else ""
+                seen += f", while {name(ran)} ran{again}" + (
+                    f" (offsets/{ran.local} at {text.seconds(ran.planned_s)})" if not again else "")
+                during.append(ran)
             clauses.append(f"the sink {wrote} under its batch id {w['batch_id']}, {seen}")
         else:
             clauses.append(f"{batch_read(f)} and {wrote}, {seen}")
         previous_s = w.get("committed_s")
+    for bid in dict.fromkeys(f.id for f in during):
+        clauses.append(commit(history.get(bid)))
     if unlisted:
         read = r.get("read_by_batches") or []
         by = f"; its events were read by {_batches(read)}" if read else ""

@@ -98,6 +98,15 @@ class History:
         """A batch known to exist (one that assign_batches or the sink named)."""
         return self.batches[int(batch_id)]
 
+    def in_flight(self, at_s: float | None) -> BatchFacts | None:
+        """The batch planned last before `at_s` that was not yet committed then: the one a
+        sink's write at `at_s` belongs to, when the sink does not record Spark's batch id."""
+        if at_s is None:
+            return None
+        running = [f for f in self.batches.values() if f.planned_s is not None and f.planned_s <= at_s
+                   and (f.committed_s is None or f.committed_s >= at_s)]
+        return max(running, key=lambda f: f.planned_s or 0.0, default=None)
+
     def of_query(self, query: int) -> list[BatchFacts]:
         return [f for f in self.batches.values() if f.batch.query == query]
 
