@@ -211,6 +211,7 @@ def _run(args, search=None) -> int:
             for line in describe_reaped(registry.reaped):
                 progress.step(line)
             result = runner.run(scenario, run_dir, run_id, progress, registry, cases)
+        runner.no_leftovers(result, run_dir, run_id, progress)
     finally:
         _write_report(run_dir, progress)
         progress.step(f"results: {run_dir.path}")

@@ -93,3 +93,28 @@ def alive(pid: int, create_time: float | None = None) -> bool:
         return create_time is None or abs(proc.create_time() - create_time) < 0.01
     except psutil.NoSuchProcess:
         return False
+
+
+def of_run(run_id: str) -> list[psutil.Process]:
+    """Live processes carrying the run's HARNESS_RUN_ID in their environment (every process
+    a CLI run starts inherits it, however deep in the tree), this one left out."""
+    marker = f"HARNESS_RUN_ID={run_id}".encode()
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid == os.getpid() or proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if marker in Path(f"/proc/{proc.pid}/environ").read_bytes().split(b"\0"):
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
+            continue
+    return found
+
+
+def describe(proc: psutil.Process) -> str:
+    """"4242 java -cp ... kafka.Kafka" (the command line cut at 120 characters)."""
+    try:
+        return f"{proc.pid} {' '.join(proc.cmdline())[:120]}"
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return f"{proc.pid} (gone)"
+

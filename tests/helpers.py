@@ -7,8 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import psutil
-
 REPO = Path(__file__).resolve().parent.parent
 
 # the smallest valid scenario; tests edit one line of it to make each mistake
@@ -48,16 +46,9 @@ def run_cli(*args: str, timeout: float = 900, env: dict | None = None) -> subpro
 def processes_of_run(run_id: str) -> list[str]:
     """Live processes carrying the run's HARNESS_RUN_ID in their environment: every
     process the run started inherits it, however deep in the tree."""
-    marker = f"HARNESS_RUN_ID={run_id}"
-    found = []
-    for proc in psutil.process_iter(["pid", "name"]):
-        try:
-            if proc.pid != os.getpid() and proc.status() != psutil.STATUS_ZOMBIE \
-                    and marker in _environ(proc.pid):
-                found.append(f"{proc.pid} {' '.join(proc.cmdline())[:120]}")
-        except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
-            continue
-    return found
+    from harness import procs
+
+    return [procs.describe(p) for p in procs.of_run(run_id)]
 
 
 def assert_nothing_left(run_dir: Path) -> None:

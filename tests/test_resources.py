@@ -114,3 +114,46 @@ def test_a_sampler_never_started_writes_nothing(tmp_path):
     """[measure] enabled = false: the sampler is not started; stopping it is harmless."""
     sampler = Sampler(_Registry(), tmp_path / "resources.parquet")
     assert sampler.stop() == {} and not (tmp_path / "resources.parquet").exists()
+
+
+def test_a_process_s_open_descriptors_are_sampled(tmp_path):
+    """A service holding 50 extra files open shows them in open_fds."""
+    held = subprocess.Popen([sys.executable, "-c",
+                             "import time; fs = [open('/dev/null') for _ in range(50)]; time.sleep(30)"])
+    try:
+        time.sleep(0.5)
+        sampler = Sampler(_Registry(_Service("kafka", held)), tmp_path / "r.parquet")
+        sampler.sample()
+    finally:
+        held.kill()
+        held.wait()
+    (row,) = [r for r in sampler.rows if r[1] == "kafka"]
+    assert row[5] >= 53, row      # stdin, stdout, stderr and the 50
+
+
+def _samples(minutes: int, rss_at, fds_at) -> pd.DataFrame:
+    """One sample a second of harness and kafka over `minutes`, rss and fds as functions of s."""
+    rows = [(s * 1000, c, 1.0, rss_at(s), 1, fds_at(s)) for s in range(minutes * 60)
+            for c in ("harness", "kafka")]
+    columns = ["at_ms", "component", "cpu_percent", "rss_bytes", "processes", "open_fds"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def test_drift_is_measured_from_ten_minutes_in_to_the_end():
+    from harness.metrics.resources import drift
+
+    # memory climbs 60 MB in 10 minutes (settling), then 600 bytes a second; a descriptor leaks a minute
+    frame = _samples(60, lambda s: 100_000_000 + min(s, 600) * 100_000 + max(s - 600, 0) * 600,
+                     lambda s: 40 + s // 60)
+    found = drift(frame)
+    assert (found["from_s"], found["span_s"]) == (600.0, 3599.0)
+    assert found["harness_rss_bytes_from"] == 160_000_000
+    assert found["harness_rss_bytes_end"] == 160_000_000 + 2_999 * 600
+    assert found["harness_rss_growth"] == 0.0112      # 1,799,400 / 160,000,000
+    assert found["open_fds"]["kafka"] == {"from": 50, "end": 99, "max": 99}
+
+
+def test_a_short_run_has_no_drift():
+    from harness.metrics.resources import drift
+
+    assert drift(_samples(15, lambda s: 1, lambda s: 1)) is None

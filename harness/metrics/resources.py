@@ -6,7 +6,11 @@ Kafka broker, PostgreSQL, Toxiproxy), the Spark driver (its Python process and J
 each executor (`executor:<id>`). A process that appears later (a replaced executor, a
 restarted driver) is picked up at the next sample. Each row of the case's
 `resources.parquet` is one component at one second: CPU in percent of one core, summed
-over its processes, and their resident memory.
+over its processes, their resident memory and their open file descriptors.
+
+`drift` reads a long case's samples for what an hour must not show: the harness's own
+resident memory growing after the first DRIFT_FROM_S, and any component's descriptors
+climbing.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pathlib import Path
 import psutil
 
 INTERVAL_S = 1.0
+DRIFT_FROM_S = 600.0    # memory growth is measured from here (JIT, caches and pools have settled)
 _EXECUTOR_ID = re.compile(r"--executor-id\s+(\S+)")
 
 
@@ -89,16 +94,18 @@ class Sampler:
         for component, proc in self.processes():
             try:
                 cpu, rss = proc.cpu_percent(None), proc.memory_info().rss
+                fds = _fds(proc)
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
             if proc.pid in self._fresh:   # primed a moment ago: its CPU counts from the next sample
                 cpu = 0.0
-            total = totals.setdefault(component, [0.0, 0, 0])
+            total = totals.setdefault(component, [0.0, 0, 0, 0])
             total[0] += cpu
             total[1] += rss
             total[2] += 1
+            total[3] += fds
         self._fresh.clear()
-        self.rows += [(at_ms, c, round(t[0], 1), int(t[1]), int(t[2])) for c, t in totals.items()]
+        self.rows += [(at_ms, c, round(t[0], 1), int(t[1]), int(t[2]), int(t[3])) for c, t in totals.items()]
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -116,12 +123,54 @@ class Sampler:
             return {}
         self._stop.set()
         self._thread.join(timeout=5)
-        columns = ["at_ms", "component", "cpu_percent", "rss_bytes", "processes"]
+        columns = ["at_ms", "component", "cpu_percent", "rss_bytes", "processes", "open_fds"]
         frame = pd.DataFrame(self.rows, columns=columns)
         frame.to_parquet(self.path, index=False)
-        grouped = frame.groupby("component")
-        return {c: {"cpu_percent_mean": round(float(g["cpu_percent"].mean()), 1),
-                    "rss_bytes_max": int(g["rss_bytes"].max())} for c, g in grouped}
+        return summarise(frame)
+
+
+def summarise(frame) -> dict:
+    """Per component: mean CPU, peak and last resident memory, most and last open descriptors."""
+    out = {}
+    for c, g in frame.sort_values("at_ms").groupby("component"):
+        out[c] = {"cpu_percent_mean": round(float(g["cpu_percent"].mean()), 1),
+                  "rss_bytes_max": int(g["rss_bytes"].max()), "rss_bytes_end": int(g["rss_bytes"].iloc[-1])}
+        if "open_fds" in g:
+            out[c].update(open_fds_max=int(g["open_fds"].max()), open_fds_end=int(g["open_fds"].iloc[-1]))
+    return out
+
+
+def drift(frame, from_s: float = DRIFT_FROM_S) -> dict | None:
+    """The harness's resident memory at `from_s` into the sampling and at its end, and its
+    growth between them; each component's open descriptors then, at the end and at most.
+    None when the samples span less than twice `from_s` (too short to tell settling from
+    drift)."""
+    if frame is None or not len(frame):
+        return None
+    frame = frame.sort_values("at_ms", kind="stable")
+    start, end = frame["at_ms"].iloc[0], frame["at_ms"].iloc[-1]
+    if end - start < 2 * from_s * 1000:
+        return None
+    later = frame[frame["at_ms"] >= start + from_s * 1000]
+    then = later.groupby("component").first()     # each component's first sample from the mark on
+    last = frame.groupby("component").last()
+    out: dict = {"from_s": from_s, "span_s": round((end - start) / 1000, 1)}
+    if "harness" in then.index:
+        rss_from, rss_end = int(then.at["harness", "rss_bytes"]), int(last.at["harness", "rss_bytes"])
+        out.update(harness_rss_bytes_from=rss_from, harness_rss_bytes_end=rss_end,
+                   harness_rss_growth=round(rss_end / rss_from - 1, 4))
+    if "open_fds" in frame:
+        most = frame.groupby("component")["open_fds"].max()
+        out["open_fds"] = {c: {"from": int(then.at[c, "open_fds"]), "end": int(last.at[c, "open_fds"]),
+                               "max": int(most[c])} for c in then.index}
+    return out
+
+
+def _fds(proc: psutil.Process) -> int:
+    try:
+        return proc.num_fds()
+    except (psutil.AccessDenied, AttributeError):
+        return 0
 
 
 def _is_worker(proc: psutil.Process) -> bool:

@@ -63,6 +63,22 @@ def run(scenario, run_dir: RunDir, run_id: str, progress: Progress, registry: Re
     return result
 
 
+def no_leftovers(result: RunResult, run_dir: RunDir, run_id: str, progress: Progress) -> list[str]:
+    """After the run's services stopped: any process still carrying the run's id is named in
+    the summary (`leftovers`) and killed. An empty list is the proof nothing was left."""
+    from harness import procs
+
+    left = procs.of_run(run_id)
+    named = [procs.describe(p) for p in left]
+    procs.kill_stragglers(left, timeout_s=5)
+    if named:
+        progress.step(f"{len(named)} process(es) of the run outlived its services, killed now: "
+                      + "; ".join(named))
+    result.sections["leftovers"] = named
+    summary_mod.write(run_dir.path, result)
+    return named
+
+
 def watermark_sweep(scenario, cases: list[CaseResult]) -> list[dict] | None:
     """Latency against completeness, when the cases differ in watermark delay only by a
     [matrix] watermark axis (or by hand): per delay, the event-time p99 and the share of
