@@ -189,6 +189,18 @@ class TestUnexpected:
         assert f.count == 1 and f.witness[0]["key"] == "zz"
         assert "no event with key zz was ever sent" in f.story
 
+    def test_a_count_twice_what_was_sent_says_the_write_was_applied_twice(self, tmp_path):
+        """An upsert that added a replayed batch's counts again (delta-io/delta#1421): one row,
+        twice the count, from a sink that records no batch id."""
+        truth = _truth([0.1, 0.2])
+        batches = [Batch(0, 0, {0: 2}, True, {0: 0}), Batch(1, _ms(3.0), {0: 2}, True, {0: 2})]
+        sink = _window_sink([("k1", 0.0, 2.0, 4, 80, 1, 3.0)]).drop(columns=["batch_id"])
+        f = _only(build(_inputs(WINDOWS, truth, sink, batches)), "unexpected")
+        assert f.witness[0]["actual"] == {"count": 4, "sum_amount": 80}
+        assert ("written by a batch the sink does not name and visible at 3.0 s counting 4 events where "
+                "2 were sent: 2 times the count, as if the write that made it had been applied 2 times"
+                ) in f.story
+
 
 class TestWrongValue:
     def test_a_right_count_with_a_wrong_sum_is_a_wrong_value(self, tmp_path):

@@ -52,7 +52,8 @@ def _row(inputs: Inputs, r: dict) -> str:
     if not by:
         return what
     first = by[0]
-    who = f"batch {first['batch_id']}" if "batch_id" in first else "a batch the sink does not name"
+    named = first.get("batch_id", -1) >= 0
+    who = f"batch {first['batch_id']}" if named else "a batch the sink does not name"
     more = f" ({len(by)} copies)" if len(by) > 1 else ""
     return f"{what}{more}, written by {who} and visible at {text.seconds(first.get('committed_s'))}"
 
@@ -69,8 +70,13 @@ def _why_unexpected(inputs: Inputs, r: dict) -> str:
         return (f"the sink holds {row}, but every event of that window came after the watermark that Spark "
                 f"drops late rows with")
     if cause == "too-many":
-        return (f"the sink holds {row} counting more than the {r['expected']['count']:,} events sent in it "
-                f"(largest copy above what was sent)")
+        sent, got = r["expected"]["count"], (r.get("actual") or {}).get("count")
+        if got and sent and got % sent == 0:
+            n = got // sent
+            return (f"the sink holds {row} counting {got:,} events where {sent:,} were sent: {n} times "
+                    f"the count, as if the write that made it had been applied {n} times")
+        counting = f"counting {got:,} events" if got else "counting more events"
+        return f"the sink holds {row} {counting}, more than the {sent:,} sent in it"
     if cause == "not-expected":
         where = (f" (partition {r['partition']}, offset {r['offset']:,})" if "partition" in r else "")
         return (f"the sink holds {row}; event {r.get('event_id')} was sent{where}, but the oracle expects "

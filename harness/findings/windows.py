@@ -122,6 +122,8 @@ class Windows:
         for key, row in extra.head(_SAMPLE).iterrows():
             rec = self._window_record(key, row)
             rec["_cause"] = self._why_unexpected(key, int(row["e"]))
+            if rec["_cause"] == "too-many":
+                rec["actual"] = {"count": int(row["largest"]), "sum_amount": int(row["first_sum"])}
             out.append(rec)
         return out
 
