@@ -1,10 +1,11 @@
-"""network: toxics on Spark's path to Kafka or to PostgreSQL, through a Toxiproxy the
-harness owns (latency with jitter, a bandwidth limit, connection resets).
+"""network: toxics on Spark's path to Kafka, to one broker of a cluster, or to PostgreSQL,
+through a Toxiproxy the harness owns (latency with jitter, a bandwidth limit, connection
+resets), or the path cut outright (the proxy disabled: connections closed and refused).
 
 Observed, or it did not happen: a probe goes through the same proxy before the toxics and
 with them (a metadata request to Kafka, a query to PostgreSQL), and must show their effect:
-latency at least 80% of the one asked for, or a reset connection. A bandwidth limit alone
-is not probed: it is observed when Toxiproxy lists it as active.
+latency at least 80% of the one asked for, a reset or refused connection. A bandwidth
+limit alone is not probed: it is observed when Toxiproxy lists it as active.
 """
 
 from __future__ import annotations
@@ -25,15 +26,22 @@ class Network(Fault):
         path = self.spec.target
         if path not in self.targets.network:
             raise RefusedTarget(f"there is no proxy on the {path} path in this run")
-        self.server, self.proxy, self.probe = self.targets.network[path]
-        self.target = f"Spark -> {path} (proxy {self.proxy})"
+        self.server, self.proxies, self.probe = self.targets.network[path]
+        self.target = f"Spark -> {path} (proxy {', '.join(self.proxies)})"
         self.before = _timed(self.probe)
         self.added = []
         for kind, attributes in self._toxics():
             name = f"{_PREFIX}{kind}-at-{self.spec.at_s:g}s"
-            self.server.toxic(self.proxy, name, kind, attributes)
+            for proxy in self.proxies:
+                self.server.toxic(proxy, name, kind, attributes)
             self.added.append(name)
-        self.listed = {t["name"] for t in self.server.toxics(self.proxy)} >= set(self.added)
+        self.listed = all({t["name"] for t in self.server.toxics(proxy)} >= set(self.added)
+                          for proxy in self.proxies)
+        self.cut = []
+        if self.spec.extra.get("cut"):
+            for proxy in self.proxies:
+                self.server.enable(proxy, False)
+                self.cut.append(proxy)
         self.during = _timed(self.probe)
         self.bypass = self._spark_bypasses()
 
@@ -52,9 +60,9 @@ class Network(Fault):
         """On the Kafka path: whether Spark's own connections go through the proxy (Kafka's
         advertised listener must point there, or the client leaves it after its first
         metadata request). A sentence when they do not, None when they do."""
-        if self.spec.target != "kafka" or self.targets.spark_ports is None:
+        if self.spec.target != "kafka" or self.targets.spark_ports is None or self.spec.extra.get("cut"):
             return None
-        proxy_port, direct_ports = self.targets.spark_ports()
+        proxy_ports, direct_ports = self.targets.spark_ports()
         import psutil
 
         remote = []
@@ -64,24 +72,30 @@ class Network(Fault):
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
         direct = [p for p in remote if p in direct_ports]
-        if direct or proxy_port not in remote:
+        through = [p for p in remote if p in proxy_ports]
+        if direct or not through:
             return (f"Spark bypasses the proxy: {len(direct)} connections straight to the broker, "
-                    f"{remote.count(proxy_port)} through the proxy")
+                    f"{len(through)} through the proxy")
         return None
 
     def _heal(self) -> None:
         """Remove this fault's toxics, and prove they are gone: Toxiproxy serves every case of
         the run, and a toxic left in place would slow the next one without a word."""
         added = getattr(self, "added", [])
-        for name in added:
-            try:
-                self.server.remove_toxic(self.proxy, name)
-            except Exception as exc:
-                if "404" not in str(exc):   # already gone is fine; anything else is not
-                    raise
-        left = [t["name"] for t in self.server.toxics(self.proxy) if t["name"] in added]
-        if left:
-            raise RuntimeError(f"toxics {left} are still in place on proxy {self.proxy}")
+        for proxy in getattr(self, "cut", []):
+            self.server.enable(proxy, True)
+        for proxy in getattr(self, "proxies", []):
+            for name in added:
+                try:
+                    self.server.remove_toxic(proxy, name)
+                except Exception as exc:
+                    if "404" not in str(exc):   # already gone is fine; anything else is not
+                        raise
+            left = [t["name"] for t in self.server.toxics(proxy) if t["name"] in added]
+            if left:
+                raise RuntimeError(f"toxics {left} are still in place on proxy {proxy}")
+            if not self.server.enabled(proxy):
+                raise RuntimeError(f"proxy {proxy} is still cut")
 
     def observe(self) -> Observation:
         extra, (before, before_err), (during, during_err) = self.spec.extra, self.before, self.during
@@ -90,7 +104,7 @@ class Network(Fault):
             added_ms = (during - before) * 1000
             if added_ms >= 0.8 * extra["latency_ms"]:
                 seen.append(f"the probe took {added_ms:,.0f} ms longer (latency {extra['latency_ms']} ms)")
-        if extra.get("reset") and during_err:
+        if (extra.get("reset") or extra.get("cut")) and during_err:
             seen.append(f"the probe's connection failed ({during_err})")
         if extra.get("bandwidth_kbps") and self.listed:
             seen.append(f"Toxiproxy listed the {extra['bandwidth_kbps']} KB/s limit as active")
@@ -133,22 +147,29 @@ def probe_postgres(url: str) -> float:
 def _one_toxic(values: dict, s) -> None:
     """A network fault does something: latency, bandwidth or reset."""
     extra = values["extra"]
-    if not (extra.get("latency_ms") or "bandwidth_kbps" in extra or extra.get("reset")):
-        raise SpecError(f"{s.path} does nothing: a network fault needs latency, bandwidth or reset",
-                        'add e.g. latency = "500ms", bandwidth = 64 (KB/s) or reset = true')
+    if not (extra.get("latency_ms") or "bandwidth_kbps" in extra or extra.get("reset") or extra.get("cut")):
+        raise SpecError(f"{s.path} does nothing: a network fault needs latency, bandwidth, reset or cut",
+                        'add e.g. latency = "500ms", bandwidth = 64 (KB/s), reset = true or cut = true')
+    if s.data.get("target") == "broker":
+        raise SpecError(f'{s.path}.target = "broker": which one?',
+                        'write target = "broker:N" (N from 1), or "kafka" for every broker')
 
 
 NETWORK_FAULT = FaultKind(
     "network", Network,
     about="Toxiproxy's toxics on Spark's path only, for `duration`: latency with jitter, a bandwidth limit "
-          "(KB/s), connection resets; a probe through the proxy must show the latency or the reset",
-    models="a slow or lossy network between Spark and Kafka or its sink",
+          "(KB/s), connection resets, or the path cut; `target` is `kafka` (every broker), `broker:N` (one "
+          "broker of a cluster, each behind a proxy of its own) or `postgres`; a probe through the proxy "
+          "must show the latency, the reset or the cut",
+    models="a slow, lossy or partitioned network between Spark and Kafka, one broker, or its sink",
     keys=(TARGET, DURATION,
           Key("latency", "duration", "added to every packet", default="0ms", store="latency_ms"),
           Key("jitter", "duration", "random variation of the latency", default="0ms", store="jitter_ms"),
           Key("bandwidth", "integer", "a limit in KB/s", default=None, store="bandwidth_kbps", gt=0),
-          Key("reset", "boolean", "reset connections (TCP RST)", default=False)),
-    targets=("kafka", "postgres"), default_target="kafka",
-    requires=by_target({"kafka": ("own-kafka",), "postgres": ("own-postgres",)}),
+          Key("reset", "boolean", "reset connections (TCP RST)", default=False),
+          Key("cut", "boolean", "disable the proxy: connections closed and refused until it heals",
+              default=False)),
+    targets=("kafka", "broker", "postgres"), default_target="kafka",
+    requires=by_target({"kafka": ("own-kafka",), "broker": ("own-kafka",), "postgres": ("own-postgres",)}),
     check=_one_toxic, drawable=False,
     why_not_drawable="its toxics are the scenario's choice; declare network faults in [[faults]]")

@@ -45,10 +45,10 @@ class Targets:
     seed: int = 0
     topic: str = ""                       # the case's topic
     bootstrap_servers: str = ""           # Kafka, as the harness reaches it (not through a proxy)
-    # path ("kafka", "postgres") -> (Toxiproxy server, proxy name, probe through the proxy)
-    network: dict[str, tuple[Any, str, Callable[[], float]]] = field(default_factory=dict)
-    # Kafka ports: (the proxy Spark must use, the broker's own ports Spark must not use)
-    spark_ports: Callable[[], tuple[int, set[int]]] | None = None
+    # path ("kafka", "postgres", "broker:N") -> (Toxiproxy server, its proxies' names, a probe through them)
+    network: dict[str, tuple[Any, list[str], Callable[[], float]]] = field(default_factory=dict)
+    # Kafka ports: (the proxies Spark must use, the brokers' own ports Spark must not use)
+    spark_ports: Callable[[], tuple[set[int], set[int]]] | None = None
 
     def rng(self, salt: str) -> random.Random:
         """A generator seeded by the scenario's seed and `salt`: the same plan every run."""

@@ -29,7 +29,7 @@ def _fault(server, url, **toxics):
     targets = Targets(driver=lambda: None, restart_driver=lambda: None, expect_down=lambda _: None,
                       executors_log=None, control_dir=None, progress=list, checkpoint=lambda: None,
                       started_pids=set,
-                      network={"postgres": (server, "postgres", lambda: probe_postgres(url))})
+                      network={"postgres": (server, ["postgres"], lambda: probe_postgres(url))})
     spec = FaultSpec("network", 0, "postgres", duration_s=1,
                      extra={"latency_ms": 0, "jitter_ms": 0, "reset": False, **toxics})
     return Network(spec, targets)
@@ -60,6 +60,18 @@ class TestNetworkFault:
         assert seen.observed and "failed" in seen.detail, seen.detail
         probe_postgres(url)
 
+    def test_cut_refuses_connections_until_healed(self, proxied):
+        """cut: the proxy is disabled, a connection through it is refused; heal enables it."""
+        server, url = proxied
+        fault = _fault(server, url, cut=True)
+        fault.inject()
+        assert not server.enabled("postgres")
+        fault.heal()
+        seen = fault.observe()
+        assert seen.observed and "failed" in seen.detail, seen.detail
+        assert server.enabled("postgres")
+        probe_postgres(url)
+
     def test_a_path_without_a_proxy_is_refused(self, proxied):
         """A network fault on a path the run did not proxy touches nothing."""
         server, url = proxied
@@ -67,3 +79,47 @@ class TestNetworkFault:
         fault.targets.network = {}
         with pytest.raises(RefusedTarget):
             fault.inject()
+
+
+class TestTargets:
+    """Which paths a network fault may name (no services)."""
+
+    pytestmark = pytest.mark.unit
+
+    def _load(self, tmp_path, target: str, brokers: int = 3):
+        from harness.scenario import load
+
+        path = tmp_path / "n.toml"
+        path.write_text(f"""name = "n"
+[services.kafka]
+brokers = {brokers}
+[workload]
+duration = "30s"
+rate = {{ eps = 100 }}
+[pipeline]
+window = "2s"
+watermark = "1s"
+[[cases]]
+name = "c"
+guarantee = "at-least-once"
+[[faults]]
+kind = "network"
+at = "2s"
+target = "{target}"
+cut = true
+duration = "2s"
+""")
+        return load(path)
+
+    def test_one_broker_of_a_cluster_puts_spark_s_kafka_path_behind_proxies(self, tmp_path):
+        from harness.scenario.faults import needs_proxy
+
+        scenario = self._load(tmp_path, "broker:2")
+        assert scenario.faults[0].target == "broker:2" and needs_proxy(scenario.faults) == {"kafka"}
+
+    @pytest.mark.parametrize("target, words", [("broker", "broker:N"), ("broker:4", "there is no broker 4")])
+    def test_a_broker_it_cannot_name_is_refused_with_the_fix(self, tmp_path, target, words):
+        from harness.errors import ScenarioError
+
+        with pytest.raises(ScenarioError, match=words):
+            self._load(tmp_path, target)

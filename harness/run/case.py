@@ -207,21 +207,38 @@ class Case:
             seed=self.scenario.workload.seed, network=self._network(), spark_ports=self._kafka_ports(),
             topic=self.topic, bootstrap_servers=self.stack.bootstrap_servers)
 
+    def _brokers(self) -> list:
+        """The harness's own brokers whose Spark listener is behind a proxy."""
+        cluster = self.stack.kafka_cluster
+        nodes = cluster.nodes if cluster else [s for s in self.registry.services if s.name == "kafka"]
+        return [n for n in nodes if getattr(n, "spark_listener", None)]
+
     def _kafka_ports(self):
-        """The port Spark must reach Kafka on (the proxy's) and the broker's own ports."""
-        broker = next((s for s in self.registry.services if s.name == "kafka"), None)
-        if broker is None or not getattr(broker, "spark_listener", None):
+        """The ports Spark must reach Kafka on (the proxies') and the brokers' own ports."""
+        brokers = self._brokers()
+        if not brokers:
             return None
-        return lambda: (broker.spark_listener[1], {broker.port, broker.spark_listener[0]})
+        return lambda: ({b.spark_listener[1] for b in brokers},
+                        {p for b in brokers for p in (b.port, b.spark_listener[0])})
 
     def _network(self) -> dict:
-        """path -> (the Toxiproxy server, the proxy's name, a probe through the proxy)."""
+        """path -> (the Toxiproxy server, the names of its proxies, a probe through them):
+        "postgres", "kafka" (every broker's proxy) and "broker:N" (one broker's)."""
         proxy = self.stack.toxiproxy
         if proxy is None:
             return {}
-        probes = {"kafka": lambda: probe_kafka(self.stack.spark_bootstrap_servers),
-                  "postgres": lambda: probe_postgres(self.stack.spark_postgres_url or "")}
-        return {path: (proxy, name, probes[path]) for path, name in self.stack.proxies.items()}
+        out = {}
+        if "postgres" in self.stack.proxies:
+            url = self.stack.spark_postgres_url or ""
+            out["postgres"] = (proxy, ["postgres"], lambda: probe_postgres(url))
+        brokers = self._brokers()
+        if "kafka" in self.stack.proxies and brokers:
+            out["kafka"] = (proxy, [b.proxy_name for b in brokers],
+                            lambda: probe_kafka(self.stack.spark_bootstrap_servers))
+            for b in brokers:
+                out[f"broker:{b.node_id}"] = (proxy, [b.proxy_name],
+                                              lambda b=b: probe_kafka(b.spark_bootstrap_servers))
+        return out
 
     def whereabouts(self) -> str:
         """How far the case had got, for a message: 'at 4,868 of 10,000 events sent'."""

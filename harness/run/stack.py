@@ -75,8 +75,11 @@ def start_stack(scenario, services_dir: Path, registry: Registry, progress: Prog
         replication = _replication(bootstrap)
     elif kafka_cfg.brokers > 1:
         progress.step(f"starting a Kafka cluster of {kafka_cfg.brokers} brokers (KRaft)")
-        cluster = KafkaCluster(services_dir / "kafka", registry, kafka_cfg.brokers).start()
-        bootstrap = spark_bootstrap = cluster.bootstrap_servers
+        cluster = KafkaCluster(services_dir / "kafka", registry, kafka_cfg.brokers)
+        if proxy is not None and "kafka" in paths:
+            cluster.route_spark_through(proxy)
+        cluster.start()
+        bootstrap, spark_bootstrap = cluster.bootstrap_servers, cluster.spark_bootstrap_servers
         own, replication = True, cluster.replication
     else:
         progress.step("starting Kafka broker (KRaft)")

@@ -121,8 +121,9 @@ def why_not(spec: FaultSpec, ctx: Context) -> str | None:
 
 
 def needs_proxy(faults: tuple[FaultSpec, ...]) -> set[str]:
-    """The paths ("kafka", "postgres") that a network fault acts on: they go through Toxiproxy."""
-    return {f.target for f in faults if f.kind == "network"}
+    """The paths ("kafka", "postgres") that a network fault acts on: they go through Toxiproxy
+    (a fault on one broker, "broker:N", puts Spark's whole path to Kafka behind proxies)."""
+    return {"kafka" if f.target_kind == "broker" else f.target for f in faults if f.kind == "network"}
 
 
 def parse_nemesis(s: Section, ctx: Context, default_seed: int) -> tuple[FaultSpec, ...]:
@@ -236,6 +237,8 @@ def _target(s: Section, kind: FaultKind, ctx: Context) -> str:
 def shown_targets(kind: FaultKind) -> list[str]:
     """The targets of `kind` as a scenario writes them."""
     numbered = ("executor", "worker")
-    return [f'"{t}:N"' if t in numbered else f'"{t}"' for t in kind.targets] + (
+    # a kind that also takes "leader" means something by a bare "broker"; network does not
+    only_numbered = {*numbered, *(("broker",) if "leader" not in kind.targets else ())}
+    return [f'"{t}:N"' if t in only_numbered else f'"{t}"' for t in kind.targets] + (
         ['"executor:random"'] if "executor" in kind.targets else []) + (
         ['"broker:N"'] if "broker" in kind.targets and "leader" in kind.targets else [])

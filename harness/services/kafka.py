@@ -52,15 +52,17 @@ class KafkaBroker(Service):
         self.formatted = False
         # a listener of Spark's own, advertised at a proxy's port: route_spark_through()
         self.spark_listener: tuple[int, int] | None = None
+        self.proxy_name: str | None = None
 
-    def route_spark_through(self, proxy) -> None:
+    def route_spark_through(self, proxy, name: str = "kafka") -> None:
         """Give Spark a listener of its own behind `proxy` (a ToxiproxyServer), before start.
 
         Kafka answers a metadata request with the addresses advertised for the listener the
         client came in on, so a client that bootstraps through the proxy stays behind it;
         the generator and the harness keep the plain listener, out of the fault's way."""
         port = free_port()
-        self.spark_listener = (port, proxy.proxy("kafka", port))
+        self.spark_listener = (port, proxy.proxy(name, port))
+        self.proxy_name = name
 
     @property
     def spark_bootstrap_servers(self) -> str:
@@ -178,6 +180,12 @@ class KafkaCluster:
     @property
     def replication(self) -> int:
         return min(3, len(self.nodes))
+
+    def route_spark_through(self, proxy) -> None:
+        """Each node's Spark listener behind a proxy of its own, kafka-<id>, before start: a
+        network fault on `kafka` acts on all of them, on `broker:N` on one."""
+        for node in self.nodes:
+            node.route_spark_through(proxy, f"kafka-{node.node_id}")
 
     def node(self, node_id: int) -> KafkaBroker:
         return next(n for n in self.nodes if n.node_id == node_id)

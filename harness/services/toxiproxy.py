@@ -53,6 +53,13 @@ class ToxiproxyServer(Service):
         self._call("POST", f"/proxies/{proxy}/toxics", {"name": name, "type": kind, "stream": stream,
                                                         "toxicity": 1.0, "attributes": attributes})
 
+    def enable(self, proxy: str, enabled: bool) -> None:
+        """A disabled proxy closes its connections and refuses new ones: a cut link."""
+        self._call("POST", f"/proxies/{proxy}", {"enabled": enabled})
+
+    def enabled(self, proxy: str) -> bool:
+        return bool((self._call("GET", f"/proxies/{proxy}") or {}).get("enabled"))
+
     def remove_toxic(self, proxy: str, name: str) -> None:
         self._call("DELETE", f"/proxies/{proxy}/toxics/{name}")
 
