@@ -94,3 +94,18 @@ def test_the_streaming_sink_refuses_at_least_once_with_the_reason(tmp_path):
                         '[[cases]]\nname = "d"\nguarantee = "at-least-once"\nsink = "delta"\n')
     with pytest.raises(ScenarioError, match=r'cases\[0\]\.guarantee.*delta_batch'):
         load(scenario)
+
+
+def test_the_newest_txn_version_of_the_sink_s_app_id_is_found_newest_file_first(tmp_path):
+    """What the exactly-once foreachBatch sink asks before writing: has Delta seen this batch?
+    (A batch it has seen is run into `noop`, since Delta would skip it unread and Spark 4.1+
+    fails a stateful query whose foreachBatch leaves partitions unread.)"""
+    from workloads.sinks.delta import txn_version
+
+    sink = _sink(tmp_path)
+    assert txn_version(sink.path, "t") is None
+    _commit(sink, 0, [{"commitInfo": {"operation": "CREATE TABLE"}}], 500)
+    _commit(sink, 1, [{"txn": {"appId": "t", "version": 3}}, _add("a.parquet")], 1_000)
+    _commit(sink, 2, [{"txn": {"appId": "other", "version": 9}}, _add("b.parquet")], 2_000)
+    _commit(sink, 3, [{"txn": {"appId": "t", "version": 4}}, _add("c.parquet")], 3_000)
+    assert txn_version(sink.path, "t") == 4 and txn_version(sink.path, "other") == 9
