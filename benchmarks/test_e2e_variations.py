@@ -50,6 +50,20 @@ class TestDeterministicDuplicate:
         assert cases["at-most-once"]["verdict"]["observed"] == "at-most-once"
         assert_nothing_left(run_dir)
 
+    def test_delta_s_idempotent_write_survives_a_replayed_stateful_batch(self, tmp_path):
+        """benchmarks/scenarios/delta_replay.toml: delta_batch exactly-once under replay-batch.
+        Before the sink ran a seen batch into noop, Spark refused the restart
+        (STATE_STORE_COMMIT_VALIDATION_FAILED) and the case failed."""
+        run_dir = tmp_path / "run"
+        scenario = REPO / "benchmarks" / "scenarios" / "delta_replay.toml"
+        proc = run_cli("run", str(scenario), "--out", str(run_dir))
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        (case,) = _summary(run_dir)["cases"]
+        (replay,) = case["faults"]
+        assert replay["observed"] and "ran again" in replay["detail"], replay
+        assert case["verdict"]["observed"] == "exactly-once", case["verdict"]
+        assert_nothing_left(run_dir)
+
 
 
 def _start_and_wait_for_driver(run_dir, scenario=SMOKE):
