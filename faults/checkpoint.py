@@ -99,4 +99,9 @@ CORRUPT_CHECKPOINT_FAULT = FaultKind(
               "wherever it is)", default=None, choices=(BEFORE_WRITE, AFTER_WRITE, AFTER_COMMIT))),
     targets=("driver",), default_target="driver", restarts=True,
     requires=lambda spec: ("commit-gate",) if spec.get("point") else (),
-    recovery_keys=("downtime_s", "first_batch_after_s", "batches_reexecuted", "events_reread"))
+    recovery_keys=("downtime_s", "first_batch_after_s", "batches_reexecuted", "events_reread"),
+    # Spark's guarantees rest on the checkpoint: breaking it is a question to ask on purpose,
+    # and what follows is a finding about Spark, not a schedule a hunt should report as the job's
+    drawable=False,
+    why_not_drawable="it damages the checkpoint Spark's guarantees rest on, so what follows says nothing "
+                     "about the job's sink; declare corrupt-checkpoint faults in [[faults]]")
