@@ -140,9 +140,10 @@ class KafkaBroker(Service):
     def is_ready(self) -> bool:
         if self.cluster is None:
             return cluster_answers(self.bootstrap_servers)
-        # a node of a cluster is ready when the cluster lists it among its brokers
+        # a node of a cluster is ready when the cluster lists it among its brokers (kafka-python
+        # names the field broker_id, after DescribeCluster's)
         try:
-            return self.node_id in {b.get("node_id") for b in kafka_admin.describe(self.bootstrap_servers)}
+            return self.node_id in {b.get("broker_id") for b in kafka_admin.describe(self.bootstrap_servers)}
         except Exception:  # noqa: BLE001 - not answering yet
             return False
 
