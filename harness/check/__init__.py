@@ -7,8 +7,10 @@
   rows.py         row-by-row accounting of a keyed output (sessions, rankings, a custom oracle)
   windows.py passthrough.py ...   one oracle per built-in pipeline kind
   custom.py       a scenario's own oracle, or event-by-event accounting without one
+  large.py large_windows.py sweep.py   a large run's check from its files, in slices
 
-An oracle module has `check(truth, sink, batches, params)` returning a CheckResult, and
+An oracle module has `check(truth, sink, batches, params)` returning a CheckResult (and may
+have `check_files(files, batches, params)`: the same from a large run's files), and
 `final_watermark_ms(max_event_time_ms, params)`: the watermark at which all of a run's
 output is final (None for a pipeline without a watermark: its output is final once its
 batches have read every offset), so the runner knows when the pipeline has drained.
@@ -19,8 +21,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.check import custom, watermark
+from harness.check import custom, large, watermark
 from harness.check.checkpoint import Batch
+from harness.check.large import RunFiles
 from harness.check.result import CheckResult
 from harness.pipelines import CUSTOM, Oracle, kind
 
@@ -42,8 +45,14 @@ def oracle(name: str) -> Oracle:
     return kind(name).oracle
 
 
-def check(pipeline, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch]) -> CheckResult:
-    """The case's output against ground truth, and its watermark against the declared one."""
+def check(pipeline, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch],
+          files: RunFiles | None = None) -> CheckResult:
+    """The case's output against ground truth, and its watermark against the declared one.
+    With the run's `files`, a large run (large.LARGE_ROWS truth rows or more) of a pipeline
+    with a sliced oracle is checked from them instead, in bounded memory."""
+    scaled = _from_files(pipeline, files, batches)
+    if scaled is not None:
+        return scaled
     if pipeline.kind == CUSTOM:
         result = custom.check(pipeline, truth, sink, batches)
     else:
@@ -51,6 +60,24 @@ def check(pipeline, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch
     has_rule = pipeline.kind == CUSTOM or getattr(oracle(pipeline.kind), "WATERMARK_ORACLE", True)
     if pipeline.values.get("watermark_ms") is not None and has_rule:
         result = result.with_problems(watermark.check(truth, batches, pipeline.watermark_ms))
+    return result
+
+
+def _from_files(pipeline, files: RunFiles | None, batches: list[Batch]) -> CheckResult | None:
+    """The check from the run's files, or None: not large, no sliced oracle (`check_files`),
+    or re-sent copies."""
+    if files is None or pipeline.kind == CUSTOM:
+        return None
+    module = oracle(pipeline.kind)
+    sliced = getattr(module, "check_files", None)
+    if sliced is None or not files.is_large():
+        return None
+    try:
+        result = sliced(files, batches, pipeline.params())
+    except large.Resent:
+        return None
+    if pipeline.values.get("watermark_ms") is not None and getattr(module, "WATERMARK_ORACLE", True):
+        result = result.with_problems(watermark.check_files(files, batches, pipeline.watermark_ms))
     return result
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from harness.check import events
+from harness.check import events, large
 from harness.check.checkpoint import Batch
 from harness.check.replay import real_events, record_ident
 from harness.check.result import CheckResult
@@ -34,6 +34,11 @@ def check(truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch], params:
         sink = sink.assign(record=record_ident(sink))
     return events.check(kept, sink, values, produced, ident=ident,
                         extra_counts={"filtered": produced - len(kept)})
+
+
+def check_files(files: large.RunFiles, batches: list[Batch], params: dict) -> CheckResult:
+    """`check` from a large run's files, slice by slice of event ids (raises large.Resent)."""
+    return large.check_passthrough(files, batches)
 
 
 def final_watermark_ms(max_event_time_ms: int, params: dict) -> None:

@@ -13,16 +13,43 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
+from harness.check import large, sweep
 from harness.check.checkpoint import Batch
 from harness.check.replay import assign_batches
 
 
 def expected_watermarks(truth: pd.DataFrame, batches: list[Batch], delay_ms: int) -> dict[int, int]:
     """Batch id -> the watermark it must run with, for every batch."""
-    events = truth[["partition", "offset", "event_time_ms"]]
+    return _marks(_newest(truth, batches), batches, delay_ms)
+
+
+def check(truth: pd.DataFrame, batches: list[Batch], delay_ms: int) -> list[str]:
+    """Problems when a committed batch's watermark is not the declared one's."""
+    return _problems(expected_watermarks(truth, batches, delay_ms), batches, delay_ms)
+
+
+def check_files(files: large.RunFiles, batches: list[Batch], delay_ms: int) -> list[str]:
+    """`check` from a large run's files, chunk by chunk."""
+    newest: dict[int, int] = {}
+    columns = ["partition", "offset", "event_time_ms", "control"]
+    for chunk in sweep.chunks(sweep.files(files.truth_dir), columns):
+        # the deleted events were never read; the control events were
+        keep = large.real(chunk, files.deleted) | chunk["control"].to_numpy(zero_copy_only=False)
+        for b, t in _newest(chunk.filter(pa.array(keep)).to_pandas(), batches).items():
+            newest[b] = max(t, newest.get(b, t))
+    return _problems(_marks(newest, batches, delay_ms), batches, delay_ms)
+
+
+def _newest(events: pd.DataFrame, batches: list[Batch]) -> dict[int, int]:
+    """Batch id -> the largest event time it read (control events included)."""
+    events = events[["partition", "offset", "event_time_ms"]]
     read_by = assign_batches(events, batches, committed_only=False)
-    newest = events["event_time_ms"].groupby(read_by.to_numpy()).max().to_dict()
+    return {int(b): int(t) for b, t in events["event_time_ms"].groupby(read_by.to_numpy()).max().items()}
+
+
+def _marks(newest: dict[int, int], batches: list[Batch], delay_ms: int) -> dict[int, int]:
     out: dict[int, int] = {}
     mark, query = 0, None
     for batch in batches:
@@ -30,13 +57,11 @@ def expected_watermarks(truth: pd.DataFrame, batches: list[Batch], delay_ms: int
             mark, query = 0, batch.query
         out[batch.batch_id] = mark
         if batch.batch_id in newest:
-            mark = max(mark, int(newest[batch.batch_id]) - delay_ms)
+            mark = max(mark, newest[batch.batch_id] - delay_ms)
     return out
 
 
-def check(truth: pd.DataFrame, batches: list[Batch], delay_ms: int) -> list[str]:
-    """Problems when a committed batch's watermark is not the declared one's."""
-    expected = expected_watermarks(truth, batches, delay_ms)
+def _problems(expected: dict[int, int], batches: list[Batch], delay_ms: int) -> list[str]:
     wrong = [(b, expected[b.batch_id]) for b in batches
              if b.committed and b.watermark_ms != expected[b.batch_id]]
     if not wrong:

@@ -10,6 +10,8 @@ tumbling windows that is one per event.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -66,17 +68,46 @@ def check(truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch], params:
     still_open = (pairs.end > last_watermark(batches)) & ~emitted[pairs.wid]
     keep = ~pairs.late & ~still_open
     e_count = np.bincount(pairs.wid[keep], minlength=n_win)
-    e_sum = np.bincount(pairs.wid[keep], weights=pairs.amount[keep], minlength=n_win)
-    expected = pd.DataFrame({"e_count": e_count, "e_sum": e_sum.astype(np.int64)}, index=pairs.windows)
-    both = expected.join(ours.set_axis(pairs.windows))
-    if len(extra):
-        both = pd.concat([both, extra.assign(e_count=0, e_sum=0)])
-    both = both[(both["e_count"] > 0) | (both["n_rows"] > 0)]
-    counts = _counts(len(real), int(pairs.late.reshape(pairs.k, -1).all(axis=0).sum()), both)
-    counts["open"] = int((still_open & ~pairs.late).sum())
+    e_sum = np.bincount(pairs.wid[keep], weights=pairs.amount[keep], minlength=n_win).astype(np.int64)
     # Spark counts late rows after partial aggregation: one per (batch, key, window)
     late_batches = pairs.batch[pairs.late].astype(np.int64)
-    counts["dropped_late_spark"] = int(len(np.unique(late_batches * n_win + pairs.wid[pairs.late])))
+    other = {"dropped_late": int(pairs.late.reshape(pairs.k, -1).all(axis=0).sum()),
+             "open": int((still_open & ~pairs.late).sum()),
+             "dropped_late_spark": int(len(np.unique(late_batches * n_win + pairs.wid[pairs.late])))}
+    delivered = keep & emitted[pairs.wid]
+    first_ms = ours["first_ms"].to_numpy()[pairs.wid[delivered]]
+    # Karimov et al.'s event time: from the newest event the window counted, not its end
+    newest = np.full(n_win, np.iinfo(np.int64).min)
+    np.maximum.at(newest, pairs.wid[keep], pairs.event_ms[keep])
+    per_window = Windows(pairs.windows, e_count, e_sum, newest, ours, extra)
+    return result(per_window, len(real), other, (first_ms - pairs.append_ms[delivered]).astype(float),
+                  first_ms.astype(np.int64))
+
+
+@dataclass
+class Windows:
+    """Per window some event falls in (in `index` order): the expected count and sum, the
+    newest event time counted, and what the sink holds (`ours`); then the sink's windows no
+    event falls in (`extra`, by key and window)."""
+
+    index: pd.MultiIndex
+    e_count: np.ndarray
+    e_sum: np.ndarray
+    newest: np.ndarray
+    ours: pd.DataFrame       # n_rows, d_total, d_max, d_sum, first_ms
+    extra: pd.DataFrame
+
+
+def result(w: Windows, produced: int, other: dict, processing: np.ndarray,
+           processing_at_ms: np.ndarray) -> CheckResult:
+    """The CheckResult of the windows' counts; `other`: dropped_late, open, dropped_late_spark."""
+    expected = pd.DataFrame({"e_count": w.e_count, "e_sum": w.e_sum}, index=w.index)
+    both = expected.join(w.ours.set_axis(w.index))
+    if len(w.extra):
+        both = pd.concat([both, w.extra.assign(e_count=0, e_sum=0)])
+    both = both[(both["e_count"] > 0) | (both["n_rows"] > 0)]
+    counts = _counts(produced, other["dropped_late"], both)
+    counts.update(open=other["open"], dropped_late_spark=other["dropped_late_spark"])
     wrong_sum = (both["d_max"] == both["e_count"]) & (both["d_sum"] != both["e_sum"]) & (both["e_count"] > 0)
     problems = []
     if wrong_sum.any():
@@ -85,19 +116,29 @@ def check(truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch], params:
         problems.append(f"{plural(n, 'window')} {verb} the right count but a wrong sum")
     seen = both[both["n_rows"] > 0]
     event_time = (seen["first_ms"] - seen.index.get_level_values("window_end_ms")).to_numpy(dtype=float)
-    delivered = keep & emitted[pairs.wid]
-    first_ms = ours["first_ms"].to_numpy()[pairs.wid[delivered]]
-    processing = (first_ms - pairs.append_ms[delivered]).astype(float)
-    # Karimov et al.'s event time: from the newest event the window counted, not its end
-    newest = np.full(n_win, np.iinfo(np.int64).min)
-    np.maximum.at(newest, pairs.wid[keep], pairs.event_ms[keep])
-    counted = emitted & (e_count > 0)
-    newest_ms = ours["first_ms"].to_numpy()[counted]
+    counted = (w.ours["n_rows"].to_numpy() > 0) & (w.e_count > 0)
+    newest_ms = w.ours["first_ms"].to_numpy()[counted]
     return CheckResult(counts, event_time, processing, problems, _discrepancies(both, wrong_sum),
                        event_time_at_ms=seen["first_ms"].to_numpy(np.int64),
-                       processing_time_at_ms=first_ms.astype(np.int64),
-                       event_time_newest_latency_ms=(newest_ms - newest[counted]).astype(float),
+                       processing_time_at_ms=processing_at_ms,
+                       event_time_newest_latency_ms=(newest_ms - w.newest[counted]).astype(float),
                        event_time_newest_at_ms=newest_ms.astype(np.int64))
+
+
+def late_marks(batch: np.ndarray, batches: list[Batch]) -> np.ndarray:
+    """The watermark each batch id in `batch` dropped late rows with (-1: no batch)."""
+    marks = late_watermarks(batches)
+    ids = np.array(sorted(marks), dtype=np.int64)
+    mark_of = np.array([marks[b] for b in ids], dtype=np.int64)
+    at = np.clip(np.searchsorted(ids, batch), 0, max(len(ids) - 1, 0))
+    return np.where((batch >= 0) & (len(ids) > 0), mark_of[at] if len(ids) else -1, -1)
+
+
+def check_files(files, batches: list[Batch], params: dict) -> CheckResult:
+    """`check` from a large run's files, chunk by chunk (harness/check/large_windows.py)."""
+    from harness.check import large_windows
+
+    return large_windows.check(files, batches, params)
 
 
 class _Pairs:
@@ -128,12 +169,7 @@ class _Pairs:
             self.ids, self.wid = np.unique(combined, return_inverse=True)
         del combined
         self.batch = np.tile(real["batch"].to_numpy(np.int64), self.k)
-        marks = late_watermarks(batches)
-        ids = np.array(sorted(marks), dtype=np.int64)
-        mark_of = np.array([marks[b] for b in ids], dtype=np.int64)
-        at = np.clip(np.searchsorted(ids, self.batch), 0, max(len(ids) - 1, 0))
-        wm = np.where((self.batch >= 0) & (len(ids) > 0), mark_of[at] if len(ids) else -1, -1)
-        self.late = (self.batch >= 0) & (self.end <= wm)
+        self.late = (self.batch >= 0) & (self.end <= late_marks(self.batch, batches))
         self.amount = np.tile(real["amount"].to_numpy(np.int64), self.k)
         self.append_ms = np.tile(real["append_ms"].to_numpy(np.int64), self.k)
         self.event_ms = np.tile(t, self.k)
