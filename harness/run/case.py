@@ -236,8 +236,7 @@ class Case:
             out["kafka"] = (proxy, [b.proxy_name for b in brokers],
                             lambda: probe_kafka(self.stack.spark_bootstrap_servers))
             for b in brokers:
-                out[f"broker:{b.node_id}"] = (proxy, [b.proxy_name],
-                                              lambda b=b: probe_kafka(b.spark_bootstrap_servers))
+                out[f"broker:{b.node_id}"] = (proxy, [b.proxy_name], _kafka_probe(b.spark_bootstrap_servers))
         return out
 
     def whereabouts(self) -> str:
@@ -247,3 +246,8 @@ class Case:
         if self.phase == "draining":
             return f"after all {self.sent:,} events were sent, while waiting for the pipeline to drain"
         return f"while {self.phase}, before any event was sent"
+
+
+def _kafka_probe(bootstrap: str):
+    """A probe of Kafka at `bootstrap`, bound now (not when the probe runs)."""
+    return lambda: probe_kafka(bootstrap)
