@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness import check as checker
-from harness.check import large, passthrough, sweep, windows
+from harness.check import large, large_windows, passthrough, sweep, windows
 from harness.check.checkpoint import Batch
 from harness.check.large import RunFiles
 from harness.scenario.model import Pipeline
@@ -242,7 +242,7 @@ class TestWindows:
         sink = _window_sink(truth, batches, shape, np.random.default_rng(4))
         sink.to_parquet(root / "sink.parquet", index=False)
         want = windows.check(truth, sink, batches, shape)
-        got = windows.check_files(RunFiles(root / "truth", root / "sink.parquet"), batches, shape)
+        got = large_windows.check(RunFiles(root / "truth", root / "sink.parquet"), batches, shape)
         c = want.counts
         assert min(c["lost"], c["duplicated"], c["unexpected"], c["dropped_late"], c["open"]) > 0, c
         assert want.problems, "a window with a wrong sum"

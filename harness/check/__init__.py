@@ -9,8 +9,8 @@
   custom.py       a scenario's own oracle, or event-by-event accounting without one
   large.py large_windows.py sweep.py   a large run's check from its files, in slices
 
-An oracle module has `check(truth, sink, batches, params)` returning a CheckResult (and may
-have `check_files(files, batches, params)`: the same from a large run's files), and
+An oracle module has `check(truth, sink, batches, params)` returning a CheckResult (`_sliced`
+names the oracles that also check a large run from its files), and
 `final_watermark_ms(max_event_time_ms, params)`: the watermark at which all of a run's
 output is final (None for a pipeline without a watermark: its output is final once its
 batches have read every offset), so the runner knows when the pipeline has drained.
@@ -69,7 +69,7 @@ def _from_files(pipeline, files: RunFiles | None, batches: list[Batch]) -> Check
     if files is None or pipeline.kind == CUSTOM:
         return None
     module = oracle(pipeline.kind)
-    sliced = getattr(module, "check_files", None)
+    sliced = _sliced(module)
     if sliced is None or not files.is_large():
         return None
     try:
@@ -90,3 +90,12 @@ def final_watermark_ms(pipeline, max_event_time_ms: int) -> int | None:
     # a custom query's windows or sessions are its own: any key it declares bounds them
     reach = max(pipeline.values.get(k) or 0 for k in ("window_ms", "gap_ms", "bound_ms", "within_ms"))
     return max_event_time_ms + reach + 1
+
+
+def _sliced(module):
+    """The oracle's check of a large run from its files, `(files, batches, params)`, or None.
+    Kept here, not in the oracle: the sliced window check builds on windows.py."""
+    from harness.check import large_windows, passthrough, windows
+
+    return {passthrough.__name__: passthrough.check_files,
+            windows.__name__: large_windows.check}.get(module.__name__)

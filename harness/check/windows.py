@@ -134,13 +134,6 @@ def late_marks(batch: np.ndarray, batches: list[Batch]) -> np.ndarray:
     return np.where((batch >= 0) & (len(ids) > 0), mark_of[at] if len(ids) else -1, -1)
 
 
-def check_files(files, batches: list[Batch], params: dict) -> CheckResult:
-    """`check` from a large run's files, chunk by chunk (harness/check/large_windows.py)."""
-    from harness.check import large_windows
-
-    return large_windows.check(files, batches, params)
-
-
 class _Pairs:
     """Every (event, window) pair as flat numpy arrays, k windows per event (k = window /
     slide), pair i of window k belonging to event i mod n; `wid` indexes `windows`."""

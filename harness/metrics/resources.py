@@ -179,3 +179,30 @@ def _is_worker(proc: psutil.Process) -> bool:
         return "multiprocessing.spawn" in " ".join(proc.cmdline())
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
+
+
+class PeakRss:
+    """This process's peak resident memory over a block: the kernel's own high-water mark
+    (VmHWM), reset as the block starts. `bytes` is None where Linux does not let it be reset."""
+
+    def __init__(self) -> None:
+        self.bytes: int | None = None
+        self._reset = False
+
+    def __enter__(self) -> PeakRss:
+        try:
+            Path("/proc/self/clear_refs").write_text("5")
+            self._reset = True
+        except OSError:
+            self._reset = False
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if not self._reset:
+            return
+        try:
+            for line in Path("/proc/self/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    self.bytes = int(line.split()[1]) * 1024
+        except OSError:
+            self.bytes = None

@@ -15,9 +15,11 @@ import numpy as np
 from harness import check as checker
 from harness import findings, metrics, pipelines
 from harness.check import checkpoint
+from harness.check.large import RunFiles
 from harness.errors import HarnessError
 from harness.metrics import batches as batch_times
 from harness.metrics import flow, latency
+from harness.metrics import resources as sampled_resources
 from harness.results import verdict as verdicts
 from harness.results.model import CaseResult, FaultRecord
 from harness.run import incidents
@@ -48,6 +50,10 @@ def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> Ca
                            "watermark_ms": pl.values.get("watermark_ms"), "conf": case.spark_conf()}}
     if resources is not None:
         sections["resources"] = resources
+    if files.resources.exists():
+        import pandas as pd
+
+        sections["drift"] = sampled_resources.drift(pd.read_parquet(files.resources))
     if sink_report:
         sections["sink_report"] = sink_report
     if pl.build:
@@ -80,9 +86,15 @@ def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> Ca
         timeline({})
         result.verdict = verdicts.unchecked(spec.guarantee, failure)
         return result
+    ranges = [d for f in result.faults for d in f.more.get("deleted", [])]
     truth, deleted = _without_deleted(truth, result.faults)
+    run_files = RunFiles(case.truth_dir, files.sink, ranges)
     try:
-        checked = checker.check(pl, truth, sink, batches)
+        with sampled_resources.PeakRss() as peak:
+            began = time.perf_counter()
+            checked = checker.check(pl, truth, sink, batches, run_files)
+        result.sections["checker"] = {"seconds": round(time.perf_counter() - began, 3),
+                                      "peak_rss_bytes": peak.bytes, "events": int(len(truth))}
     except Problem:
         raise   # the user's oracle returned the wrong shape: named with the fix, exit 2
     except Exception as exc:  # noqa: BLE001 - an oracle that raises fails its case, not the run
