@@ -119,6 +119,7 @@ class TestEveryFaultInFull:
 # the four entries: the buggy sink breaks exactly-once with its finding, the fixed one holds
 GALLERY_ENTRIES = {"paimon-9666": "duplicated", "iceberg-8809": "duplicated", "hudi-6098": "duplicated",
                    "delta-1421": "unexpected"}
+STORY = {"hudi-6098": ("commits/", "again")}
 
 
 @pytest.mark.parametrize("entry", list(GALLERY_ENTRIES))
@@ -132,5 +133,65 @@ def test_a_gallery_entry_s_bug_is_caught_and_its_fix_passes(entry, tmp_path):
     assert not cases["buggy"]["verdict"]["holds"]
     found = {f["class"] for f in cases["buggy"]["findings"]}
     assert GALLERY_ENTRIES[entry] in found, cases["buggy"]["findings"]
-    assert cases["fixed"]["verdict"]["holds"], cases["fixed"]["verdict"]
+    (finding,) = [f for f in cases["buggy"]["findings"] if f["class"] == GALLERY_ENTRIES[entry]]
+    assert 1 <= len(finding["witness"]) <= 5 and f"finding {finding['class']}" in proc.stdout
+    for words in STORY.get(entry, ()):   # the story tells the replay
+        assert words in finding["story"], finding["story"]
+    assert cases["fixed"]["verdict"]["holds"] and cases["fixed"]["findings"] == [], cases["fixed"]["verdict"]
     assert_nothing_left(run_dir)
+
+
+def _rows_read(run_dir) -> int:
+    """Input rows of every micro-batch so far, from the driver's progress log."""
+    lines = next(run_dir.glob("cases/*/progress.jsonl"), None)
+    if lines is None:
+        return 0
+    return sum(json.loads(line).get("numInputRows", 0) for line in lines.read_text().splitlines() if line)
+
+
+class TestKilledByHand:
+    def test_an_executor_then_the_driver_killed_by_hand_are_incidents_and_the_case_fails(self, tmp_path):
+        """Setup: the smoke scenario, its run directory 160 characters deep (a CI workspace;
+        PostgreSQL's socket path must still fit). Steps: wait until events are being sent,
+        SIGKILL an executor, wait for the next batch, SIGKILL the driver. Nobody scheduled
+        either: both are incidents of the case, with their causes (exit code 137, SIGKILL). The
+        case fails (exit 1) with the signal and the events sent, the checker still runs,
+        status.json says killed, and nothing is left."""
+        run_dir = tmp_path / ("deep-workspace-" * 8) / "run"
+        assert len(str(run_dir)) > 160
+        proc = _start_and_wait_for_driver(run_dir)
+        wait_until(lambda: _rows_read(run_dir) > 2, 120, 0.2,   # beyond the 2 warm-up events
+                   err_msg="no micro-batch read a workload event")
+        executor = _executor_of(_driver_status(run_dir)["pid"])
+        os.kill(executor, signal.SIGKILL)
+        read = _rows_read(run_dir)
+        wait_until(lambda: _rows_read(run_dir) > read, 120, 0.2, err_msg="no batch after the executor's kill")
+        os.kill(_driver_status(run_dir)["pid"], signal.SIGKILL)
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 1, err[-3000:]
+        assert "driver of case exactly-once-postgres was killed by SIGKILL at " in err, err[-3000:]
+        assert " events sent" in err
+        case = json.loads((run_dir / "summary.json").read_text())["cases"][0]
+        assert not case["verdict"]["holds"] and case["verdict"]["detail"].startswith("FAILED: driver")
+        assert "SIGKILL" in case["error"] and case["events"]["produced"] > 0
+        assert _driver_status(run_dir)["state"] == "killed"
+        incidents = {i["kind"]: i for i in case["incidents"] if not i["scheduled"]}
+        assert "code 137" in incidents["executor-lost"]["cause"], case["incidents"]
+        assert incidents["driver-exit"]["cause"] == "killed by SIGKILL", case["incidents"]
+        assert incidents["executor-lost"]["at_s"] < incidents["driver-exit"]["at_s"]
+        assert "FAIL" in out and "incident executor-lost" in out
+        assert 'class="incident"' in (run_dir / "report.html").read_text()
+        assert_nothing_left(run_dir)
+
+
+def _executor_of(driver_pid: int) -> int:
+    """The pid of one executor JVM below the driver."""
+    import psutil
+
+    for child in psutil.Process(driver_pid).children(recursive=True):
+        try:
+            if "CoarseGrainedExecutorBackend" in " ".join(child.cmdline()):
+                return child.pid
+        except psutil.Error:   # a short-lived child that ended meanwhile
+            continue
+    raise AssertionError(f"driver {driver_pid} has no executor process")

@@ -33,7 +33,7 @@ url = "{postgres}"
 
 [workload]
 partitions = 2
-duration = "32s"
+duration = "18s"
 seed = 9
 
 [workload.rate]

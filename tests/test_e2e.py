@@ -6,16 +6,12 @@ CLI, then read the run directory and the process table.
 """
 
 import json
-import os
-import signal
-import subprocess
 
 import pytest
 
 from harness.results import summary
 from harness.scenario import load
-from harness.wait import wait_until
-from tests.helpers import REPO, assert_nothing_left, harness_cmd, run_cli
+from tests.helpers import REPO, assert_nothing_left, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -94,82 +90,6 @@ class TestSmokeScenario:
     def test_no_process_is_left_after_a_normal_run(self, smoke_run):
         """Kafka, Postgres, the driver and its executors are all gone."""
         _assert_nothing_left(smoke_run[1])
-
-
-def _start_and_wait_for_driver(run_dir, scenario=SMOKE):
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen(harness_cmd("run", str(scenario), "--out", str(run_dir)), env=env,
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-    def driver_running():
-        assert proc.poll() is None, proc.communicate()
-        status = list(run_dir.glob("cases/*/status.json"))
-        return status and json.loads(status[0].read_text()).get("state") == "running"
-
-    wait_until(driver_running, 240, 0.5, err_msg="the Spark driver never started")
-    pids = json.loads((run_dir / "pids.json").read_text())   # written while the run goes on
-    assert any(name.startswith("spark-driver") for name in pids), pids
-    return proc
-
-
-def _rows_read(run_dir) -> int:
-    """Input rows of every micro-batch so far, from the driver's progress log."""
-    lines = next(run_dir.glob("cases/*/progress.jsonl"), None)
-    if lines is None:
-        return 0
-    return sum(json.loads(line).get("numInputRows", 0) for line in lines.read_text().splitlines() if line)
-
-
-def _driver_status(run_dir) -> dict:
-    return json.loads(next(run_dir.glob("cases/*/status.json")).read_text())
-
-
-class TestKilledByHand:
-    def test_an_executor_then_the_driver_killed_by_hand_are_incidents_and_the_case_fails(self, tmp_path):
-        """Setup: the smoke scenario, its run directory 160 characters deep (a CI workspace;
-        PostgreSQL's socket path must still fit). Steps: wait until events are being sent,
-        SIGKILL an executor, wait for the next batch, SIGKILL the driver. Nobody scheduled
-        either: both are incidents of the case, with their causes (exit code 137, SIGKILL). The
-        case fails (exit 1) with the signal and the events sent, the checker still runs,
-        status.json says killed, and nothing is left."""
-        run_dir = tmp_path / ("deep-workspace-" * 8) / "run"
-        assert len(str(run_dir)) > 160
-        proc = _start_and_wait_for_driver(run_dir)
-        wait_until(lambda: _rows_read(run_dir) > 2, 120, 0.2,   # beyond the 2 warm-up events
-                   err_msg="no micro-batch read a workload event")
-        executor = _executor_of(_driver_status(run_dir)["pid"])
-        os.kill(executor, signal.SIGKILL)
-        read = _rows_read(run_dir)
-        wait_until(lambda: _rows_read(run_dir) > read, 120, 0.2, err_msg="no batch after the executor's kill")
-        os.kill(_driver_status(run_dir)["pid"], signal.SIGKILL)
-        out, err = proc.communicate(timeout=300)
-        assert proc.returncode == 1, err[-3000:]
-        assert "driver of case exactly-once-postgres was killed by SIGKILL at " in err, err[-3000:]
-        assert " events sent" in err
-        case = json.loads((run_dir / "summary.json").read_text())["cases"][0]
-        assert not case["verdict"]["holds"] and case["verdict"]["detail"].startswith("FAILED: driver")
-        assert "SIGKILL" in case["error"] and case["events"]["produced"] > 0
-        assert _driver_status(run_dir)["state"] == "killed"
-        incidents = {i["kind"]: i for i in case["incidents"] if not i["scheduled"]}
-        assert "code 137" in incidents["executor-lost"]["cause"], case["incidents"]
-        assert incidents["driver-exit"]["cause"] == "killed by SIGKILL", case["incidents"]
-        assert incidents["executor-lost"]["at_s"] < incidents["driver-exit"]["at_s"]
-        assert "FAIL" in out and "incident executor-lost" in out
-        assert 'class="incident"' in (run_dir / "report.html").read_text()
-        _assert_nothing_left(run_dir)
-
-
-def _executor_of(driver_pid: int) -> int:
-    """The pid of one executor JVM below the driver."""
-    import psutil
-
-    for child in psutil.Process(driver_pid).children(recursive=True):
-        try:
-            if "CoarseGrainedExecutorBackend" in " ".join(child.cmdline()):
-                return child.pid
-        except psutil.Error:   # a short-lived child that ended meanwhile
-            continue
-    raise AssertionError(f"driver {driver_pid} has no executor process")
 
 
 class TestFailingRun:
