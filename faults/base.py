@@ -59,6 +59,12 @@ class Fault:
     def _heal(self) -> None:
         """Nothing to undo by default (a kill is over once it happened)."""
 
+    def restore(self) -> bool:
+        """At the case's end: put back what the fault left down for the rest of the case (a
+        node killed without `downtime`), so that the next case starts on the whole cluster.
+        Whether anything was put back (nothing by default)."""
+        return False
+
     def observe(self) -> Observation:
         raise NotImplementedError
 

@@ -52,6 +52,12 @@ class KillBroker(Fault):
             self.broker.start().wait_ready()
             self.back_at = time.time()
 
+    def restore(self) -> bool:
+        if getattr(self, "broker", None) is None or self.broker.running:
+            return False
+        self.broker.start().wait_ready()
+        return True
+
     def observe(self) -> Observation:
         moved = {p: (self.led_before.get(p), leader) for p, leader in (self.led_after or {}).items()
                  if self.led_before.get(p) != leader}
@@ -96,6 +102,12 @@ class KillWorker(Fault):
     def _heal(self) -> None:
         if self.spec.downtime_s and getattr(self, "worker", None) is not None and not self.worker.running:
             self.worker.start().wait_ready()
+
+    def restore(self) -> bool:
+        if getattr(self, "worker", None) is None or self.worker.running:
+            return False
+        self.worker.start().wait_ready()
+        return True
 
     def observe(self) -> Observation:
         def replaced():

@@ -265,10 +265,13 @@ def _hunt(args) -> int:
 
 def _raise_on_signals() -> None:
     """SIGINT and SIGTERM unwind the stack (so every service is stopped) instead of dying."""
+    from harness.run.faults import stop_every_schedule  # imported now, not in the handler
+
     def handler(signum, frame):
         # a second Ctrl-C or SIGTERM must not cut the cleanup short
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stop_every_schedule()
         raise RunAborted(signum)
 
     signal.signal(signal.SIGINT, handler)

@@ -85,6 +85,10 @@ class _Recorded(Fault):
     def _heal(self):
         self.calls.append(("heal", self.spec.kind))
 
+    def restore(self):
+        self.calls.append(("restore", self.spec.kind))
+        return True
+
     def observe(self):
         return Observation(True, "recorded")
 
@@ -124,6 +128,19 @@ class TestSchedule:
         runner.stop(aborted=True)
         assert sorted(_Recorded.calls) == [("heal", "pause"), ("inject", "kill-driver"), ("inject", "pause")]
 
+    def test_a_node_left_down_is_put_back_when_the_case_ends_not_when_the_run_aborts(self, tmp_path):
+        """A broker or worker killed without downtime stays down for its case; the case's end
+        starts it again (the next case of a matrix ran on a cluster short of a node, and its
+        kill-worker found no executor to kill), an aborted run leaves it to the registry."""
+        for aborted, want in ((False, [("inject", "pause"), ("heal", "pause"), ("restore", "pause")]),
+                              (True, [("inject", "pause"), ("heal", "pause")])):
+            _Recorded.calls = []
+            runner = FaultRunner((FaultSpec("pause", 0, "driver", duration_s=0.05),), _targets(tmp_path))
+            runner.start(time.time())
+            runner.join(10)
+            runner.stop(aborted=aborted)
+            assert _Recorded.calls == want, aborted
+
     def test_a_fault_that_is_never_injected_fails_the_case(self, tmp_path):
         """The case ended before `at`: observed false, with the reason, and a problem."""
         runner = FaultRunner((FaultSpec("pause", 60, "driver", duration_s=1),), _targets(tmp_path))
@@ -131,6 +148,19 @@ class TestSchedule:
         runner.stop()
         assert not runner.records()[0]["observed"]
         assert "not injected" in runner.problems()[0]
+
+    def test_a_signal_stops_every_schedule_before_the_stack_unwinds(self, tmp_path):
+        """Ctrl-C's handler calls stop_every_schedule: a fault due later is never injected,
+        however long the unwinding takes before the runner's own stop (a broker was killed
+        40 s after a Ctrl-C while a producer flushed)."""
+        from harness.run.faults import stop_every_schedule
+
+        runner = FaultRunner((FaultSpec("pause", 0.3, "driver", duration_s=0.1),), _targets(tmp_path))
+        runner.start(time.time())
+        stop_every_schedule()
+        time.sleep(0.6)
+        assert all(not t.is_alive() for t in runner.threads)
+        assert runner.runs[0].fault is None, "injected after the signal"
 
 
 class TestTargets:

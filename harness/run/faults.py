@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 import traceback
+import weakref
 from collections.abc import Callable
 
 from faults import registry
@@ -59,6 +60,15 @@ class FaultRun:
             except Exception as exc:  # noqa: BLE001 - one failing heal must not stop the others
                 log.error("healing %s failed: %s", self.spec.kind, exc)
 
+    def restore(self) -> None:
+        """Put back a node the fault left down for the rest of the case (Fault.restore)."""
+        if self.fault is not None and self.fault.injected_at is not None:
+            try:
+                if self.fault.restore():
+                    self.say(f"fault {self.spec.kind}: {self.fault.target} started again for the next case")
+            except Exception as exc:  # noqa: BLE001 - the next case says what is missing
+                log.error("restoring after %s failed: %s", self.spec.kind, exc)
+
     def record(self) -> dict:
         """The fault as summary.json's cases[].faults[] holds it."""
         f, seen = self.fault, self.observation
@@ -87,11 +97,23 @@ class FaultRun:
         return record
 
 
+_LIVE: weakref.WeakSet[FaultRunner] = weakref.WeakSet()
+
+
+def stop_every_schedule() -> None:
+    """On Ctrl-C or SIGTERM, before the stack unwinds: no fault is injected from now on. (The
+    unwinding can take a while, a producer flushing for one; a broker killed meanwhile was a
+    fault injected after the user asked the run to stop.)"""
+    for runner in list(_LIVE):
+        runner.stopping.set()
+
+
 class FaultRunner:
     """The schedule of one case: `start(t0)` when sending begins, `join()` after it."""
 
     def __init__(self, specs: tuple[FaultSpec, ...], targets: Targets,
                  say: Callable[[str], None] = log.info):
+        _LIVE.add(self)
         self.runs: list[FaultRun] = []
         self.specs, self.targets, self.say = specs, targets, say
         self.stopping = threading.Event()
@@ -123,6 +145,9 @@ class FaultRunner:
             # a kind whose heal starts a process (a driver, the broker) is left as it is
             if not (aborted and registry.kind(run.spec.kind).restarts):
                 run.release()
+        if not aborted:   # an aborted run's registry stops every node anyway
+            for run in self.runs:
+                run.restore()
 
     def records(self) -> list[dict]:
         return [run.record() for run in self.runs]
