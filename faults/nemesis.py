@@ -15,11 +15,13 @@ from faults.registry import KINDS
 from faults.spec import RESTART_MARGIN_S
 
 
-def plan(kinds: tuple[str, ...], interval_s: float, seed: int, workload_s: float) -> tuple[dict, ...]:
-    """One fault per interval, each lasting at most half of it, from half an interval in;
-    alternating fault and heal, and none still in effect when the workload ends."""
+def plan(kinds: tuple[str, ...], interval_s: float, seed: int, workload_s: float,
+         span_s: float | None = None) -> tuple[dict, ...]:
+    """One fault per interval, each lasting at most `span_s` (default: half of it), from half
+    an interval in; alternating fault and heal, and none still in effect when the workload ends."""
     rng = random.Random(seed)
     half = interval_s / 2
+    span = half if span_s is None else min(span_s, half)
     tables = []
     at = half
     while at + half <= workload_s:
@@ -27,6 +29,6 @@ def plan(kinds: tuple[str, ...], interval_s: float, seed: int, workload_s: float
         fits = [k for k in kinds if not KINDS[k].restarts or at + half + RESTART_MARGIN_S <= workload_s]
         if not fits:
             break
-        tables.append(KINDS[rng.choice(fits)].draw(rng, round(at, 3), half))
+        tables.append(KINDS[rng.choice(fits)].draw(rng, round(at, 3), span))
         at += interval_s
     return tuple(tables)

@@ -314,6 +314,15 @@ class TestNemesis:
         other = self.NEMESIS.replace("seed = 5", "seed = 6")
         assert load(self._long(tmp_path, self.NEMESIS)).faults != load(self._long(tmp_path, other)).faults
 
+    def test_span_bounds_how_long_a_drawn_fault_lasts(self, tmp_path):
+        """span = "1s": every pause and stall lasts 1 s, not half the interval; a span longer
+        than half the interval is refused, naming the limit."""
+        spanned = self.NEMESIS.replace('interval = "10s"', 'interval = "10s"\nspan = "1s"')
+        lasting = [f.lasts_s for f in load(self._long(tmp_path, spanned)).faults if f.kind != "kill-executor"]
+        assert lasting and all(s == 1 for s in lasting), lasting
+        err = _error(self._long(tmp_path, spanned.replace('span = "1s"', 'span = "6s"')))
+        assert "nemesis.span" in err.problem and "half the interval" in err.problem
+
     def test_an_unknown_kind_is_named(self, tmp_path):
         bad_kind = self.NEMESIS.replace('"pause"', '"paus"')
         err = _error(self._long(tmp_path, bad_kind))

@@ -127,7 +127,7 @@ def needs_proxy(faults: tuple[FaultSpec, ...]) -> set[str]:
 
 
 def parse_nemesis(s: Section, ctx: Context, default_seed: int) -> tuple[FaultSpec, ...]:
-    """[nemesis] kinds, interval, seed -> the seeded plan (empty without the table)."""
+    """[nemesis] kinds, interval, span, seed -> the seeded plan (empty without the table)."""
     if not s.data:
         return ()
     kinds = s.raw("kinds")
@@ -146,7 +146,12 @@ def parse_nemesis(s: Section, ctx: Context, default_seed: int) -> tuple[FaultSpe
         raise bad(s.field("interval"), s.raw("interval"),
                   f"is longer than the workload ({ctx.workload_s:g}s)",
                   "choose an interval shorter than workload.duration, so that a fault fits in it")
-    tables = nemesis.plan(tuple(kinds), interval_s, s.integer("seed", default_seed), ctx.workload_s)
+    span_s = s.duration_ms("span", f"{interval_s * 500:g}ms", gt=0) / 1000
+    if span_s > interval_s / 2:
+        raise bad(s.field("span"), s.raw("span"), f"is longer than half the interval ({interval_s / 2:g}s)",
+                  "a fault must be over before the next one: choose a span of at most half the interval")
+    tables = nemesis.plan(tuple(kinds), interval_s, s.integer("seed", default_seed), ctx.workload_s,
+                          span_s=span_s)
     return tuple(fault(t, f"nemesis (fault {i} drawn: {t['kind']} at {t['at']})", ctx)
                  for i, t in enumerate(tables))
 

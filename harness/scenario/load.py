@@ -80,7 +80,7 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
                    pipeline)
     ctx = Context(workload.duration_s, services, cases)
     faults = _faults(top.raw("faults"), quick_faults, quick, ctx)
-    nemesis = top.table("nemesis", ("kinds", "interval", "seed"))
+    nemesis = top.table("nemesis", ("kinds", "interval", "span", "seed"))
     chaos = parse_nemesis(nemesis, ctx, workload.seed)
     faults = tuple(sorted(faults + chaos, key=lambda f: f.at_s))
     _real_time(pipeline, cases, workload, services)
