@@ -57,3 +57,18 @@ def test_a_dead_jvm_leaves_the_message():
             raise ConnectionError("py4j: the JVM is gone")
 
     assert error_text(StreamingQueryException("boom", Gone("x"))) == "StreamingQueryException: boom"
+
+
+def test_py4j_s_first_line_is_followed_by_the_java_exception_not_its_stack():
+    """py4j says only which call failed on its first line; the Java exception's message is on
+    the next ones (a garbled checkpoint metadata file was reported as 'An error occurred while
+    calling o211.start.' alone)."""
+    class Py4JJavaError(Exception):
+        pass
+
+    exc = Py4JJavaError("An error occurred while calling o211.start.\n"
+                        ": com.fasterxml.jackson.core.JsonParseException: Unexpected character\n"
+                        " at [Source: REDACTED; line: 1, column: 1]\n"
+                        "\tat com.fasterxml.jackson.core.JsonParser._constructReadException(...)\n")
+    assert error_text(exc) == ("Py4JJavaError: An error occurred while calling o211.start. "
+                               ": com.fasterxml.jackson.core.JsonParseException: Unexpected character")

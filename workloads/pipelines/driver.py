@@ -219,6 +219,10 @@ def error_text(exc: BaseException, limit: int = 600) -> str:
     """The failure in a sentence: class and message without the query's plan, and the JVM's
     root cause when the message hides it ("Exception thrown in awaitResult")."""
     text = f"{type(exc).__name__}: {str(exc).split(PLAN)[0].strip()}"
+    # py4j's message is a line of its own, then the Java exception, then its stack: keep the
+    # lines that say something ("An error occurred while calling o211.start." alone did not)
+    said = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("at ")]
+    text = " ".join(said[:3])
     root = _root_cause(getattr(exc, "_origin", None))
     if root and root.split(":")[0] not in text:
         text += f" (caused by {root})"
