@@ -31,6 +31,16 @@ class TestReadBatches:
         assert [b.committed for b in read_batches(tmp_path, "t")] == [True, False]
         assert committed_watermark(tmp_path, "t") == 0
 
+    def test_a_damaged_offsets_file_is_no_batch(self, tmp_path):
+        """corrupt-checkpoint's garbage, truncation or emptying of offsets/N: the checker reads
+        the batches around it (it stopped the whole check with a UnicodeDecodeError, exit 3)."""
+        for n in range(4):
+            _write_batch(tmp_path, n, 0, {0: n + 1})
+        (tmp_path / "offsets" / "1").write_bytes(bytes([0x96, 0xff, 0x00, 0x41]) * 16)
+        (tmp_path / "offsets" / "2").write_text("v1\n{\"batchWat")
+        (tmp_path / "offsets" / "3").write_bytes(b"")
+        assert [b.batch_id for b in read_batches(tmp_path, "t")] == [0]
+
     def test_a_missing_checkpoint_has_no_batches(self, tmp_path):
         """Before the first batch there is nothing to read, and no committed watermark."""
         assert read_batches(tmp_path / "nope", "t") == []

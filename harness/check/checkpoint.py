@@ -80,9 +80,10 @@ def read_batches(checkpoint: Path, topic: str, query: int = 0) -> list[Batch]:
     starts: list[dict[int, int]] = []
     batches = []
     for path in sorted((p for p in offsets_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)):
-        lines = path.read_text().splitlines()
-        meta = json.loads(lines[1])
-        ends = [_topic_offsets(line, topic) if line.strip() not in ("", "-") else {} for line in lines[2:]]
+        read = _offsets_file(path, topic)
+        if read is None:   # damaged (corrupt-checkpoint's garbage, a partial write): no batch Spark ran
+            continue
+        meta, ends = read
         while len(starts) < len(ends):
             starts.append(initial_offsets(checkpoint, topic, len(starts)))
         batch_id = int(path.name)
@@ -93,6 +94,18 @@ def read_batches(checkpoint: Path, topic: str, query: int = 0) -> list[Batch]:
                              committed.get(batch_id)))
         starts = [{**st, **end} for st, end in zip(starts, ends, strict=False)] + starts[len(ends):]
     return batches
+
+
+def _offsets_file(path: Path, topic: str) -> tuple[dict, list[dict[int, int]]] | None:
+    """offsets/N's metadata and each source's end offsets; None when the file is not one
+    Spark could read either (Spark refuses to start on it, or writes it anew)."""
+    try:
+        lines = path.read_text().splitlines()
+        meta = json.loads(lines[1])
+        ends = [_topic_offsets(line, topic) if line.strip() not in ("", "-") else {} for line in lines[2:]]
+    except (UnicodeDecodeError, IndexError, ValueError, AttributeError):
+        return None
+    return (meta, ends) if isinstance(meta, dict) else None
 
 
 def read_queries(checkpoints: list[Path], topic: str) -> list[Batch]:
