@@ -4,8 +4,9 @@ apart (as an operator would run them) and handed to a scenario as existing ones.
 Setup: a registry of this test's own starts Spark's Master and two Workers from pyspark's
 jars, a Kafka cluster of 3 KRaft brokers and a PostgreSQL server. Steps: a scenario names
 them in [services]; faults that need processes of the harness's own are refused before
-anything starts; a case runs under the faults that go through an API (kill-executor via
-Spark's API, fail-batch, kafka-partitions) and its verdict holds."""
+anything starts; a case runs under faults that go through an API (kill-executor via Spark's
+API, kafka-partitions; fail-batch and the driver's restarts are the same code as on
+local-cluster, run in tests/test_faults_e2e.py) and its verdict holds."""
 
 import json
 
@@ -60,10 +61,6 @@ kind = "kafka-partitions"
 at = "5s"
 count = 1
 
-[[faults]]
-kind = "fail-batch"
-at = "9s"
-downtime = "1s"
 """
 
 

@@ -2,7 +2,7 @@
 built by hand (ground truth, a sink, checkpoint files with set mtimes, progress records)."""
 
 import os
-from dataclasses import FrozenInstanceError
+from dataclasses import FrozenInstanceError, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
@@ -122,6 +122,19 @@ class TestDuplicatedAfterAReplay:
         at = [story.lower().find(p.lower()) for p in parts]
         assert all(i >= 0 for i in at), f"missing from: {story}"
         assert at == sorted(at), story
+
+    def test_a_commit_the_fault_deleted_is_told_as_deleted_not_as_never_written(self, tmp_path):
+        """corrupt-checkpoint at after-commit: commits/1 was written, the driver killed, the
+        file deleted; the story said "before commits/1 was written", which was not so."""
+        inputs = _replay(tmp_path)
+        cc = FaultRecord("corrupt-checkpoint", 3.2, 3.2, 12.0, "checkpoint/commits/1 of driver (pid 42)",
+                         True,
+                         spec={"kind": "corrupt-checkpoint", "extra": {"file": "commits", "action": "delete",
+                                                                       "point": "after-commit"}},
+                         more={"checkpoint_file": "checkpoint/commits/1"})
+        story = _only(build(replace(inputs, faults=[cc])), "duplicated").story
+        assert "just after commits/1 was written, and the fault deleted commits/1" in story, story
+        assert "before commits/1 was written" not in story, story
 
     def test_faults_and_checkpoint_files_name_the_replayed_batch(self, tmp_path):
         """The fault in effect over batch 1 and its offsets/1 and commits/1 are listed."""

@@ -71,7 +71,10 @@ def _replay(history: History, f: BatchFacts) -> list[str]:
     rerun_s = rerun[0][1] if rerun else None
     death = history.death_between(f.sink_s, rerun_s)
     before = f.committed_s is None or (rerun_s is not None and f.committed_s >= rerun_s)
-    if death:
+    deleted = history.commit_deleted(f)
+    if death and deleted:   # killed after commits/N, which the fault then deleted
+        clauses.append(f"{death}, {deleted}")
+    elif death:
         clauses.append(death + (f", before commits/{f.local} was written" if before else ""))
     again = ("the same row" if per == 1 else f"the same {per:,} rows") if per and same else "its rows"
     if rerun:

@@ -225,6 +225,17 @@ class History:
                 return _killed_by(f)
         return None
 
+    def commit_deleted(self, f: BatchFacts) -> str | None:
+        """The corrupt-checkpoint fault that deleted the batch's commits/N after it was written
+        (its driver killed at `after-commit`), as a clause; None when none did."""
+        for fault in self.inputs.faults:
+            extra = (fault.spec or {}).get("extra", {})
+            path = fault.more.get("checkpoint_file") or ""
+            if fault.kind == "corrupt-checkpoint" and extra.get("action") == "delete" \
+                    and path.endswith(f"/commits/{f.local}"):
+                return f"just after commits/{f.local} was written, and the fault deleted commits/{f.local}"
+        return None
+
     def held(self, f: BatchFacts) -> str | None:
         """How a fault held the batch between the sink's write and commits/N, if one did."""
         if f.sink_s is None:
