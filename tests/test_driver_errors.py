@@ -72,3 +72,14 @@ def test_py4j_s_first_line_is_followed_by_the_java_exception_not_its_stack():
                         "\tat com.fasterxml.jackson.core.JsonParser._constructReadException(...)\n")
     assert error_text(exc) == ("Py4JJavaError: An error occurred while calling o211.start. "
                                ": com.fasterxml.jackson.core.JsonParseException: Unexpected character")
+
+
+def test_a_long_message_is_cut_so_that_the_root_cause_still_shows():
+    """A corrupt state file failed the foreachBatch job: pages of a Python proxy traceback,
+    and the reason (the state store could not be loaded) only in the innermost cause."""
+    root = Throwable("java.io.EOFException: Stream ended prematurely")
+    exc = StreamingQueryException("[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user "
+                                  "provided function. Traceback: " + "x" * 2000, Throwable("outer", root))
+    text = error_text(exc)
+    assert len(text) <= 600 and text.endswith("(caused by java.io.EOFException: Stream ended prematurely)")
+    assert text.startswith("StreamingQueryException: [FOREACH_BATCH_USER_FUNCTION_ERROR]") and "..." in text

@@ -225,8 +225,15 @@ def error_text(exc: BaseException, limit: int = 600) -> str:
     text = " ".join(said[:3])
     root = _root_cause(getattr(exc, "_origin", None))
     if root and root.split(":")[0] not in text:
-        text += f" (caused by {root})"
+        cause = f" (caused by {root[:limit // 2]})"
+        # the cause is what says why (CANNOT_LOAD_STATE_STORE under a foreachBatch traceback):
+        # the message is cut to leave it room
+        text = _cut(text, limit - len(cause)) + cause
     return text[:limit]
+
+
+def _cut(text: str, room: int) -> str:
+    return text if len(text) <= room else text[:max(room - 3, 0)].rstrip() + "..."
 
 
 def _root_cause(throwable) -> str | None:
