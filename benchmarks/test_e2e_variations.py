@@ -116,6 +116,22 @@ class TestEveryFaultInFull:
         assert_nothing_left(run_dir)
 
 
+def test_a_deleted_commit_makes_a_naive_sink_duplicate_and_a_transactional_one_hold(tmp_path):
+    """benchmarks/scenarios/commits_deleted.toml: corrupt-checkpoint kills the driver just
+    after commits/N and deletes it; Spark runs batch N again. The naive append sink (the
+    paimon entry's) duplicates with a story that says so, the Postgres sink's batch-id check
+    keeps it exact (run 20261124T203606-commits-delete-naive-7e3a)."""
+    run_dir = tmp_path / "run"
+    scenario = REPO / "benchmarks" / "scenarios" / "commits_deleted.toml"
+    proc = run_cli("run", str(scenario), "--out", str(run_dir), timeout=1200)
+    cases = {c["name"]: c for c in _summary(run_dir)["cases"]}
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    (dup,) = [f for f in cases["naive"]["findings"] if f["class"] == "duplicated"]
+    assert "the fault deleted commits/" in dup["story"] and "again" in dup["story"], dup["story"]
+    assert cases["transactional"]["verdict"]["holds"], cases["transactional"]["verdict"]
+    assert_nothing_left(run_dir)
+
+
 # the four entries: the buggy sink breaks exactly-once with its finding, the fixed one holds
 GALLERY_ENTRIES = {"paimon-9666": "duplicated", "iceberg-8809": "duplicated", "hudi-6098": "duplicated",
                    "delta-1421": "unexpected"}
