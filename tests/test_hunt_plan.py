@@ -65,6 +65,19 @@ class TestShrink:
         for step in found.steps:
             assert step["failed"] == any(t["kind"] == "replay-batch" for t in step["plan"])
 
+    def test_a_candidate_that_passed_both_runs_is_not_run_again(self):
+        """Moving the one fault earlier makes "without it" the empty plan again: a paimon hunt
+        ran the empty plan twice over (4 runs, about 7 minutes) before this."""
+        runs = []
+
+        def fails(c):
+            runs.append(c.plan)
+            return bool(c.plan)
+
+        start = Candidate(({"kind": "replay-batch", "at": "8s", "downtime": "2s"},), 12.0, "drawn")
+        shrink(start, fails)
+        assert runs.count(()) == 2, runs   # the empty plan's two runs, once
+
     def test_a_candidate_that_fails_only_on_its_second_run_counts_and_is_flaky(self):
         """Either of two runs decides; the disagreement is counted."""
         outcomes = iter([False, True] + [False] * 100)

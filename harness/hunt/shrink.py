@@ -9,6 +9,7 @@ flake rate the search reports.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -70,9 +71,10 @@ def shrink(start: Candidate, fails: Callable[[Candidate], bool],
     first passed. `valid` leaves out candidates the scenario would refuse."""
     out = Shrunk(start)
     current = start
-    while True:
+    held: set[str] = set()   # candidates that passed both runs: never run again (the empty plan
+    while True:              # came up again after each step that moved a fault)
         for cand in candidates(current):
-            if not valid(cand):
+            if not valid(cand) or _key(cand) in held:
                 continue
             say(f"shrinking: trying {cand.change} ({len(cand.plan)} fault(s), {cand.workload_s:g}s workload)")
             first = fails(cand)
@@ -82,6 +84,8 @@ def shrink(start: Candidate, fails: Callable[[Candidate], bool],
             out.flaky += 1 if (not first and second) else 0
             out.steps.append({"change": cand.change, "plan": list(cand.plan), "workload_s": cand.workload_s,
                               "failed": failing, "runs": [first] + ([] if second is None else [second])})
+            if not failing:
+                held.add(_key(cand))
             if failing:
                 current = cand
                 say(f"shrinking: still fails {cand.change}: {describe(list(cand.plan))}")
@@ -89,6 +93,10 @@ def shrink(start: Candidate, fails: Callable[[Candidate], bool],
         else:
             out.smallest = current
             return out
+
+
+def _key(cand: Candidate) -> str:
+    return json.dumps([list(cand.plan), cand.workload_s], sort_keys=True)
 
 
 def _seconds(value) -> float:
