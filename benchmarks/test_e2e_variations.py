@@ -13,6 +13,7 @@ import signal
 import subprocess
 import time
 
+import psutil
 import pytest
 
 from harness.wait import wait_until
@@ -211,3 +212,61 @@ def _executor_of(driver_pid: int) -> int:
         except psutil.Error:   # a short-lived child that ended meanwhile
             continue
     raise AssertionError(f"driver {driver_pid} has no executor process")
+
+
+PAUSED_BROKER = """
+name = "paused"
+[workload]
+duration = "60s"
+[workload.rate]
+eps = 100
+[pipeline]
+window = "2s"
+watermark = "1s"
+[[cases]]
+name = "c"
+guarantee = "exactly-once"
+[[faults]]
+kind = "pause"
+at = "1s"
+target = "broker"
+duration = "50s"
+"""
+
+
+class TestInterruptedWhilePaused:
+    def test_sigint_while_the_broker_is_paused_resumes_and_stops_it(self, tmp_path):
+        """Steps: pause the broker for 50 s, SIGINT the harness while it is stopped (Ctrl-C in
+        the middle of a run, with the driver running). The run ends at once with 130, its
+        summary says aborted and its report is written, the driver's status is not left
+        'running', and no process is left, stopped or otherwise. (SIGTERM, and SIGINT without a
+        paused broker: benchmarks/test_e2e_variations.py.)"""
+        scenario = tmp_path / "paused.toml"
+        scenario.write_text(PAUSED_BROKER)
+        run_dir = tmp_path / "run"
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        proc = subprocess.Popen(harness_cmd("run", str(scenario), "--out", str(run_dir)), env=env, cwd=REPO,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+        def broker_stopped():
+            assert proc.poll() is None, proc.communicate()
+            pids = json.loads((run_dir / "pids.json").read_text()) if (run_dir / "pids.json").exists() else {}
+            broker = [p for name, ps in pids.items() if name.startswith("kafka") for p in ps]
+            return broker and all(_status(p) == psutil.STATUS_STOPPED for p in broker)
+
+        wait_until(broker_stopped, 300, 0.2, err_msg="the broker was never paused")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=90)
+        assert proc.returncode == 130, err[-3000:]
+        assert _summary(run_dir)["status"] == "aborted"
+        assert (run_dir / "report.html").exists(), "an aborted run gets its report too"
+        status = json.loads(next(run_dir.glob("cases/*/status.json")).read_text())
+        assert status["state"] != "running", "status.json still says running"
+        assert_nothing_left(run_dir)
+
+
+def _status(pid: int):
+    try:
+        return psutil.Process(pid).status()
+    except psutil.NoSuchProcess:
+        return None
