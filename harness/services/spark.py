@@ -159,7 +159,11 @@ class SparkDriver(Service):
 
     def cleanup(self) -> None:
         """A driver that was killed or stopped from outside never wrote its last status: say
-        how it ended, so status.json never claims a dead driver is running."""
+        how it ended, so status.json never claims a dead driver is running. Nothing when its
+        case directory is gone (the pytest plugin removes a passing run's before the
+        session's services stop)."""
+        if not self.status_path.parent.is_dir():
+            return
         state = self.status()
         if state.get("state") in (None, "running"):
             self.status_path.write_text(json.dumps({
