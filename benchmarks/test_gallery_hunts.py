@@ -1,0 +1,53 @@
+"""The hunt on the gallery of real sink bugs (examples/known-bugs/): from a fixed seed, each
+buggy case is caught within 10 runs with the finding its bug makes, and the plan is shrunk;
+the paimon entry's to one fault. A fixed case, hunted the same way, holds every run.
+
+Setup: nothing; each hunt starts its own services. Steps: `python -m harness hunt ENTRY
+--case buggy --seed 1 --runs 10` per entry, and `--case fixed --runs 3` on paimon-9666.
+About ten minutes a hunt; it runs in `tox -e bench` (not with --quick). The runs behind the
+README's figures are in examples/known-bugs/README.md.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers import REPO, assert_nothing_left, run_cli
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e_variation]
+
+GALLERY = REPO / "examples" / "known-bugs"
+SEED = "1"
+FINDING = {"paimon-9666": "duplicated", "iceberg-8809": "duplicated", "hudi-6098": "duplicated",
+           "delta-1421": "unexpected"}
+
+
+def _hunt(tmp_path, entry: str, case: str, runs: int):
+    run_dir = tmp_path / "run"
+    proc = run_cli("hunt", str(GALLERY / entry / "scenario.toml"), "--case", case, "--seed", SEED,
+                   "--runs", str(runs), "--out", str(run_dir), timeout=3600)
+    return proc, run_dir, json.loads((run_dir / "hunt.json").read_text())
+
+
+@pytest.mark.parametrize("entry", list(FINDING))
+def test_the_hunt_catches_each_buggy_sink_within_ten_runs(entry, tmp_path):
+    proc, run_dir, hunt = _hunt(tmp_path, entry, "buggy", 10)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert hunt["found"] and hunt["found"]["run"] <= 10, hunt["tried"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    broke = next(c for c in summary["cases"] if c["name"] == hunt["found"]["case"])
+    assert FINDING[entry] in {f["class"] for f in broke["findings"]}, broke["findings"]
+    assert (run_dir / "minimal.toml").exists() and proc.stdout.rstrip().splitlines()[-1].startswith(
+        "python -m harness run ")
+    if entry == "paimon-9666":
+        assert hunt["minimal"]["faults"] == 1, hunt["minimal"]
+    assert_nothing_left(run_dir)
+
+
+def test_the_hunt_on_a_fixed_sink_runs_its_budget_and_holds(tmp_path):
+    proc, run_dir, hunt = _hunt(tmp_path, "paimon-9666", "fixed", 3)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert hunt["found"] is None and len(hunt["tried"]) == 3 and hunt["stopped"] == "runs", hunt["tried"]
+    assert_nothing_left(run_dir)
