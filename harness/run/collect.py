@@ -87,7 +87,7 @@ def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> Ca
         result.verdict = verdicts.unchecked(spec.guarantee, failure)
         return result
     ranges = [d for f in result.faults for d in f.more.get("deleted", [])]
-    truth, deleted = _without_deleted(truth, result.faults)
+    truth, deleted = _without_deleted(truth, ranges)
     run_files = RunFiles(case.truth_dir, files.sink, ranges)
     try:
         with sampled_resources.PeakRss() as peak:
@@ -255,11 +255,10 @@ def _lag_recovery(faults: list[FaultRecord], t0: float | None, series) -> None:
             fault.recovery["note"] = note
 
 
-def _without_deleted(truth, faults: list[FaultRecord]):
+def _without_deleted(truth, ranges: list[dict]):
     """Ground truth without the events Kafka deleted before the query read them (a
-    kafka-retention fault's ranges), and how many those were: the sink cannot be blamed for
-    input it never had, so they are neither expected nor lost."""
-    ranges = [d for f in faults for d in f.more.get("deleted", [])]
+    kafka-retention fault's `deleted` ranges), and how many those were: the sink cannot be
+    blamed for input it never had, so they are neither expected nor lost."""
     if not ranges:
         return truth, 0
     gone = np.zeros(len(truth), dtype=bool)
