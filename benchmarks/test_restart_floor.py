@@ -90,6 +90,7 @@ def _harness_start(config, checkpoint: Path, batch: int, workdir: Path, registry
         driver.kill()
 
 
+@pytest.mark.e2e_variation   # a full run and two starts: not with --quick
 @pytest.mark.benchmark(group="restart")
 def test_the_harness_s_restart_beside_spark_s_floor(harness_services, tmp_path, benchmark):
     from harness import api
