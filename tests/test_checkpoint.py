@@ -70,3 +70,38 @@ class TestCommittedThroughput:
         # the window [1 s, 3 s): batches 1 and 2, 1,600 records over 2 s
         assert committed_eps(batches, start_ms, [1, 3]) == 800.0
         assert committed_eps(batches, start_ms, [4, 8]) is None
+
+
+class TestJournal:
+    """Spark keeps the last 100 batches of its logs; the harness's journal keeps the rest."""
+
+    def test_the_batches_spark_purged_come_from_the_journal(self, tmp_path):
+        import os
+        import shutil
+
+        from harness.check.checkpoint import journal_of, read_queries
+        from harness.run.journal import Journal
+
+        cp = tmp_path / "checkpoint"
+        for n in range(5):
+            _write_batch(cp, n, n * 100, {0: (n + 1) * 10})
+        os.utime(cp / "commits" / "1", ns=(1_700_000_000_000_000_000,) * 2)
+        kept = Journal(lambda: [cp])
+        kept.poll()
+        for n in range(3):   # Spark's purge of everything before batch 3
+            (cp / "offsets" / str(n)).unlink()
+            (cp / "commits" / str(n)).unlink()
+        _write_batch(cp, 5, 500, {0: 60})
+        kept.poll()
+        whole = read_queries([cp], "t")
+        assert [b.batch_id for b in whole] == [0, 1, 2, 3, 4, 5]
+        assert whole[3].start_offsets == {0: 30} and whole[3].rows == 10   # after batch 2, not the start
+        assert whole[1].committed_ms == 1_700_000_000_000   # the commit's time kept with its copy
+        assert (journal_of(cp) / "offsets" / "5").exists()
+        # where the query is now reads only what Spark keeps
+        assert [b.batch_id for b in read_batches(cp, "t")] == [3, 4, 5]
+        # a batch Spark still keeps is its own, not the journal's (a commit deleted by a fault)
+        (cp / "commits" / "4").unlink()
+        assert not read_queries([cp], "t")[4].committed
+        shutil.rmtree(journal_of(cp))
+        assert [b.batch_id for b in read_queries([cp], "t")] == [3, 4, 5]

@@ -63,6 +63,12 @@ def check(pipeline, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch
     return result
 
 
+def checks_from_files(pipeline, files: RunFiles) -> bool:
+    """Whether check() will read this run from its files (large, with a sliced oracle): then
+    the truth held in memory serves only the measurements and findings, and is read lean."""
+    return pipeline.kind != CUSTOM and _sliced(oracle(pipeline.kind)) is not None and files.is_large()
+
+
 def _from_files(pipeline, files: RunFiles | None, batches: list[Batch]) -> CheckResult | None:
     """The check from the run's files, or None: not large, no sliced oracle (`check_files`),
     or re-sent copies."""

@@ -6,6 +6,10 @@ with an offsets file but no commits file was planned but not committed.
 `sources/0/0`: a version line, then the offsets the query started from (earliest, or
 the latest at its start when it began on a fresh checkpoint).
 
+Spark keeps only the last 100 batches of each log; the harness copies every file as it is
+written to `<checkpoint>.journal/` (harness/run/journal.py), and the batches Spark purged
+(ids below the first it still has) are read from there.
+
 A case may have run several queries, one checkpoint each: at-most-once restarts its
 driver on a fresh checkpoint. `read_queries` numbers their batches one after another so
 that batch ids stay unique (`id_base` + N).
@@ -18,6 +22,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from workloads.pipelines.config import QUERY_ID_STRIDE
+
+LOGS = ("offsets", "commits")   # the logs Spark purges, which the journal keeps
+
+
+def journal_of(checkpoint: Path) -> Path:
+    """Where the harness keeps the checkpoint's purged log files."""
+    return checkpoint.with_name(checkpoint.name + ".journal")
 
 
 @dataclass(frozen=True)
@@ -68,18 +79,24 @@ def initial_offsets(checkpoint: Path, topic: str, source: int = 0) -> dict[int, 
     return _topic_offsets(lines[0], topic) if lines else {}
 
 
-def read_batches(checkpoint: Path, topic: str, query: int = 0) -> list[Batch]:
-    """Every planned batch of one checkpoint in id order, with its start and end offsets."""
+def read_batches(checkpoint: Path, topic: str, query: int = 0, purged: bool = False) -> list[Batch]:
+    """Every planned batch of one checkpoint in id order, with its start and end offsets;
+    `purged`: with those Spark purged, from the harness's journal (a case's whole history,
+    where a look at where the query is now needs only what Spark keeps)."""
     offsets_dir, commits_dir = checkpoint / "offsets", checkpoint / "commits"
     if not offsets_dir.is_dir():
         return []
-    committed: dict[int, int] = {}
-    if commits_dir.is_dir():
-        committed = {int(p.name): p.stat().st_mtime_ns // 1_000_000
-                     for p in commits_dir.iterdir() if p.name.isdigit()}
+    offsets = _log(offsets_dir)
+    commits = _log(commits_dir)
+    if offsets and purged:   # what Spark purged: below the first batch it still keeps
+        first = min(offsets)
+        journal = journal_of(checkpoint)
+        offsets = {**{n: p for n, p in _log(journal / "offsets").items() if n < first}, **offsets}
+        commits = {**{n: p for n, p in _log(journal / "commits").items() if n < first}, **commits}
+    committed = {n: p.stat().st_mtime_ns // 1_000_000 for n, p in commits.items()}
     starts: list[dict[int, int]] = []
     batches = []
-    for path in sorted((p for p in offsets_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)):
+    for _, path in sorted(offsets.items()):
         read = _offsets_file(path, topic)
         if read is None:   # damaged (corrupt-checkpoint's garbage, a partial write): no batch Spark ran
             continue
@@ -96,6 +113,13 @@ def read_batches(checkpoint: Path, topic: str, query: int = 0) -> list[Batch]:
     return batches
 
 
+def _log(directory: Path) -> dict[int, Path]:
+    """A log directory's files by batch id (empty when there is none)."""
+    if not directory.is_dir():
+        return {}
+    return {int(p.name): p for p in directory.iterdir() if p.name.isdigit()}
+
+
 def _offsets_file(path: Path, topic: str) -> tuple[dict, list[dict[int, int]]] | None:
     """offsets/N's metadata and each source's end offsets; None when the file is not one
     Spark could read either (Spark refuses to start on it, or writes it anew)."""
@@ -110,7 +134,7 @@ def _offsets_file(path: Path, topic: str) -> tuple[dict, list[dict[int, int]]] |
 
 def read_queries(checkpoints: list[Path], topic: str) -> list[Batch]:
     """The batches of every query a case ran, in order."""
-    return [b for k, cp in enumerate(checkpoints) for b in read_batches(cp, topic, k)]
+    return [b for k, cp in enumerate(checkpoints) for b in read_batches(cp, topic, k, purged=True)]
 
 
 def committed_watermark(checkpoint: Path, topic: str) -> int:

@@ -60,18 +60,31 @@ def end_offsets(progress: dict, topic: str, first_source_only: bool = False) -> 
 
 def lag_series(truth: pd.DataFrame, progress: list[dict], topic: str) -> list[tuple[float, int, float]]:
     """Consumer lag at the end of each batch, in time order: (end ms, records appended to
-    Kafka but not yet read by a finished batch, age of the oldest of them in seconds)."""
-    real = truth[~truth["control"]]
-    part, off, append = (real[c].to_numpy() for c in ("partition", "offset", "append_ms"))
-    n_parts = int(part.max()) + 1 if len(part) else 0
-    series = []
-    for record in progress:
-        at_ms, ends = _end_ms(record), end_offsets(record, topic)
-        end_of = np.array([ends.get(p, 0) for p in range(n_parts)], dtype=np.int64)
-        waiting = (append <= at_ms) & (off >= end_of[part])
-        age_s = (at_ms - float(append[waiting].min())) / 1000.0 if waiting.any() else 0.0
-        series.append((at_ms, int(waiting.sum()), age_s))
-    return sorted(series)
+    Kafka but not yet read by a finished batch, age of the oldest of them in seconds).
+    A partition's records are appended in offset order, so both are lookups in its sorted
+    arrays: an hour's run (80 million records, 1,600 batches) in seconds, not hours."""
+    real = ~truth["control"].to_numpy(bool)
+    part = truth["partition"].to_numpy()[real]
+    ends = sorted((_end_ms(record), end_offsets(record, topic)) for record in progress)
+    at = np.array([a for a, _ in ends], dtype=np.float64)
+    waiting = np.zeros(len(ends), dtype=np.int64)
+    oldest = np.full(len(ends), np.inf)
+    for partition in np.unique(part):
+        mine = part == partition
+        offset = truth["offset"].to_numpy()[real][mine]
+        order = np.argsort(offset, kind="stable")
+        offset = offset[order]
+        append = np.maximum.accumulate(truth["append_ms"].to_numpy(np.float64)[real][mine][order])
+        del mine, order
+        end_of = np.array([e.get(int(partition), 0) for _, e in ends], dtype=np.int64)
+        read = np.searchsorted(offset, end_of)                      # records read by then
+        appended = np.searchsorted(append, at, side="right")        # records appended by then
+        count = np.maximum(appended - read, 0)
+        waiting += count
+        first = append[np.minimum(read, max(len(append) - 1, 0))] if len(append) else at
+        oldest = np.where(count > 0, np.minimum(oldest, first), oldest)
+    age = np.where(np.isfinite(oldest), (at - oldest) / 1000.0, 0.0)
+    return [(float(a), int(n), float(s)) for a, n, s in zip(at, waiting, age, strict=True)]
 
 
 def backpressure(truth: pd.DataFrame, progress: list[dict], topic: str) -> dict:

@@ -44,7 +44,7 @@ def timeline(truth: pd.DataFrame, progress: list[dict], topic: str, delivered_ms
     """(throughput per second, lag per partition and second). `truth`: every record sent
     (control ones too), with partition, offset, sent_ms, append_ms and control.
     `delivered_weights`: the events each sink row stands for (a window's count), if not one."""
-    real = truth[~truth["control"]]
+    real = ~truth["control"].to_numpy(bool)
     ends_at = [float(v) for v in (truth["append_ms"].max(), *(progress_log.end_ms(p) for p in progress))
                if np.isfinite(v)]
     n = max(1, int((max(ends_at) - start_ms) // 1000) + 1) if ends_at else 1
@@ -55,7 +55,7 @@ def timeline(truth: pd.DataFrame, progress: list[dict], topic: str, delivered_ms
         if 0 <= second < n:
             processed[second] += int(p["numInputRows"])
     flow = pd.DataFrame({"second": np.arange(n),
-                         "offered": _per_second(real["sent_ms"].to_numpy(), start_ms, n),
+                         "offered": _per_second(truth["sent_ms"].to_numpy()[real], start_ms, n),
                          "ingested": _per_second(truth["append_ms"].to_numpy(), start_ms, n),
                          "processed": processed,
                          "delivered": _per_second(delivered_ms, start_ms, n, delivered_weights)})
@@ -73,10 +73,14 @@ def _lag(truth: pd.DataFrame, progress: list[dict], topic: str, start_ms: float,
     at = start_ms + (np.arange(n) + 1) * 1000.0
     done = np.searchsorted(finished_at, at, side="right")        # batches finished by each second
     frames = []
-    for partition, records in truth.groupby("partition"):
-        records = records.sort_values("offset")
-        offset = records["offset"].to_numpy(np.int64)
-        append = np.maximum.accumulate(records["append_ms"].to_numpy(np.float64))
+    part = truth["partition"].to_numpy()
+    for partition in np.unique(part):
+        mine = part == partition
+        offset = truth["offset"].to_numpy(np.int64)[mine]
+        order = np.argsort(offset, kind="stable")
+        offset = offset[order]
+        append = np.maximum.accumulate(truth["append_ms"].to_numpy(np.float64)[mine][order])
+        del mine, order
         read_until = np.array([0, *(ends.get(int(partition), 0) for _, ends in finished)], dtype=np.int64)
         read = np.searchsorted(offset, np.maximum.accumulate(read_until)[done])   # records read
         appended = np.searchsorted(append, at, side="right")                       # records appended
@@ -92,8 +96,8 @@ def _lag(truth: pd.DataFrame, progress: list[dict], topic: str, start_ms: float,
 def measured(flow: pd.DataFrame, lag: pd.DataFrame, truth: pd.DataFrame, start_ms: float,
              warmup_s: float, trend_max: float = TREND_MAX) -> dict:
     """Mean rates over the measured window, the lag trend over it, and its verdict."""
-    real = truth[~truth["control"]]
-    last_s = float((real["sent_ms"].max() - start_ms) / 1000) if len(real) else 0.0
+    sent = truth["sent_ms"].to_numpy()[~truth["control"].to_numpy(bool)]
+    last_s = float((sent.max() - start_ms) / 1000) if len(sent) else 0.0
     first, last = int(np.ceil(warmup_s)), max(int(np.floor(last_s)), int(np.ceil(warmup_s)) + 1)
     window = flow[(flow["second"] >= first) & (flow["second"] < last)]
     span = max(len(window), 1)

@@ -24,6 +24,7 @@ from pathlib import Path
 import psutil
 
 INTERVAL_S = 1.0
+GIVE_BACK_S = 10.0      # how often the harness returns its allocators' freed memory to the system
 DRIFT_FROM_S = 600.0    # memory growth is measured from here (JIT, caches and pools have settled)
 _EXECUTOR_ID = re.compile(r"--executor-id\s+(\S+)")
 
@@ -108,9 +109,13 @@ class Sampler:
         self.rows += [(at_ms, c, round(t[0], 1), int(t[1]), int(t[2]), int(t[3])) for c, t in totals.items()]
 
     def _run(self) -> None:
+        last = time.monotonic()
         while not self._stop.wait(self.interval_s):
             try:
                 self.sample()
+                if time.monotonic() - last >= GIVE_BACK_S:
+                    give_back()
+                    last = time.monotonic()
             except Exception:  # noqa: BLE001 - a sampler must never take the run down
                 pass
 
@@ -127,6 +132,26 @@ class Sampler:
         frame = pd.DataFrame(self.rows, columns=columns)
         frame.to_parquet(self.path, index=False)
         return summarise(frame)
+
+
+def give_back() -> None:
+    """Return the memory the harness's allocators hold free to the system: glibc's arenas
+    (malloc_trim) and Arrow's pool. The generator sends from the harness's process, and while
+    a broker restarts librdkafka queues seconds of events; freed afterwards, glibc kept them,
+    and an hour's soak grew 356 -> 441 MB in steps after faults, with nothing leaked."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):   # not glibc: nothing to trim
+        pass
+    try:
+        import pyarrow
+
+        pyarrow.default_memory_pool().release_unused()
+    except ImportError:
+        pass
 
 
 def summarise(frame) -> dict:

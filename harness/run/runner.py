@@ -17,7 +17,7 @@ from harness.metrics import resources
 from harness.results import summary as summary_mod
 from harness.results.model import CaseResult, RunResult
 from harness.results.rundir import RunDir
-from harness.run import incidents, stages
+from harness.run import incidents, journal, stages
 from harness.run.case import Case
 from harness.run.collect import case_result
 from harness.run.faults import FaultRunner
@@ -142,6 +142,7 @@ def run_case(case: Case) -> CaseResult:
     if case.scenario.measure.enabled:
         sampler.start()
     watch = incidents.Watch(case.registry, case.files).start()
+    kept = journal.Journal(lambda: case.checkpoints).start()
     try:
         stages.start_driver(case)
         stages.offer_load(case, schedule)
@@ -155,10 +156,12 @@ def run_case(case: Case) -> CaseResult:
         schedule.stop(aborted=True)   # SIGCONT, unlock, no restart: the registry stops the rest
         sampler.stop()
         watch.stop()
+        kept.stop()
         raise
     schedule.stop()
     used = sampler.stop()
     watch.stop()
+    kept.stop()
     if case.failure is not None:
         case.spark.stop()
     return case_result(case, schedule, used)

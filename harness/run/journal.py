@@ -1,0 +1,68 @@
+"""Keep every batch's offsets/N and commits/N while a case runs.
+
+Spark keeps the last 100 batches of a checkpoint's logs (spark.sql.streaming.minBatchesToRetain)
+and deletes the rest. The checker needs every batch a case ran (what each read, its watermark,
+when it committed), so an hour at a batch a second would otherwise be checked against its last
+100 seconds. A thread copies each log file, with its mtime, to `<checkpoint>.journal/` as it
+appears; harness.check.checkpoint reads the journal for the batches Spark has purged. The query
+itself runs with Spark's defaults: the measured system is not changed to suit the harness.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.check.checkpoint import LOGS, journal_of
+
+POLL_S = 1.0   # Spark purges a batch 100 batches after it: minutes at any trigger the harness runs
+
+
+class Journal:
+    """start() with the case's driver, stop() before its result is built."""
+
+    def __init__(self, checkpoints: Callable[[], list[Path]]):
+        self.checkpoints = checkpoints
+        self._copied: dict[Path, int] = {}   # source file -> the mtime_ns copied
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="checkpoint-journal", daemon=True)
+
+    def start(self) -> Journal:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.ident:
+            self._thread.join(10)
+        self.poll()
+
+    def _run(self) -> None:
+        while not self._stop.wait(POLL_S):
+            try:
+                self.poll()
+            except Exception:  # noqa: BLE001 - a journal must never take the run down
+                pass
+
+    def poll(self) -> None:
+        for checkpoint in list(self.checkpoints()):
+            for log in LOGS:
+                self._copy(checkpoint / log, journal_of(checkpoint) / log)
+
+    def _copy(self, source: Path, target: Path) -> None:
+        try:
+            names = [p for p in source.iterdir() if p.name.isdigit()]
+        except FileNotFoundError:
+            return
+        for path in names:
+            try:
+                mtime = path.stat().st_mtime_ns
+                if self._copied.get(path) == mtime:
+                    continue
+                target.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target / path.name)
+                self._copied[path] = mtime
+            except FileNotFoundError:   # purged, or deleted by a fault, between listing and copying
+                continue
