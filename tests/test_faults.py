@@ -116,6 +116,21 @@ class TestSchedule:
         assert record["observed"] and 0.1 <= record["started_s"] < record["ended_s"]
         assert runner.problems() == []
 
+    def test_a_downtime_counts_from_the_kill_not_from_the_end_of_the_reaping(self, tmp_path, monkeypatch):
+        """A killed driver's tree took a moment to reap and the downtime began after it: the
+        quick bench's 1 s downtime put the new driver 1.6 s or more after the kill."""
+        def slow_kill(self):
+            self.killed_at = time.time()
+            time.sleep(0.6)   # the process tree being reaped
+            self.calls.append(("inject", self.spec.kind))
+
+        monkeypatch.setattr(_Recorded, "_inject", slow_kill)
+        runner = FaultRunner((FaultSpec("kill-driver", 0, "driver", downtime_s=0.5),), _targets(tmp_path))
+        runner.start(time.time())
+        runner.join(10)
+        (run,) = runner.runs
+        assert run.fault.healed_at - run.fault.killed_at < 0.6 + 0.5   # not 0.6 s of reaping plus 0.5
+
     def test_an_aborted_run_undoes_a_pause_but_starts_no_driver(self, tmp_path):
         """SIGINT mid-fault: a paused process is resumed; a killed driver is not restarted."""
         specs = (FaultSpec("pause", 0, "driver", duration_s=60),

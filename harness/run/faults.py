@@ -40,7 +40,12 @@ class FaultRun:
             self.fault = registry.make(self.spec, self.targets)
             self.fault.inject()
             self.say(f"fault {self.spec.kind}: injected into {self.fault.target}")
-            stopping.wait(self.spec.lasts_s)
+            # a downtime counts from the kill, not from the end of the injection: a killed
+            # driver's process tree takes a moment to be reaped, and that moment is downtime.
+            # Other faults' durations count from the end of their injection, which may first
+            # wait for a batch to reach the commit window.
+            since = getattr(self.fault, "killed_at", None) or time.time()
+            stopping.wait(max(0.0, since + self.spec.lasts_s - time.time()))
             if not stopping.is_set():
                 self.fault.heal()
                 self.observation = self.fault.observe()
