@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Self
@@ -232,14 +233,23 @@ class Registry:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def _stop_each(self) -> list[str]:
-        failures = []
+        failures: list[str] = []
+        done: set[int] = set()
         for service in reversed(self.services):
-            try:
-                service.stop()
-            except Exception as exc:  # noqa: BLE001 - one failure must not leak the others
-                log.error("stopping %s failed: %s", service.name, exc)
-                failures.append(f"{service.name}: {exc}")
-                _kill_quietly(service)
+            if id(service) in done:
+                continue
+            # the nodes of one cluster stop together: one by one, the last Kafka node waits
+            # out its stop timeout for a quorum that left before it
+            group = list({id(s): s for s in (service, *(s for s in reversed(self.services)
+                                                          if _same_cluster(s, service)))}.values())
+            done.update(id(s) for s in group)
+            threads = [threading.Thread(target=_stop_or_kill, args=(s, failures), name=f"stop-{s.name}")
+                       for s in group[1:]]
+            for thread in threads:
+                thread.start()
+            _stop_or_kill(group[0], failures)
+            for thread in threads:
+                thread.join()
         return failures
 
     def seen_pids(self) -> set[int]:
@@ -252,6 +262,20 @@ class Registry:
     def __exit__(self, *exc_info) -> None:
         self.stop_all()
         self.changed()
+
+
+def _same_cluster(a: Service, b: Service) -> bool:
+    cluster = getattr(a, "cluster", None)
+    return cluster is not None and cluster is getattr(b, "cluster", None)
+
+
+def _stop_or_kill(service: Service, failures: list[str]) -> None:
+    try:
+        service.stop()
+    except Exception as exc:  # noqa: BLE001 - one failure must not leak the others
+        log.error("stopping %s failed: %s", service.name, exc)
+        failures.append(f"{service.name}: {exc}")
+        _kill_quietly(service)
 
 
 def _kill_quietly(service: Service) -> None:
