@@ -43,6 +43,16 @@ def postgres(registry, tmp_path_factory):
     return PostgresServer(tmp_path_factory.mktemp("postgres"), registry).start().wait_ready()
 
 
+@pytest.fixture(scope="session")
+def harness_services(registry, kafka, postgres):
+    """The pytest plugin's shared services (harness/pytest_plugin.py), in this suite the
+    session's own broker and server: one Kafka and one PostgreSQL per session, not two."""
+    from harness.run.stack import Stack
+
+    return registry, Stack(kafka.bootstrap_servers, postgres.url, True, kafka.spark_bootstrap_servers,
+                           postgres.url)
+
+
 # fixtures that start (or need) a real Kafka, PostgreSQL or Spark
 SERVICE_FIXTURES = {"registry", "kafka", "postgres", "driver",
                     "harness_run", "harness_hunt", "harness_services"}   # the pytest plugin's

@@ -2,7 +2,7 @@
 apart (as an operator would run them) and handed to a scenario as existing ones.
 
 Setup: a registry of this test's own starts Spark's Master and two Workers from pyspark's
-jars, a Kafka cluster of 3 KRaft brokers and a PostgreSQL server. Steps: a scenario names
+jars and a Kafka cluster of 3 KRaft brokers; PostgreSQL is the session's server. Steps: a scenario names
 them in [services]; faults that need processes of the harness's own are refused before
 anything starts; a case runs under faults that go through an API (kill-executor via Spark's
 API, kafka-partitions; fail-batch and the driver's restarts are the same code as on
@@ -65,17 +65,16 @@ count = 1
 
 
 @pytest.fixture(scope="module")
-def clusters(tmp_path_factory):
+def clusters(tmp_path_factory, postgres):
     from harness.services.base import Registry
     from harness.services.kafka import KafkaCluster
-    from harness.services.postgres import PostgresServer
     from harness.services.spark_cluster import SparkStandalone
 
     root = tmp_path_factory.mktemp("operator")
     with Registry() as registry:
         kafka = KafkaCluster(root / "kafka", registry, brokers=3).start()
         spark = SparkStandalone(root / "spark", registry, workers=2, cores=2, memory="1g").start()
-        postgres = PostgresServer(root / "postgres", registry).start().wait_ready()
+        # PostgreSQL is the session's: a server apart from the run either way
         yield {"bootstrap": kafka.bootstrap_servers, "master": spark.url, "postgres": postgres.url}
 
 
