@@ -79,7 +79,7 @@ def sizes(request) -> Sizes:
 
 @pytest.fixture
 def pacing_seconds(sizes) -> float:
-    """How long each pacing benchmark runs: BENCH_PACING_S (default 20, 5 with --quick; the
+    """How long each pacing benchmark runs: BENCH_PACING_S (default 20, 3 with --quick; the
     baseline's runs set 60)."""
     raw = os.environ.get("BENCH_PACING_S", f"{sizes.pacing_s:g}")
     try:
