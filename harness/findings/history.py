@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.check.checkpoint import Batch
+from harness.check.checkpoint import Batch, journal_of
 from harness.check.replay import assign_batches
 from harness.findings import text
 from harness.findings.inputs import Inputs
@@ -287,12 +287,15 @@ def _overlaps(a0: float, a1: float, b0: float | None, b1: float | None) -> bool:
 
 
 def _mtime_ms(checkpoint: Path | None, log: str, local: int) -> float | None:
+    """When Spark wrote the log file: the checkpoint's, or the journal's copy once Spark purged it."""
     if checkpoint is None:
         return None
-    try:
-        return (Path(checkpoint) / log / str(local)).stat().st_mtime_ns / 1e6
-    except OSError:
-        return None
+    for root in (Path(checkpoint), journal_of(Path(checkpoint))):
+        try:
+            return (root / log / str(local)).stat().st_mtime_ns / 1e6
+        except OSError:
+            continue
+    return None
 
 
 def _start_ms(record: dict) -> float:
