@@ -26,6 +26,7 @@ def load(case_dir: Path, checked: CheckResult | None = None) -> Inputs:
     from harness import check as checker
     from harness import metrics
     from harness.check import checkpoint
+    from harness.check.large import RunFiles
     from workloads.generator import truth as truth_mod
 
     case = CaseDir(Path(case_dir))
@@ -33,16 +34,20 @@ def load(case_dir: Path, checked: CheckResult | None = None) -> Inputs:
     entry = _summary_case(run_dir, case.path.name)
     pipeline = _pipeline(run_dir, case.path.name)
     topic = entry.get("topic") or json.loads(case.driver_config.read_text())["topic"]
-    truth = truth_mod.read(case.truth)
+    faults = [FaultRecord.from_json(f) for f in entry.get("faults", [])]
+    files = RunFiles(case.truth, case.sink, [d for f in faults for d in f.more.get("deleted", [])])
+    # a large run is checked from its files, and its truth read lean, as collect does
+    lean = checker.checks_from_files(pipeline, files)
+    truth = truth_mod.read(case.truth, checker.truth_columns(pipeline) if lean else None, categorical=lean)
     sink = pd.read_parquet(case.sink)
     checkpoints = checkpoint_dirs(case)
     batches = checkpoint.read_queries(checkpoints, topic)
     progress = metrics.read_progress(case.progress)
     if checked is None:
-        checked = checker.check(pipeline, truth, sink, batches)
+        checked = checker.check(pipeline, truth, sink, batches, files)
     dropped = entry.get("spark_dropped_by_watermark")
     return Inputs(truth=truth, sink=sink, batches=batches, checked=checked, pipeline=pipeline,
-                  faults=[FaultRecord.from_json(f) for f in entry.get("faults", [])],
+                  faults=faults,
                   incidents=[Incident.from_json(i) for i in entry.get("incidents", [])],
                   checkpoints=checkpoints, progress=progress,
                   t0_s=float(truth.loc[~truth["control"], "sent_ms"].min()) / 1000.0,
