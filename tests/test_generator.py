@@ -193,10 +193,13 @@ class TestFailures:
         left = [th.name for th in threading.enumerate() if th.name in ("plan-encode", "truth")]
         assert not left, f"generator threads still running: {left}"
 
-    def test_an_unreachable_broker_is_a_clear_error(self, tmp_path):
-        """No broker on the port: Problem naming the topic and the fix, within the timeout."""
+    def test_an_unreachable_broker_is_a_clear_error(self, tmp_path, monkeypatch):
+        """No broker on the port: Problem naming the topic and the fix, within the timeout
+        (1 s here, not the 10 s a real broker is given)."""
         from harness.net import free_port
+        from workloads.generator import run
 
+        monkeypatch.setattr(run, "METADATA_TIMEOUT_S", 1.0)
         w = spec.parse({"duration": "1s", "rate": {"eps": 10}})
         with pytest.raises(Problem) as info:
             generator.generate(w, f"127.0.0.1:{free_port()}", tmp_path, topic="nowhere")

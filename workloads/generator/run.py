@@ -136,15 +136,18 @@ def _share_of(total: int, share: tuple[int, int]) -> int:
     return (total - j + n - 1) // n
 
 
+METADATA_TIMEOUT_S = 10.0   # how long a broker may take to answer before it is unreachable
+
+
 def _countable(spec: WorkloadSpec) -> bool:
     return shapes.built_in(spec.rate)
 
 
-def _wait_for_metadata(sender: Sender, topic: str, partitions: int, timeout_s: float = 10.0) -> None:
+def _wait_for_metadata(sender: Sender, topic: str, partitions: int) -> None:
     """Connect and learn the topic's partitions before the clock starts, so the first events
     do not pay for the connection; the topic must have the workload's `partitions`."""
     try:
-        md = sender.producer.list_topics(topic, timeout=timeout_s)
+        md = sender.producer.list_topics(topic, timeout=METADATA_TIMEOUT_S)
     except Exception as exc:
         raise Problem(f"cannot reach Kafka for topic {topic!r}: {exc}",
                            "check --bootstrap-servers and that the broker is up") from None
