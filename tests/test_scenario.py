@@ -66,6 +66,16 @@ class TestQuick:
         err = _error(_edited(tmp_path, "eps = 5", "epz = 5"))
         assert "workload.rate.epz" in err.problem and "[quick]" in err.problem and "`eps`" in err.fix
 
+    def test_quick_pipeline_keys_replace_the_pipeline_s_only_with_quick(self, tmp_path):
+        """[quick.pipeline] shortens the windows of a --quick run; a bad value in it is refused
+        on every run, named with [quick.pipeline]."""
+        path = _write(tmp_path, GOOD + '\n[quick.pipeline]\nwindow = "2s"\nwatermark = "1s"\n')
+        plain, quick = load(path).pipeline, load(path, quick=True).pipeline
+        assert (quick.window_ms, quick.watermark_ms) == (2000, 1000)
+        assert (plain.window_ms, plain.watermark_ms) != (2000, 1000)
+        err = _error(_write(tmp_path, GOOD + '\n[quick.pipeline]\nwindow = "-2s"\n'))
+        assert "window" in err.problem and "[quick.pipeline]" in err.problem
+
     def test_a_quick_value_is_validated_like_the_workload(self, tmp_path):
         """A negative quick rate fails with the quick field named."""
         err = _error(_edited(tmp_path, "eps = 5", "eps = -5"))

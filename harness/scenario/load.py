@@ -74,8 +74,9 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     services = _services(top.table("services", ("kafka", "spark", "postgres")))
     quick_raw = top.raw("quick", {})
     quick_faults = quick_raw.pop("faults", None) if isinstance(quick_raw, dict) else None
+    quick_pipeline = quick_raw.pop("pipeline", None) if isinstance(quick_raw, dict) else None
     workload = _workload(top.raw("workload", {}), quick_raw, quick)
-    pipeline = parse_pipeline(top, path.parent)
+    pipeline = _pipeline(raw, top, path.parent, quick_pipeline, quick)
     cases = _cases(top.raw("cases"), top.table("matrix", ("guarantee", "sink", "watermark")), path.parent,
                    pipeline)
     ctx = Context(workload.duration_s, services, cases)
@@ -206,6 +207,23 @@ def _workload(raw: Any, quick_raw: Any, quick: bool) -> WorkloadSpec:
         quickened = parse_workload(_overlay(raw, quick_raw), "workload")
     except ScenarioError as exc:
         raise ScenarioError(f"{exc.problem} (with [quick] applied)", exc.fix) from None
+    return quickened if quick else plain
+
+
+def _pipeline(raw: dict, top: Section, scenario_dir: Path, quick_raw: Any, quick: bool):
+    """[pipeline], validated with and without [quick.pipeline], whose keys replace its own for
+    --quick runs (shorter windows, so that a quick run's first results come sooner)."""
+    plain = parse_pipeline(top, scenario_dir)
+    if quick_raw is None:
+        return plain
+    if not isinstance(quick_raw, dict):
+        raise wrong_type("quick.pipeline", quick_raw, "a table",
+                         "write [quick.pipeline] with [pipeline] keys to override")
+    over = Section({**raw, "pipeline": _overlay(raw.get("pipeline"), quick_raw)}, "", _TOP_KEYS)
+    try:
+        quickened = parse_pipeline(over, scenario_dir)
+    except ScenarioError as exc:
+        raise ScenarioError(f"{exc.problem} (with [quick.pipeline] applied)", exc.fix) from None
     return quickened if quick else plain
 
 
