@@ -131,6 +131,15 @@ class TestLagRecovered:
         seconds, note = lag_recovery(series, started, ended, before_ms=before)
         assert seconds is None and words in note, note
 
+    def test_a_fault_after_the_query_was_down_is_not_called_early(self):
+        """Batches for 20 s, none for the 10 s before the fault (a restart): the note said
+        "the run had run 22.9 s of batches ..., fewer than 10 s" in the quick bench."""
+        from harness.metrics import lag_recovery
+
+        series = [(at, 100, 0.1) for at in range(1000, 12_000, 1000)] + [(30_000, 50, 0.1)]
+        seconds, note = lag_recovery(series, 23_000, 25_000)
+        assert seconds is None and "no batch ended in the 10 s before the fault" in note, note
+
     def test_a_figure_comes_without_a_note(self):
         from harness.metrics import lag_recovery
 

@@ -110,10 +110,13 @@ def lag_recovery(series: list[tuple[float, int, float]], started_ms: float, ende
     if not series:
         return None, "no batch reported its progress (measurement off, or no batch ran)"
     level = [n for at, n, _ in series if started_ms - before_ms <= at < started_ms]
-    if not level or series[0][0] > started_ms - before_ms:
+    if series[0][0] > started_ms - before_ms:
         ran_s = max(0.0, (started_ms - series[0][0]) / 1000)
         return None, (f"the run had run {ran_s:.1f} s of batches when the fault came, fewer than "
                       f"{before_ms / 1000:g} s: no level before it to come back to")
+    if not level:   # batches before, but none in the window: the query was down or stalled then
+        return None, (f"no batch ended in the {before_ms / 1000:g} s before the fault (the query was "
+                      "down or stalled): no level before it to come back to")
     back = next((at for at, n, _ in series if at >= ended_ms and n <= max(level)), None)
     if back is None:
         last_ms = series[-1][0]
