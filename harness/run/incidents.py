@@ -15,13 +15,13 @@ from __future__ import annotations
 import json
 import re
 import signal
-import threading
 import time
 from pathlib import Path
 
 from faults import registry
 from harness.results.model import FaultRecord, Incident
 from harness.results.rundir import CaseDir
+from harness.run.poller import Poller
 from workloads.pipelines import executors as executor_log
 
 POLL_S = 0.5
@@ -45,33 +45,21 @@ def _explains(family: str, name: str) -> bool:
     return kind.restarts and "driver" not in kind.targets
 
 
-class Watch:
+class Watch(Poller):
     """Polls the registry's services every POLL_S in a thread; each exit goes to
     processes.jsonl. start() with the case, stop() before its result is built."""
 
     def __init__(self, registry, files: CaseDir):
+        super().__init__(POLL_S, "incident-watch")
         self.registry, self.path = registry, files.processes
-        self._stop = threading.Event()
         self._running: dict[int, str] = {}   # pid -> service name, as last seen running
-        self._thread = threading.Thread(target=self._run, name="incident-watch", daemon=True)
 
     def start(self) -> Watch:
         self.poll()
-        self._thread.start()
-        return self
+        return super().start()
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.ident:
-            self._thread.join(5)
-        self.poll()
-
-    def _run(self) -> None:
-        while not self._stop.wait(POLL_S):
-            try:
-                self.poll()
-            except Exception:  # noqa: BLE001 - a watch must never take the run down
-                pass
+    def stop(self, join_s: float = 5.0) -> None:
+        super().stop(join_s)
 
     def poll(self) -> None:
         now_ms = time.time_ns() // 1_000_000

@@ -11,40 +11,22 @@ itself runs with Spark's defaults: the measured system is not changed to suit th
 from __future__ import annotations
 
 import shutil
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from harness.check.checkpoint import LOGS, journal_of
+from harness.run.poller import Poller
 
 POLL_S = 1.0   # Spark purges a batch 100 batches after it: minutes at any trigger the harness runs
 
 
-class Journal:
+class Journal(Poller):
     """start() with the case's driver, stop() before its result is built."""
 
     def __init__(self, checkpoints: Callable[[], list[Path]]):
+        super().__init__(POLL_S, "checkpoint-journal")
         self.checkpoints = checkpoints
         self._copied: dict[Path, int] = {}   # source file -> the mtime_ns copied
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="checkpoint-journal", daemon=True)
-
-    def start(self) -> Journal:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.ident:
-            self._thread.join(10)
-        self.poll()
-
-    def _run(self) -> None:
-        while not self._stop.wait(POLL_S):
-            try:
-                self.poll()
-            except Exception:  # noqa: BLE001 - a journal must never take the run down
-                pass
 
     def poll(self) -> None:
         for checkpoint in list(self.checkpoints()):
