@@ -36,14 +36,12 @@ def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> Ca
     pl, spec, files, failure = case.pipeline, case.spec, case.files, case.failure
     sink, sink_report = _read_sink(case)
     sink.to_parquet(files.sink, index=False)
-    ranges: list[dict] = []   # filled in once the faults are recorded
-    run_files = RunFiles(case.truth_dir, files.sink, ranges)
     truth = None
     if truth_mod.has_parts(case.truth_dir):
         # a run checked from its files holds truth for the measurements and findings only: its
         # keys as categories (an hour's 80 million rows: 3.5 GB, where strings took over 20)
-        truth = truth_mod.read(case.truth_dir, checker.truth_columns(pl),
-                               categorical=checker.checks_from_files(pl, run_files))
+        lean = checker.checks_from_files(pl, RunFiles(case.truth_dir, files.sink))
+        truth = truth_mod.read(case.truth_dir, checker.truth_columns(pl), categorical=lean)
     progress_records = metrics.read_progress(files.progress)
     sections: dict[str, Any] = {
         "batches": len(progress_records), "topic": case.topic, "sink_table": case.sink_name,
@@ -92,8 +90,9 @@ def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> Ca
         timeline({})
         result.verdict = verdicts.unchecked(spec.guarantee, failure)
         return result
-    ranges += [d for f in result.faults for d in f.more.get("deleted", [])]
+    ranges = [d for f in result.faults for d in f.more.get("deleted", [])]
     truth, deleted = _without_deleted(truth, ranges)
+    run_files = RunFiles(case.truth_dir, files.sink, ranges)
     try:
         with sampled_resources.PeakRss() as peak:
             began = time.perf_counter()
