@@ -58,25 +58,31 @@ def end_offsets(progress: dict, topic: str, first_source_only: bool = False) -> 
     return ends
 
 
+def partition_logs(truth: pd.DataFrame, rows: np.ndarray | None = None):
+    """Per partition of `truth` (its `rows` only, when given): (partition, its records' offsets
+    in order, their append times made non-decreasing). A partition's records are appended in
+    offset order, so what was appended or read by a time is a lookup in these arrays."""
+    part = truth["partition"].to_numpy()
+    offset = truth["offset"].to_numpy(np.int64)
+    append = truth["append_ms"].to_numpy(np.float64)
+    if rows is not None:
+        part, offset, append = part[rows], offset[rows], append[rows]
+    for partition in np.unique(part):
+        mine = part == partition
+        order = np.argsort(offset[mine], kind="stable")
+        yield int(partition), offset[mine][order], np.maximum.accumulate(append[mine][order])
+
+
 def lag_series(truth: pd.DataFrame, progress: list[dict], topic: str) -> list[tuple[float, int, float]]:
     """Consumer lag at the end of each batch, in time order: (end ms, records appended to
-    Kafka but not yet read by a finished batch, age of the oldest of them in seconds).
-    A partition's records are appended in offset order, so both are lookups in its sorted
-    arrays: an hour's run (80 million records, 1,600 batches) in seconds, not hours."""
-    real = ~truth["control"].to_numpy(bool)
-    part = truth["partition"].to_numpy()[real]
+    Kafka but not yet read by a finished batch, age of the oldest of them in seconds), from
+    each partition's sorted arrays: an hour's run (80 million records) in seconds."""
     ends = sorted((_end_ms(record), end_offsets(record, topic)) for record in progress)
     at = np.array([a for a, _ in ends], dtype=np.float64)
     waiting = np.zeros(len(ends), dtype=np.int64)
     oldest = np.full(len(ends), np.inf)
-    for partition in np.unique(part):
-        mine = part == partition
-        offset = truth["offset"].to_numpy()[real][mine]
-        order = np.argsort(offset, kind="stable")
-        offset = offset[order]
-        append = np.maximum.accumulate(truth["append_ms"].to_numpy(np.float64)[real][mine][order])
-        del mine, order
-        end_of = np.array([e.get(int(partition), 0) for _, e in ends], dtype=np.int64)
+    for partition, offset, append in partition_logs(truth, ~truth["control"].to_numpy(bool)):
+        end_of = np.array([e.get(partition, 0) for _, e in ends], dtype=np.int64)
         read = np.searchsorted(offset, end_of)                      # records read by then
         appended = np.searchsorted(append, at, side="right")        # records appended by then
         count = np.maximum(appended - read, 0)

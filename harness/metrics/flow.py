@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from harness.metrics import end_offsets
+from harness.metrics import end_offsets, partition_logs
 from workloads.pipelines import progress_log
 
 THROUGHPUTS = ("offered", "ingested", "processed", "delivered")
@@ -73,21 +73,14 @@ def _lag(truth: pd.DataFrame, progress: list[dict], topic: str, start_ms: float,
     at = start_ms + (np.arange(n) + 1) * 1000.0
     done = np.searchsorted(finished_at, at, side="right")        # batches finished by each second
     frames = []
-    part = truth["partition"].to_numpy()
-    for partition in np.unique(part):
-        mine = part == partition
-        offset = truth["offset"].to_numpy(np.int64)[mine]
-        order = np.argsort(offset, kind="stable")
-        offset = offset[order]
-        append = np.maximum.accumulate(truth["append_ms"].to_numpy(np.float64)[mine][order])
-        del mine, order
-        read_until = np.array([0, *(ends.get(int(partition), 0) for _, ends in finished)], dtype=np.int64)
+    for partition, offset, append in partition_logs(truth):
+        read_until = np.array([0, *(ends.get(partition, 0) for _, ends in finished)], dtype=np.int64)
         read = np.searchsorted(offset, np.maximum.accumulate(read_until)[done])   # records read
         appended = np.searchsorted(append, at, side="right")                       # records appended
         lag = np.maximum(appended - read, 0)
         oldest = append[np.minimum(read, len(append) - 1)] if len(append) else at
         age = np.where(lag > 0, (at - oldest) / 1000.0, 0.0)
-        frames.append(pd.DataFrame({"second": np.arange(n), "partition": int(partition),
+        frames.append(pd.DataFrame({"second": np.arange(n), "partition": partition,
                                     "lag_records": lag, "lag_s": np.round(age, 3)}))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["second", "partition", "lag_records", "lag_s"])
