@@ -14,8 +14,8 @@ import uuid
 import pytest
 
 from benchmarks._measure import FULL, PARTITIONS, QUICK, Sizes
-from harness.wait import wait_until
 from workloads.generator import create_topic
+from workloads.wait import wait_until
 
 _EXTRA = pytest.StashKey[list]()
 

@@ -16,8 +16,8 @@ import time
 import psutil
 import pytest
 
-from harness.wait import wait_until
 from tests.helpers import REPO, assert_nothing_left, harness_cmd, run_cli
+from workloads.wait import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e_variation]
 

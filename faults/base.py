@@ -3,10 +3,53 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from faults.spec import FaultSpec
 from faults.targets import Targets
+
+
+@dataclass
+class Details:
+    """A kind's own fields in its summary.json record (`cases[].faults[]`), beside the fields
+    every fault has: a kind declares a subclass (FaultKind.details) and its injector fills one
+    in. The base has none. What the checker and the findings ask of any kind's record is a
+    method here, so that they never name a kind."""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> Details:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    def deleted_ranges(self) -> list[dict]:
+        """Records Kafka deleted before the query read them ([{"partition", "from", "to"}], `to`
+        exclusive): the checker takes them out of ground truth."""
+        return []
+
+    def changed_file(self) -> str | None:
+        """A file of the query's checkpoint the fault changed, as the case's directory names it."""
+        return None
+
+
+@dataclass
+class Unknown(Details):
+    """The record of a kind this harness does not know (a user's kind not loaded): kept whole."""
+
+    fields_: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return dict(self.fields_)
+
+    @classmethod
+    def from_json(cls, d: dict) -> Details:
+        return cls(dict(d))
 
 
 @dataclass
@@ -18,7 +61,8 @@ class Observation:
     for a kind that aims at no window of its own (then observed is the proof). A fault that
     did not land fails its case, as an unobserved one does. `outcome` is what Spark did with
     a restart the fault made it take: "accepted", "ignored" or "refused" (with Spark's
-    sentence in `outcome_detail`): a refused restart is a finding, not a harness error."""
+    sentence in `outcome_detail`): a refused restart is a finding, not a harness error.
+    `details`: the kind's own record (FaultKind.details)."""
 
     observed: bool
     detail: str
@@ -27,22 +71,39 @@ class Observation:
     proof: str = ""
     outcome: str | None = None
     outcome_detail: str = ""
-    more: dict = field(default_factory=dict)   # kind-specific records for summary.json
+    details: Details | None = None
 
 
 class Fault:
-    """inject() makes it happen, heal() undoes it (once, always), observe() checks the effect."""
+    """inject() makes it happen, heal() undoes it (once, always), observe() checks the effect.
+
+    What every injector may know about itself, declared here rather than found with hasattr:
+    when it was injected, when it took effect (`landed_at`: the kill, the hold's start, the
+    lock), when it was healed; a killed process's `killed_at` and its replacement's
+    `restarted_at`; `refused`, Spark's sentence when it would not run the query again."""
 
     def __init__(self, spec: FaultSpec, targets: Targets):
         self.spec, self.targets = spec, targets
         self.injected_at: float | None = None   # wall-clock seconds
+        self.landed_at: float | None = None     # when it took effect (default: its injection)
         self.healed_at: float | None = None
+        self.killed_at: float | None = None     # a kind that kills a process: when
+        self.restarted_at: float | None = None  # ... and when its replacement was up
+        self.refused: str | None = None         # Spark refused the restart: its sentence
         self.target = spec.target               # what it acted on, as recorded ("executor:0 (pid 123)")
         self._healing = False
 
     def inject(self) -> None:
         self.injected_at = time.time()
         self._inject()
+        if self.landed_at is None and self.killed_at is not None:
+            self.landed_at = self.killed_at
+
+    def land(self) -> None:
+        """Wait until the fault took effect, and set `landed_at` (a request that a batch must
+        take first: delay-commit's). By default a fault took effect when it was injected."""
+        if self.landed_at is None:
+            self.landed_at = self.killed_at or self.injected_at
 
     def heal(self) -> None:
         """Undo the fault, once; `healed_at` is when it is undone (a restarted driver is ready)."""
@@ -74,3 +135,4 @@ def held_text(held: dict) -> str:
     DataFrame would run the batch twice)."""
     rows = held.get("rows")
     return f"batch {held['batch_id']}" + (f" ({rows:,} rows)" if rows is not None else "")
+

@@ -8,9 +8,8 @@ import json
 import time
 
 from faults.base import Observation
-from faults.driver import HOLD_TIMEOUT_S, DriverRestart, _ids, landed_at, sentence, uncommitted
+from faults.driver import DriverRestart, _ids, landed_at, sentence, uncommitted
 from faults.kinds import FaultKind, Key
-from faults.targets import wait_for
 from workloads.pipelines.control import (
     AFTER_WRITE,
     BEFORE_WRITE,
@@ -19,8 +18,6 @@ from workloads.pipelines.control import (
     request,
     withdraw,
 )
-
-EXIT_TIMEOUT_S = 60.0
 
 
 class FailBatch(DriverRestart):
@@ -48,13 +45,12 @@ class FailBatch(DriverRestart):
     def _wait_failure(self, i: int) -> None:
         """Wait for the gate's i-th failure of this fault, and for the driver it failed to exit."""
         control = self.targets.control_dir
-        if not wait_for(lambda: len(failed_batches(control)) > self.seen + i, HOLD_TIMEOUT_S):
-            raise TimeoutError(f"no batch with rows reached foreachBatch within {HOLD_TIMEOUT_S:.0f}s")
+        self.targets.wait(lambda: len(failed_batches(control)) > self.seen + i, "batch",
+                          "no batch with rows reached foreachBatch")
         self.failed = failed_batches(control)[self.seen + i]
         driver = self.targets.driver_now()
-        if not wait_for(lambda: not driver.running, EXIT_TIMEOUT_S):
-            raise TimeoutError(f"the query did not fail within {EXIT_TIMEOUT_S:.0f}s of the exception in "
-                               f"batch {self.failed['batch_id']}")
+        self.targets.wait(lambda: not driver.running, "batch",
+                          f"the query did not fail after the exception in batch {self.failed['batch_id']}")
         self.error = driver.status().get("error") or driver.how_it_ended()
         self.inflight = uncommitted(self.checkpoint)
         self.killed_at = time.time()
@@ -62,7 +58,7 @@ class FailBatch(DriverRestart):
             self.landed = landed_at(self.point, self.checkpoint, self.failed, self.killed_at)
 
     def _heal(self) -> None:
-        if not hasattr(self, "killed_at"):
+        if self.killed_at is None:
             # no failure came: the driver was never down, and this fault said it would be
             self.targets.expect_down(False)
             withdraw(self.targets.control_dir, FAIL_BATCH)
@@ -74,7 +70,7 @@ class FailBatch(DriverRestart):
                     self._wait_failure(i)
                     time.sleep(self.spec.downtime_s)
                 super()._heal()
-                if hasattr(self, "refused"):
+                if self.refused is not None:
                     return
                 if i + 1 < self.times:
                     self.targets.expect_down(True)
@@ -90,7 +86,8 @@ class FailBatch(DriverRestart):
         if not again:
             return Observation(False, f"batch {batch} failed and the driver restarted, but the batch did not "
                                       "run again", seen.facts)
-        seen.landed, seen.proof = self.landed
+        if self.landed is not None:
+            seen.landed, seen.proof = self.landed
         times = f" ({self.times} times)" if self.times > 1 else ""
         seen.detail = (f"the query failed{times} with \"{self.failed['message']}\" "
                        f"(the driver said: {sentence(self.error, 200)}); " + seen.detail)
@@ -109,5 +106,5 @@ FAIL_BATCH_FAULT = FaultKind(
           Key("times", "integer", "how many batches fail, one driver each", default=1, ge=1),
           Key("downtime", "duration", "how long the failed job stays down before it is started again",
               default="3s", draw="short")),
-    targets=("driver",), default_target="driver", restarts=True, needs_commit_gate=True,
+    targets=("driver",), default_target="driver", restarts=True, kills_driver=True, needs_commit_gate=True,
     recovery_keys=("downtime_s", "first_batch_after_s", "batches_reexecuted", "events_reread"))

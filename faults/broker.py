@@ -6,34 +6,40 @@ import time
 
 from faults.base import Fault, Observation
 from faults.kinds import DOWNTIME, TARGET, FaultKind, Key, always
-from faults.targets import wait_for
+from workloads.wait import WaitTimeout
 
 
 class RestartBroker(Fault):
     """mode = clean: SIGTERM and a controlled shutdown; hard: SIGKILL. Same data directory
     and ports on restart."""
 
+    broker = None
+
     def _inject(self) -> None:
-        self.broker, named = self.targets.broker(self.spec.target, f"{self.spec.kind}@{self.spec.at_s}")
+        self.broker, named = self.targets.broker(self.spec.target, self.spec.salt())
         self.targets.processes(self.broker.pids())   # refuses a pid this run did not start
         self.target = f"{named} (pid {self.broker.pid}, {self.spec.mode})"
         (self.broker.stop if self.spec.mode == "clean" else self.broker.kill)()
+        self.killed_at = time.time()   # down from here: a clean stop's shutdown is not downtime
 
     def _heal(self) -> None:
-        broker = getattr(self, "broker", None)
+        broker = self.broker
         if broker is None or broker.running:
             return   # never stopped: nothing to start
         broker.start().wait_ready()
-        self.back_at = time.time()
+        self.restarted_at = time.time()
 
     def observe(self) -> Observation:
-        if not hasattr(self, "back_at"):
+        back = self.restarted_at
+        if back is None:
             return Observation(False, f"{self.target} was stopped but did not come back")
-        after = wait_for(lambda: self.targets.batches_after(self.back_at), 120, 0.5)
-        if not after:
-            return Observation(False, f"{self.target} came back, but no batch completed within 120s")
+        try:
+            self.targets.wait(lambda: self.targets.batches_after(back), "restart",
+                              f"{self.target} came back, but no batch completed", 0.5)
+        except WaitTimeout as exc:
+            return Observation(False, str(exc))
         assert self.injected_at is not None
-        down = round(self.back_at - self.injected_at, 3)
+        down = round(back - self.injected_at, 3)
         return Observation(True, f"{self.target} was down {down:.1f}s; batches resumed", {"downtime_s": down})
 
 

@@ -6,12 +6,12 @@ de-duplicates by query id then writes again)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-from faults.base import Observation
+from faults.base import Details, Observation
 from faults.driver import KillDriver
-from faults.kinds import DOWNTIME, FaultKind, Key
-from faults.targets import wait_for
+from faults.kinds import DOWNTIME, BatchView, FaultKind, Key, RecordView
 from workloads.pipelines.control import AFTER_COMMIT, AFTER_WRITE, BEFORE_WRITE
 
 FILES = ("metadata", "offsets", "commits", "sources", "state")
@@ -54,32 +54,55 @@ def corrupt(path: Path, action: str, rng) -> str:
     return f"overwritten with {max(size, 64)} random bytes from the seed"
 
 
+@dataclass
+class CheckpointChange(Details):
+    """The file the fault changed, as the case's directory names it ("checkpoint/commits/7")."""
+
+    checkpoint_file: str = ""
+
+    def changed_file(self) -> str | None:
+        return self.checkpoint_file or None
+
+
 class CorruptCheckpoint(KillDriver):
     """The kill is kill-driver's (at a `point` of the next batch with rows, or wherever the
     driver is); then the file is changed, and heal starts a new driver."""
 
+    changed: Path | None = None
+    how = ""
+
     def _inject(self) -> None:
         super()._inject()
         driver = self.driver
-        wait_for(lambda: not driver.running, 30, 0.1)   # nothing writes the checkpoint any more
+        # nothing may write the checkpoint any more: a file changed under a live driver is no test
+        self.targets.wait(lambda: not driver.running, "signal",
+                          f"driver (pid {driver.pid}) was still running")
         kind, action = self.spec.get("file"), self.spec.get("action")
         path = newest(self.checkpoint, kind)
         if path is None:
             raise FileNotFoundError(f"the checkpoint {self.checkpoint} has no {kind} file yet")
         self.changed = path.relative_to(self.checkpoint.parent)
-        self.how = corrupt(path, action, self.targets.rng(f"{self.spec.kind}@{self.spec.at_s}"))
+        self.how = corrupt(path, action, self.targets.rng(self.spec.salt()))
         self.target = f"{self.changed} of driver (pid {driver.pid})"
 
     def observe(self) -> Observation:
         seen = super().observe()
         change = f"{self.changed} {self.how} while the driver was down"
         seen.detail = f"{change}; {seen.detail}"
-        landed, proof = getattr(self, "landed", (True, ""))
+        landed, proof = self.landed if self.landed is not None else (True, "")
         seen.landed, seen.proof = landed, "; ".join(filter(None, [proof, change]))
-        seen.more["checkpoint_file"] = str(self.changed)
-        if seen.outcome == "accepted" and getattr(self, "new_query", False) and not self._fresh():
+        seen.details = CheckpointChange(str(self.changed))
+        if seen.outcome == "accepted" and self.new_query and not self._fresh():
             seen.outcome_detail += " (a new query id: the checkpoint's metadata was lost)"
         return seen
+
+
+def explain(fault: RecordView, batch: BatchView) -> str | None:
+    """A commits/N the fault deleted after it was written (its driver killed at after-commit)."""
+    path = fault.details.changed_file() or ""
+    if (fault.spec.get("extra") or {}).get("action") == "delete" and path.endswith(f"/commits/{batch.local}"):
+        return f"just after commits/{batch.local} was written, and the fault deleted commits/{batch.local}"
+    return None
 
 
 CORRUPT_CHECKPOINT_FAULT = FaultKind(
@@ -97,7 +120,8 @@ CORRUPT_CHECKPOINT_FAULT = FaultKind(
           DOWNTIME,
           Key("point", "choice", "where in the next batch with rows the driver is killed first (default: "
               "wherever it is)", default=None, choices=(BEFORE_WRITE, AFTER_WRITE, AFTER_COMMIT))),
-    targets=("driver",), default_target="driver", restarts=True,
+    targets=("driver",), default_target="driver", restarts=True, kills_driver=True,
+    details=CheckpointChange, explain=explain,
     requires=lambda spec: ("commit-gate",) if spec.get("point") else (),
     recovery_keys=("downtime_s", "first_batch_after_s", "batches_reexecuted", "events_reread"),
     # Spark's guarantees rest on the checkpoint: breaking it is a question to ask on purpose,

@@ -16,11 +16,10 @@ from pathlib import Path
 
 from faults.base import Fault, Observation, held_text
 from faults.kinds import DOWNTIME, FaultKind, Key
+from faults.targets import Targets
 from faults.targets import end_s as _end_s
-from faults.targets import wait_for
 from workloads import plugins
 from workloads.errors import SpecError
-from workloads.generator._validate import bad
 from workloads.pipelines.control import (
     AFTER_COMMIT,
     AFTER_WRITE,
@@ -34,9 +33,9 @@ from workloads.pipelines.control import (
     withdraw,
 )
 from workloads.pipelines.params import HDFS_PROVIDER, PROVIDER_KEY, STATE_STORES
+from workloads.validate import bad
+from workloads.wait import WaitTimeout
 
-HOLD_TIMEOUT_S = 60.0
-FIRST_BATCH_TIMEOUT_S = 120.0
 COMMIT_POLL_S = 0.005
 
 
@@ -49,6 +48,11 @@ class DriverRestart(Fault):
     changes: dict | None = None
     held: dict | None = None
     armed: dict | None = None
+    inflight: set[int] = set()   # batches in the offset log, not in the commit log, at the kill
+    query_id: str | None = None
+    run_id: str | None = None
+    new_query: bool = False      # the new driver ran under another query id
+    landed: tuple[bool, str] | None = None   # (whether the kill hit its point, the proof)
 
     def _kill(self) -> None:
         driver = self.driver = self.targets.driver()
@@ -64,7 +68,7 @@ class DriverRestart(Fault):
         driver.kill()
 
     def _heal(self) -> None:
-        if not hasattr(self, "killed_at"):
+        if self.killed_at is None:
             # the kill never happened: a restart would start a second driver. Nor is the driver's
             # down state this fault's to clear: another fault may be restarting it now
             return
@@ -77,12 +81,14 @@ class DriverRestart(Fault):
 
     def _after(self) -> list[dict]:
         """The new driver's batches: another run id than the killed one's, ended after the kill."""
+        killed = self.killed_at or 0.0
         return [p for p in self.targets.progress()
-                if p.get("runId") != self.run_id and _end_s(p) > self.killed_at]
+                if p.get("runId") != self.run_id and _end_s(p) > killed]
 
     def _first_batch_or_failure(self) -> tuple[list[dict], str | None]:
         """Wait for the new driver's first batch, or for it to fail: Spark may accept the
-        restart and refuse the checkpoint a moment later, in the query's own thread."""
+        restart and refuse the checkpoint a moment later, in the query's own thread. WaitTimeout
+        after the case's measured start-up allows."""
         def settled():
             after = self._after()
             if after:
@@ -93,22 +99,22 @@ class DriverRestart(Fault):
             return None
 
         try:
-            found = wait_for(settled, FIRST_BATCH_TIMEOUT_S, 0.5)
+            return self.targets.wait(settled, "restart", f"{self.target} was killed and restarted, but "
+                                                         "no batch completed", 0.5)
         finally:
             self.targets.expect_down(False)
-        return found if found else ([], None)
 
     def observe(self) -> Observation:
-        if hasattr(self, "refused"):
+        if self.refused is not None:
             return self._refused(self.refused)
-        if not hasattr(self, "restarted_at"):
+        if self.restarted_at is None or self.killed_at is None:
             return Observation(False, f"{self.target} was killed but no new driver started")
-        after, failure = self._first_batch_or_failure()
+        try:
+            after, failure = self._first_batch_or_failure()
+        except WaitTimeout as exc:
+            return Observation(False, str(exc))
         if failure is not None:
             return self._refused(failure)
-        if not after:
-            return Observation(False, f"{self.target} was killed and restarted, but no batch completed "
-                                      f"within {FIRST_BATCH_TIMEOUT_S:.0f}s")
         first = after[0]
         again = self.inflight | ({self.held["batch_id"]} if self.held else set())
         rerun = [p for p in after if p.get("id") == self.query_id and p["batchId"] in again]
@@ -147,18 +153,20 @@ class KillDriver(DriverRestart):
         if point is None:
             self.held = holding(control)
             if self.held is None and (control / DELAY_COMMIT).exists():
-                self.held = wait_for(lambda: holding(control), HOLD_TIMEOUT_S)
+                # a delay-commit waits for its batch: the kill lands in that batch's hold
+                self.held = self.targets.wait(lambda: holding(control), "batch",
+                                              "no batch was held in the commit window")
         elif point in (BEFORE_WRITE, AFTER_WRITE):
-            self.held = hold_at(control, point)
+            self.held = hold_at(self.targets, point)
         else:
-            self.armed = _wait_armed(control)
+            self.armed = _wait_armed(self.targets)
             committed = Path(self.targets.checkpoint()) / "commits" / str(self.armed["batch_id"])
-            if not wait_for(committed.exists, HOLD_TIMEOUT_S, COMMIT_POLL_S):
-                raise TimeoutError(f"commits/{self.armed['batch_id']} was not written "
-                                   f"within {HOLD_TIMEOUT_S:.0f}s")
+            self.targets.wait(committed.exists, "batch", f"commits/{self.armed['batch_id']} was not written",
+                              COMMIT_POLL_S)
         self._kill()
         if point is not None:   # read now: the new driver will run the batch again and commit it
-            self.landed = landed_at(point, self.checkpoint, self.held or self.armed or {}, self.killed_at)
+            batch = self.held or self.armed or {}
+            self.landed = landed_at(point, self.checkpoint, batch, self.killed_at or 0)
 
     def _heal(self) -> None:
         withdraw(self.targets.control_dir, HOLD_COMMIT)   # unused when no batch was ever held
@@ -166,7 +174,7 @@ class KillDriver(DriverRestart):
 
     def observe(self) -> Observation:
         seen = super().observe()
-        if self.spec.get("point") is None or not seen.observed:
+        if self.spec.get("point") is None or not seen.observed or self.landed is None:
             return seen
         seen.landed, seen.proof = self.landed
         return seen
@@ -178,16 +186,16 @@ class ReplayBatch(KillDriver):
     re-executes it with its original id. No timing is involved."""
 
     def _inject(self) -> None:
-        self.held = hold_at(self.targets.control_dir, AFTER_WRITE)
+        self.held = hold_at(self.targets, AFTER_WRITE)
         self._kill()
-        self.landed = landed_at(AFTER_WRITE, self.checkpoint, self.held, self.killed_at)
+        self.landed = landed_at(AFTER_WRITE, self.checkpoint, self.held, self.killed_at or 0)
 
     def observe(self) -> Observation:
         seen = DriverRestart.observe(self)
-        if not seen.observed or self.held is None or seen.outcome == "refused":
+        if not seen.observed or self.held is None or seen.outcome == "refused" or self.landed is None:
             return seen
         again = seen.facts.get("batches_reexecuted", 0) > 0
-        fresh = getattr(self, "new_query", False)
+        fresh = self.new_query
         if not again and not fresh:
             return Observation(False, f"batch {self.held['batch_id']} was held and the driver restarted, "
                                       f"but the batch did not run again", seen.facts)
@@ -253,21 +261,31 @@ def _changes(values: dict, s) -> None:
             plugins.function(str(value), field, ("events_df", "params"))
 
 
-def hold_at(control: Path, point: str) -> dict:
-    """Ask the commit gate to hold the next batch with rows at `point`; the held batch's record."""
+def hold_at(targets: Targets, point: str) -> dict:
+    """Ask the commit gate to hold the next batch with rows at `point`; the held batch's record
+    (WaitTimeout after the case's pace allows a batch, the request withdrawn)."""
+    control = targets.control_dir
     seen = len(held_batches(control))
     request(control, HOLD_COMMIT, point)
-    if not wait_for(lambda: len(held_batches(control)) > seen, HOLD_TIMEOUT_S):
-        raise TimeoutError(f"no batch that wrote rows reached the commit window ({point}) "
-                           f"within {HOLD_TIMEOUT_S:.0f}s")
+    try:
+        targets.wait(lambda: len(held_batches(control)) > seen, "batch",
+                     f"no batch that wrote rows reached the commit window ({point})")
+    except WaitTimeout:
+        withdraw(control, HOLD_COMMIT)
+        raise
     return held_batches(control)[-1]
 
 
-def _wait_armed(control: Path) -> dict:
+def _wait_armed(targets: Targets) -> dict:
+    control = targets.control_dir
     seen = len(armed_batches(control))
     request(control, HOLD_COMMIT, AFTER_COMMIT)
-    if not wait_for(lambda: len(armed_batches(control)) > seen, HOLD_TIMEOUT_S):
-        raise TimeoutError(f"no batch with rows reached its commit within {HOLD_TIMEOUT_S:.0f}s")
+    try:
+        targets.wait(lambda: len(armed_batches(control)) > seen, "batch",
+                     "no batch with rows reached its commit")
+    except WaitTimeout:
+        withdraw(control, HOLD_COMMIT)
+        raise
     return armed_batches(control)[-1]
 
 
@@ -356,7 +374,8 @@ KILL_DRIVER_FAULT = FaultKind(
     models="a driver crash: its node lost, its container killed, at any point of a micro-batch",
     keys=(DOWNTIME, Key("point", "choice", "where in the next batch with rows the kill lands", default=None,
                         choices=(BEFORE_WRITE, AFTER_WRITE, AFTER_COMMIT))),
-    targets=("driver",), default_target="driver", restarts=True, recovery_keys=_DRIVER_RECOVERY,
+    targets=("driver",), default_target="driver", restarts=True, kills_driver=True,
+    recovery_keys=_DRIVER_RECOVERY,
     # a point is the commit gate's: a foreachBatch sink
     requires=lambda spec: ("commit-gate",) if spec.get("point") else ())
 
@@ -367,7 +386,7 @@ REPLAY_BATCH_FAULT = FaultKind(
           "with its id",
     models="a crash between a sink's commit and Spark's commit log (the Paimon double commit, "
            "apache/paimon#9666)",
-    keys=(DOWNTIME,), targets=("driver",), default_target="driver", restarts=True,
+    keys=(DOWNTIME,), targets=("driver",), default_target="driver", restarts=True, kills_driver=True,
     needs_commit_gate=True, recovery_keys=_DRIVER_RECOVERY)
 
 RESTART_WITH_FAULT = FaultKind(
@@ -381,6 +400,6 @@ RESTART_WITH_FAULT = FaultKind(
                         sample={"spark.sql.shuffle.partitions": "4"}),
           Key("pipeline", "table", "pipeline keys for the new driver", default={},
               sample={"shuffle_partitions": 4})),
-    targets=("driver",), default_target="driver", restarts=True, recovery_keys=_DRIVER_RECOVERY,
-    check=_changes, drawable=False,
+    targets=("driver",), default_target="driver", restarts=True, kills_driver=True,
+    recovery_keys=_DRIVER_RECOVERY, check=_changes, drawable=False,
     why_not_drawable="what a deploy changes is the scenario's choice; declare restart-with in [[faults]]")

@@ -4,20 +4,42 @@ deleted before the query read them (what retention does to a job that fell behin
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from faults.base import Fault, Observation
+from faults.base import Details, Fault, Observation
 from faults.driver import sentence
-from faults.kinds import FaultKind, Key
-from faults.targets import wait_for
+from faults.kinds import FaultKind, Key, Preparation
+from faults.spec import FaultSpec
 from workloads.kafka_admin import admin_client
 from workloads.pipelines.control import PAUSE_BATCH, held_batches, request, withdraw
+from workloads.wait import WaitTimeout
 
-TIMEOUT_S = 120.0
-HOLD_TIMEOUT_S = 60.0
 # the generator spreads events over new partitions from this long after the fault's `at`, so
-# that they exist by then (the harness passes it to the generator: harness/run/stages.py)
+# that they exist by then (the kind's `prepare` tells the run: harness/run/stages.py)
 SPREAD_LEAD_S = 1.0
+
+
+@dataclass
+class PartitionsAdded(Details):
+    """The partitions kafka-partitions added, by number."""
+
+    partitions_added: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Deleted(Details):
+    """The ranges kafka-retention deleted: [{"partition", "from", "to"}], `to` exclusive."""
+
+    deleted: list[dict] = field(default_factory=list)
+
+    def deleted_ranges(self) -> list[dict]:
+        return list(self.deleted)
+
+
+def _spread(spec: FaultSpec) -> Preparation:
+    """The generator sends to the added partitions too, from SPREAD_LEAD_S after the fault."""
+    return Preparation(partition_steps=((spec.at_s + SPREAD_LEAD_S, int(spec.get("count", 1))),))
 
 
 def planned_offsets(checkpoint: Path, topic: str, batch: int | None = None) -> dict[int, int]:
@@ -54,6 +76,8 @@ class KafkaPartitions(Fault):
     """Add `count` partitions to the case's topic; the generator sends to them too, and the
     query must find them (its checkpoint holds their offsets) and deliver their events."""
 
+    before = total = 0
+
     def _inject(self) -> None:
         topic = self.targets.topic
         with admin_client(self.targets.bootstrap_servers) as admin:
@@ -69,15 +93,15 @@ class KafkaPartitions(Fault):
             ends = planned_offsets(self.targets.checkpoint(), self.targets.topic)
             return ends if all(p in ends for p in new) and any(ends[p] > 0 for p in new) else None
 
-        ends = wait_for(reading_them, TIMEOUT_S, 0.5)
-        if not ends:
-            return Observation(False, f"{self.target}: {len(new)} partitions were added, but no batch read "
-                                      f"events from them within {TIMEOUT_S:.0f}s")
+        try:
+            ends = self.targets.wait(reading_them, "batch", f"{self.target}: {len(new)} partitions were "
+                                                            "added, but no batch read events from them", 0.5)
+        except WaitTimeout as exc:
+            return Observation(False, str(exc))
         read = {p: ends[p] for p in new}
         return Observation(True, f"{self.target}: {len(new)} partitions added ({self.total} now); the "
                                  f"query's checkpoint reads them, up to offsets {read}",
-                           {"partitions": self.total},
-                           more={"partitions_added": list(new)})
+                           {"partitions": self.total}, details=PartitionsAdded(list(new)))
 
 
 class KafkaRetention(Fault):
@@ -88,6 +112,8 @@ class KafkaRetention(Fault):
     fails the query (outcome refused); failOnDataLoss = false skips them, and the checker
     counts them as deleted_before_read."""
 
+    deleted: list[dict] = []
+
     def _inject(self) -> None:
         from kafka import TopicPartition
 
@@ -96,8 +122,8 @@ class KafkaRetention(Fault):
         seen = len(held_batches(control))
         request(control, PAUSE_BATCH)
         try:
-            if not wait_for(lambda: len(held_batches(control)) > seen, HOLD_TIMEOUT_S):
-                raise TimeoutError(f"no batch with rows reached foreachBatch within {HOLD_TIMEOUT_S:.0f}s")
+            self.targets.wait(lambda: len(held_batches(control)) > seen, "batch",
+                              "no batch with rows reached foreachBatch")
             batch = held_batches(control)[-1]["batch_id"]
             starts = planned_offsets(self.targets.checkpoint(), topic, batch - 1)
             with admin_client(self.targets.bootstrap_servers) as admin:
@@ -136,18 +162,18 @@ class KafkaRetention(Fault):
                 return "accepted", "Spark skipped the deleted records (failOnDataLoss = false) and read on"
             return None
 
-        found = wait_for(outcome, TIMEOUT_S, 0.5)
         seen = f"{deleted:,} records the query had not read were deleted ({ranges})"
-        more = {"deleted": self.deleted}
-        if found is None:
-            return Observation(False, f"{seen}, but the query neither failed nor read past them within "
-                                      f"{TIMEOUT_S:.0f}s", more=more)
-        kind, why = found
+        details = Deleted(list(self.deleted))
+        try:
+            kind, why = self.targets.wait(outcome, "batch", f"{seen}, but the query neither failed nor read "
+                                                            "past them", 0.5)
+        except WaitTimeout as exc:
+            return Observation(False, str(exc), details=details)
         return Observation(True, f"{seen}; {why if kind == 'accepted' else 'Spark failed the query: ' + why}",
                            {"records_deleted": deleted}, landed=True,
                            proof=f"every deleted offset was in or beyond the held batch, which had not read "
                                  f"its input yet ({ranges})",
-                           outcome=kind, outcome_detail=why, more=more)
+                           outcome=kind, outcome_detail=why, details=details)
 
 
 KAFKA_PARTITIONS_FAULT = FaultKind(
@@ -158,7 +184,9 @@ KAFKA_PARTITIONS_FAULT = FaultKind(
     models="a topic scaled out while a job reads it",
     keys=(Key("count", "integer", "partitions to add", default=1, ge=1),),
     targets=("topic",), default_target="topic",
-    recovery_keys=("partitions",))
+    recovery_keys=("partitions",), details=PartitionsAdded, prepare=_spread, by_progress=False,
+    why_not_by_progress="the generator plans which partition each event goes to before it sends, so the "
+                        "partitions must be added at a time it knows: write `at` in seconds")
 
 KAFKA_RETENTION_FAULT = FaultKind(
     "kafka-retention", KafkaRetention,
@@ -172,7 +200,7 @@ KAFKA_RETENTION_FAULT = FaultKind(
           Key("records", "integer", "how many records, from the batch's start offsets", default=100,
               ge=1)),
     targets=("topic",), default_target="topic", needs_commit_gate=True,
-    recovery_keys=("records_deleted",),
+    recovery_keys=("records_deleted",), details=Deleted,
     # the executors keep what a fetch returned beyond the batch it was for (Spark's fetched-data
     # pool, and the pooled Kafka consumer's own prefetch) and serve the next batch from it:
     # records deleted after that fetch would still be read. Idle ones are evicted within 10 ms

@@ -9,8 +9,14 @@ them, one line each. Everything else reads the registry: the scenario loader par
 
     KILL_DRIVER = FaultKind(
         "kill-driver", KillDriver, about="...", models="...",
-        keys=(DOWNTIME,), targets=("driver",), restarts=True,
+        keys=(DOWNTIME,), targets=("driver",), restarts=True, kills_driver=True,
         recovery_keys=("downtime_s", "first_batch_after_s"))
+
+A kind owns everything about itself: whether it kills the driver, what the run must prepare
+for it (`prepare`: proxies, partitions the generator spreads over, fail-task's stage), the
+fields of its record (`details`), the clause a finding's story tells of it (`explain`), and
+the workload it needs after it (`margin_s`), which the loader, the nemesis and the hunt share.
+A scenario may register kinds of its own (`fault_kinds`, harness/scenario/load.py).
 """
 
 from __future__ import annotations
@@ -18,9 +24,11 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from workloads.generator._validate import REQUIRED, Section, bad
+from faults.base import Details
+from faults.spec import RESTART_MARGIN_S, FaultSpec
+from workloads.validate import REQUIRED, Section, bad
 
 # the keys every fault has besides its own: kind, and `at` (from the first event sent)
 COMMON_KEYS = ("kind", "at")
@@ -118,6 +126,46 @@ TARGET = Key("target", "target", "what the fault acts on: one of the kind's targ
 
 
 @dataclass(frozen=True)
+class Preparation:
+    """What a run must set up before a fault of a kind can act (FaultKind.prepare):
+    `proxies`: the paths ("kafka", "postgres") Spark must reach through Toxiproxy;
+    `partition_steps`: (seconds from the first event sent, partitions added) from which the
+    generator spreads events over partitions added mid-run; `task_stage`: the driver adds
+    fail-task's stage to the query."""
+
+    proxies: frozenset[str] = frozenset()
+    partition_steps: tuple[tuple[float, int], ...] = ()
+    task_stage: bool = False
+
+
+@dataclass(frozen=True)
+class BatchView:
+    """What a finding knows of one batch, for a kind's `explain`: its number in its own
+    checkpoint and when (seconds from the first event sent) offsets/N, its rows in the sink
+    and commits/N appeared (None: unknown, or never)."""
+
+    local: int
+    planned_s: float | None = None
+    sink_s: float | None = None
+    committed_s: float | None = None
+
+
+class RecordView(Protocol):
+    """A fault as carried out (harness.results.model.FaultRecord), as `explain` reads it."""
+
+    kind: str
+    started_s: float | None
+    ended_s: float | None
+    target: str
+    spec: dict
+    details: Details
+
+
+def _nothing(spec: FaultSpec) -> Preparation:
+    return Preparation()
+
+
+@dataclass(frozen=True)
 class FaultKind:
     """Everything the harness knows about one kind of fault."""
 
@@ -132,7 +180,7 @@ class FaultKind:
     needs_commit_gate: bool = False      # it holds a batch in a foreachBatch sink's commit window
     recovery_keys: tuple[str, ...] = ()  # its own figures in recovery{}, beyond RECOVERY_KEYS
     # the preconditions a fault of this kind needs, by name, given its spec (its target, its
-    # via...); the harness checks each before anything starts (harness/scenario/faults.py
+    # via...); the harness checks each before anything starts (harness/scenario/fault_specs.py
     # PRECONDITIONS): "own-kafka", "own-postgres", "own-executors", "postgres-sink"
     requires: Callable[[Any], tuple[str, ...]] = lambda spec: ()
     check: Callable[[dict, Section], None] | None = None   # keys that constrain each other
@@ -141,6 +189,25 @@ class FaultKind:
     driver_conf: Mapping[str, str] = field(default_factory=dict)
     drawable: bool = True                # False: a nemesis cannot invent its keys (network)
     why_not_drawable: str = ""
+    kills_driver: bool = False           # it kills (or fails) the driver and starts a new one
+    details: type[Details] = Details     # its own fields in summary.json's record
+    prepare: Callable[[FaultSpec], Preparation] = _nothing   # what the run sets up for it
+    # the clause a finding's story tells of what a fault of this kind did to a batch (None:
+    # nothing to say of it), from its record and what the finding knows of the batch
+    explain: Callable[[RecordView, BatchView], str | None] | None = None
+    by_progress: bool = True             # whether `at` may be a progress anchor ("batch 3")
+    why_not_by_progress: str = ""
+
+    def margin_s(self, lasts_s: float) -> float:
+        """The workload a fault of this kind needs after its `at`: its own length, and for a kind
+        whose heal starts a process, RESTART_MARGIN_S of events after that for the new process
+        to show it is back. The loader, the nemesis and the hunt all ask this."""
+        return lasts_s + (RESTART_MARGIN_S if self.restarts else 0.0)
+
+    def fits(self, at_s: float, lasts_s: float, workload_s: float) -> bool:
+        """Whether a fault at `at_s` lasting `lasts_s` fits a workload of `workload_s`: it comes
+        before the workload ends, and a restarting kind leaves its margin after it."""
+        return at_s < workload_s and (not self.restarts or at_s + self.margin_s(lasts_s) <= workload_s)
 
     @property
     def key_names(self) -> tuple[str, ...]:
@@ -207,7 +274,7 @@ def always(*names: str) -> Callable[[Any], tuple[str, ...]]:
     return lambda spec: names
 
 
-def register(*kinds: FaultKind) -> Mapping[str, FaultKind]:
+def register(*kinds: FaultKind) -> dict[str, FaultKind]:
     """name -> kind, refusing a name registered twice."""
     out: dict[str, FaultKind] = {}
     for kind in kinds:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import time
 
 from faults.base import Fault, Observation
-from faults.kinds import DURATION, TARGET, FaultKind, Key, by_target
+from faults.kinds import DURATION, TARGET, FaultKind, Key, Preparation, by_target
+from faults.spec import FaultSpec
 from faults.targets import RefusedTarget
 from workloads import kafka_admin
 from workloads.errors import SpecError
@@ -31,7 +32,7 @@ class Network(Fault):
         self.before = _timed(self.probe)
         self.added = []
         for kind, attributes in self._toxics():
-            name = f"{_PREFIX}{kind}-at-{self.spec.at_s:g}s"
+            name = f"{_PREFIX}{kind}-at-{self.spec.at.replace(' ', '')}"
             for proxy in self.proxies:
                 self.server.toxic(proxy, name, kind, attributes)
             self.added.append(name)
@@ -155,6 +156,12 @@ def _one_toxic(values: dict, s) -> None:
                         'write target = "broker:N" (N from 1), or "kafka" for every broker')
 
 
+def _proxy(spec: FaultSpec) -> Preparation:
+    """Spark's path to the target goes through Toxiproxy (one broker's fault puts Spark's whole
+    path to Kafka behind proxies)."""
+    return Preparation(proxies=frozenset({"kafka" if spec.target_kind == "broker" else spec.target}))
+
+
 NETWORK_FAULT = FaultKind(
     "network", Network,
     about="Toxiproxy's toxics on Spark's path only, for `duration`: latency with jitter, a bandwidth limit "
@@ -171,5 +178,5 @@ NETWORK_FAULT = FaultKind(
               default=False)),
     targets=("kafka", "broker", "postgres"), default_target="kafka",
     requires=by_target({"kafka": ("own-kafka",), "broker": ("own-kafka",), "postgres": ("own-postgres",)}),
-    check=_one_toxic, drawable=False,
+    check=_one_toxic, drawable=False, prepare=_proxy,
     why_not_drawable="its toxics are the scenario's choice; declare network faults in [[faults]]")

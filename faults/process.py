@@ -9,11 +9,10 @@ import psutil
 
 from faults.base import Fault, Observation
 from faults.kinds import DURATION, TARGET, FaultKind, Key, by_target
-from faults.targets import RefusedTarget, wait_for
+from faults.targets import RefusedTarget
 from workloads.pipelines import executors as executor_log
 from workloads.pipelines.control import KILL_EXECUTOR, KILLED, request
-
-REPLACEMENT_TIMEOUT_S = 120.0
+from workloads.wait import WaitTimeout
 
 
 class KillExecutor(Fault):
@@ -21,6 +20,11 @@ class KillExecutor(Fault):
     replacement; or through Spark's own API (via = spark-api): the driver calls
     SparkContext.killExecutor, then requestExecutors(1), which works on a remote cluster
     too. Either way a new executor must appear."""
+
+    before: set[int] = set()
+    victim: psutil.Process | None = None
+    spark_id: str | None = None
+    seen = 0
 
     def _inject(self) -> None:
         if self.spec.via == "spark-api":
@@ -38,14 +42,15 @@ class KillExecutor(Fault):
         executors (executors.jsonl) shows the loss and the replacement."""
         control = self.targets.control_dir
         index = self.spec.target_index
-        chosen = (self.targets.rng(f"{self.spec.kind}@{self.spec.at_s}").randrange(2)
+        chosen = (self.targets.rng(self.spec.salt()).randrange(2)
                   if index == "random" else int(index or 0))
         (control / KILLED).unlink(missing_ok=True)
         self.seen = len(executor_log.read(self.targets.executors_log))
         request(control, KILL_EXECUTOR, str(chosen))
-        answer = wait_for(lambda: _read_json(control / KILLED), 30, 0.2)
-        if not answer or not answer.get("killed"):
-            raise RefusedTarget(f"Spark did not kill executor {chosen}: {answer or 'no answer within 30 s'}")
+        answer = self.targets.wait(lambda: _read_json(control / KILLED), "batch",
+                                   f"the driver did not answer the request to kill executor {chosen}")
+        if not answer.get("killed"):
+            raise RefusedTarget(f"Spark did not kill executor {chosen}: {answer}")
         self.spark_id = answer["id"]
         self.target = f"executor:{chosen} (Spark id {self.spark_id}, via spark-api)"
 
@@ -56,11 +61,13 @@ class KillExecutor(Fault):
             new = [e["id"] for e in log if e["event"] == "added" and not e.get("startup")]
             return new if gone and new else None
 
-        new = wait_for(changes, REPLACEMENT_TIMEOUT_S, 0.5)
+        try:
+            new = self.targets.wait(changes, "executor",
+                                    f"{self.target}: the driver did not list its loss and a new "
+                                    "executor", 0.5)
+        except WaitTimeout as exc:
+            return Observation(False, str(exc))
         assert self.injected_at is not None
-        if not new:
-            return Observation(False, f"{self.target}: the driver did not list its loss and a new executor "
-                                      f"within {REPLACEMENT_TIMEOUT_S:.0f}s")
         back = time.time() - self.injected_at
         return Observation(True, f"{self.target} was removed; Spark's executor {new[0]} replaced it after "
                                  f"{back:.1f}s", {"executor_back_s": round(back, 3)})
@@ -68,9 +75,7 @@ class KillExecutor(Fault):
     def observe(self) -> Observation:
         if self.spec.via == "spark-api":
             return self._observed_by_spark()
-        died = wait_for(lambda: _status(self.victim) in (psutil.STATUS_ZOMBIE, None), 10)
-        if not died:
-            return Observation(False, f"{self.target} was still running after SIGKILL")
+        victim = self.victim
 
         def replaced():
             try:
@@ -78,10 +83,13 @@ class KillExecutor(Fault):
             except RefusedTarget:
                 return set()
 
-        new = wait_for(replaced, REPLACEMENT_TIMEOUT_S, 0.5)
-        if not new:
-            return Observation(False, f"{self.target} died, but no executor replaced it within "
-                                      f"{REPLACEMENT_TIMEOUT_S:.0f}s")
+        try:
+            self.targets.wait(lambda: _status(victim) in (psutil.STATUS_ZOMBIE, None), "signal",
+                              f"{self.target} was still running after SIGKILL")
+            new = self.targets.wait(replaced, "executor", f"{self.target} died, but no executor replaced it",
+                                    0.5)
+        except WaitTimeout as exc:
+            return Observation(False, str(exc))
         assert self.injected_at is not None
         back = time.time() - self.injected_at
         return Observation(True, f"{self.target} died; executor pid {min(new)} replaced it after {back:.1f}s",
@@ -91,6 +99,9 @@ class KillExecutor(Fault):
 class Pause(Fault):
     """SIGSTOP every process of the target, SIGCONT at heal (a long GC pause, a frozen VM)."""
 
+    procs: list[psutil.Process] = []
+    stopped = False
+
     def _inject(self) -> None:
         kind = self.spec.target_kind
         if kind == "executor":
@@ -99,7 +110,7 @@ class Pause(Fault):
             self.target = f"executor:{chosen} (pid {self.procs[0].pid})"
         else:
             if kind in ("broker", "leader", "controller"):
-                service, kind = self.targets.broker(self.spec.target, f"{self.spec.kind}@{self.spec.at_s}")
+                service, kind = self.targets.broker(self.spec.target, self.spec.salt())
             else:
                 service = self.targets.service(self.spec.target if kind == "worker" else kind)
             self.procs = self.targets.processes(service.pids())
@@ -112,7 +123,7 @@ class Pause(Fault):
             except psutil.NoSuchProcess:
                 pass   # a short-lived backend that ended meanwhile
         stopped = (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE, None)   # ended meanwhile: not running
-        self.stopped = wait_for(lambda: all(_status(p) in stopped for p in self.procs), 5)
+        self.stopped = _within(self, lambda: all(_status(p) in stopped for p in self.procs))
 
     def _heal(self) -> None:
         for proc in self.procs:
@@ -122,7 +133,7 @@ class Pause(Fault):
                 pass
 
     def observe(self) -> Observation:
-        resumed = wait_for(lambda: all(_status(p) != psutil.STATUS_STOPPED for p in self.procs), 5)
+        resumed = _within(self, lambda: all(_status(p) != psutil.STATUS_STOPPED for p in self.procs))
         if not self.stopped:
             return Observation(False, f"{self.target}: not every process was 'stopped' after SIGSTOP")
         if not resumed:
@@ -137,11 +148,19 @@ def choose_executor(fault: Fault) -> tuple[list[psutil.Process], int]:
     if not executors:
         raise RefusedTarget("the driver has no executor process (a local[*] master?)")
     index = fault.spec.target_index
-    chosen = (fault.targets.rng(f"{fault.spec.kind}@{fault.spec.at_s}").randrange(len(executors))
+    chosen = (fault.targets.rng(fault.spec.salt()).randrange(len(executors))
               if index == "random" else int(index or 0))
     if chosen >= len(executors):
         raise RefusedTarget(f"executor {chosen} does not exist ({len(executors)} are running)")
     return executors, chosen
+
+
+def _within(fault: Fault, condition) -> bool:
+    """Whether `condition` came true within the time the case's pace gives a signal."""
+    try:
+        return bool(fault.targets.wait(condition, "signal", "no change of state"))
+    except WaitTimeout:
+        return False
 
 
 def _read_json(path):

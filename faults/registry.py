@@ -1,4 +1,6 @@
-"""Every fault kind, registered once: adding a kind is one module plus one line here.
+"""Every fault kind, registered once: adding a kind is one module plus one line here, or, for
+a kind of a user's own, one line in a scenario (`fault_kinds = ["my_faults:MY_KIND"]`, which
+the loader passes to `add`).
 
 The scenario loader, the nemesis, the hunt, the schedule, the recovery figures and
 docs/faults.md's table all read `KINDS` (faults/kinds.py says what a kind declares).
@@ -9,7 +11,7 @@ from __future__ import annotations
 from faults import batch, broker, checkpoint, cluster, commit, driver, kafka, network, process, sink, tasks
 from faults.kinds import RECOVERY_KEYS, FaultKind, register
 
-KINDS = register(
+KINDS: dict[str, FaultKind] = register(
     process.KILL_EXECUTOR_FAULT,
     process.PAUSE_FAULT,
     driver.KILL_DRIVER_FAULT,
@@ -27,6 +29,21 @@ KINDS = register(
     cluster.KILL_BROKER_FAULT,
     cluster.KILL_WORKER_FAULT,
 )
+
+
+BUILT_IN = frozenset(KINDS)
+
+
+def add(new: FaultKind) -> None:
+    """Register a kind of a user's own (a scenario's `fault_kinds`); the same kind again is a
+    no-op, another kind under a registered name a ValueError."""
+    if not isinstance(new, FaultKind):
+        raise TypeError(f"{new!r} is not a faults.kinds.FaultKind")
+    known = KINDS.get(new.name)
+    if known is not None and known is not new:
+        raise ValueError(f"fault kind {new.name!r} is registered already"
+                         + (" (a built-in kind)" if new.name in BUILT_IN else ""))
+    KINDS[new.name] = new
 
 
 def kind(name: str) -> FaultKind:
@@ -51,12 +68,14 @@ def drawable() -> tuple[str, ...]:
 
 
 def table() -> str:
-    """docs/faults.md's table of kinds, in Markdown (python -m harness.docs writes it there)."""
+    """docs/faults.md's table of the built-in kinds, in Markdown (python -m harness.docs writes it)."""
     from faults.kinds import REQUIRED
 
     rows = ["| kind | keys (default) | targets | what happens, and what must be seen | what it models |",
             "|---|---|---|---|---|"]
     for name, k in KINDS.items():
+        if name not in BUILT_IN:
+            continue
         keys = []
         for key in k.keys:
             if key.type == "target":

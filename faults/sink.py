@@ -6,12 +6,16 @@ import time
 
 from faults.base import Fault, Observation
 from faults.kinds import DURATION, FaultKind, always
-from faults.targets import RefusedTarget, wait_for
+from faults.targets import RefusedTarget
+from workloads.wait import WaitTimeout
 
 
 class StallSink(Fault):
     """An ACCESS EXCLUSIVE lock on the sink table, held by a session of our own: every write
     (and read) of the table waits until heal releases it."""
+
+    conn = None
+    locked_at = released_at = 0.0
 
     def _inject(self) -> None:
         import psycopg
@@ -25,7 +29,7 @@ class StallSink(Fault):
         self.target = f"sink table {table}"
 
     def _heal(self) -> None:
-        conn = getattr(self, "conn", None)
+        conn = self.conn
         if conn is not None:
             # stamped before the release: a batch blocked on the lock commits just after it,
             # within the same millisecond, and must not count as committed while locked
@@ -49,11 +53,13 @@ class StallSink(Fault):
                 return row[0] if row else 0
 
         during = commits(lo, hi)
-        after = wait_for(lambda: commits(hi, time.time() * 1000 + 1), 60, 0.5)
         if during:
             return Observation(False, f"{during} batches committed to {table} while it was locked")
-        if not after:
-            return Observation(False, f"no batch committed to {table} within 60s of the lock's release")
+        try:
+            self.targets.wait(lambda: commits(hi, time.time() * 1000 + 1), "batch",
+                              f"no batch committed to {table} after the lock's release", 0.5)
+        except WaitTimeout as exc:
+            return Observation(False, str(exc))
         return Observation(True, f"no batch committed to {table} for {self.spec.duration_s:g}s; "
                                  f"commits resumed after the lock was released")
 

@@ -1,4 +1,5 @@
-"""What the harness hands the injectors: its services, their pids, and a few callables.
+"""What the harness hands the injectors: its services, their pids, a few callables, and the
+query's pace, which sets how long an injector waits for anything.
 
 Injectors touch nothing else. Before any signal, `process()` checks the pid against
 every pid the harness started and keeps a psutil handle, which refuses to signal a
@@ -8,15 +9,62 @@ pid that was reused by another process (psutil compares start times).
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import psutil
 
 from workloads.pipelines import progress_log
+from workloads.wait import wait_until
+
+T = TypeVar("T")
+
+
+class Pace(Protocol):
+    """How fast this case's query goes, as measured while it runs (harness/run/pace.py): what
+    every wait that decides "not observed" is scaled by, instead of a constant tuned on one
+    machine. `what` names the wait: "batch" (a batch with rows to reach a point of its run, or
+    to complete), "restart" (a new driver's first batch), "executor" (a replacement executor),
+    "signal" (a process to stop or die after a signal)."""
+
+    def wait_s(self, what: str) -> float: ...
+
+    def basis(self, what: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class FixedPace:
+    """A pace of given figures: batches of `batch_s`, a driver that starts in `start_s`."""
+
+    batch_s: float = 1.0
+    start_s: float = 15.0
+
+    def wait_s(self, what: str) -> float:
+        return pace_wait_s(what, self.batch_s, self.start_s)
+
+    def basis(self, what: str) -> str:
+        return pace_basis(what, self.batch_s, self.start_s)
+
+
+# each wait: (floor, batches, start-ups): at least `floor` seconds, else that many of the
+# query's measured batch times and driver start-ups
+_WAITS = {"batch": (20.0, 6, 0), "restart": (45.0, 4, 3), "executor": (30.0, 4, 2), "signal": (10.0, 2, 0)}
+
+
+def pace_wait_s(what: str, batch_s: float, start_s: float) -> float:
+    floor, batches, starts = _WAITS[what]
+    return round(max(floor, batches * batch_s + starts * start_s), 1)
+
+
+def pace_basis(what: str, batch_s: float, start_s: float) -> str:
+    """Why a wait is as long as it is: "6 of the query's batch times (3.1 s)"."""
+    floor, batches, starts = _WAITS[what]
+    parts = [f"{batches} of the query's batch times ({batch_s:.1f} s)" if batches else "",
+             f"{starts} of its driver's start-ups ({start_s:.1f} s)" if starts else ""]
+    scaled = " and ".join(p for p in parts if p)
+    return f"{scaled}, at least {floor:g} s" if scaled else f"at least {floor:g} s"
 
 
 class RefusedTarget(Exception):
@@ -49,6 +97,7 @@ class Targets:
     network: dict[str, tuple[Any, list[str], Callable[[], float]]] = field(default_factory=dict)
     # Kafka ports: (the proxies Spark must use, the brokers' own ports Spark must not use)
     spark_ports: Callable[[], tuple[set[int], set[int]]] | None = None
+    pace: Pace = field(default_factory=FixedPace)   # the query's measured pace: every wait's scale
 
     def rng(self, salt: str) -> random.Random:
         """A generator seeded by the scenario's seed and `salt`: the same plan every run."""
@@ -118,6 +167,13 @@ class Targets:
         partition = self.rng(salt).choice(sorted(leaders))
         return nodes[leaders[partition]], f"leader of partition {partition} (broker:{leaders[partition]})"
 
+    def wait(self, condition: Callable[[], T], what: str, message: str, every_s: float = 0.2) -> T:
+        """Poll `condition` until it is truthy and return its value; WaitTimeout after the
+        case's pace says a `what` may take, with `message` and that wait's basis."""
+        timeout_s = self.pace.wait_s(what)
+        return wait_until(condition, timeout_s, every_s,
+                          lambda: f"{message} within {timeout_s:g} s ({self.pace.basis(what)})")
+
     def batches_after(self, at: float) -> list[dict]:
         """Progress records of batches that ended after wall-clock time `at`."""
         return [p for p in self.progress() if end_s(p) > at]
@@ -128,11 +184,3 @@ def end_s(progress: dict) -> float:
     return progress_log.end_ms(progress) / 1000
 
 
-def wait_for(condition: Callable[[], Any], timeout_s: float, every_s: float = 0.2) -> Any:
-    """Poll `condition` until it is truthy or `timeout_s` passes; return its last value."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = condition()
-        if value or time.monotonic() >= deadline:
-            return value
-        time.sleep(every_s)

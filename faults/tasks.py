@@ -5,27 +5,42 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 
-from faults.base import Fault, Observation
-from faults.kinds import FaultKind, Key
-from faults.targets import wait_for
+from faults.base import Details, Fault, Observation
+from faults.kinds import FaultKind, Key, Preparation
+from faults.spec import FaultSpec
 from workloads.pipelines.taskfault import REQUEST, failed_tasks, retried_tasks
+from workloads.wait import WaitTimeout
 
-TIMEOUT_S = 60.0
 _LOST_TASK = re.compile(r"InjectedTaskFailure: harness fail-task")
 
 
+@dataclass
+class TaskFailures(Details):
+    """Each failed task: its stage, partition, batch, and the rows that went out before it failed."""
+
+    tasks: list[dict] = field(default_factory=list)
+
+
+def _stage(spec: FaultSpec) -> Preparation:
+    return Preparation(task_stage=True)
+
+
 class FailTask(Fault):
+    tasks = 1
+    seen_failed = seen_retried = 0
+    failed: list[dict] = []
+
     def _inject(self) -> None:
         control = self.targets.control_dir
         self.tasks = int(self.spec.get("tasks", 1))
         self.seen_failed, self.seen_retried = len(failed_tasks(control)), len(retried_tasks(control))
         (control / REQUEST).write_text(json.dumps({"tasks": self.tasks, "rows": self.spec.get("rows")}))
         self.target = "the tasks of the next batch with rows"
-        if not wait_for(lambda: len(failed_tasks(control)) >= self.seen_failed + self.tasks, TIMEOUT_S):
-            raise TimeoutError(f"no {self.tasks} task(s) of a batch with rows failed within {TIMEOUT_S:.0f}s "
-                               "(is the stage in the query? the driver adds it for a scenario with "
-                               "fail-task)")
+        self.targets.wait(lambda: len(failed_tasks(control)) >= self.seen_failed + self.tasks, "batch",
+                          f"no {self.tasks} task(s) of a batch with rows failed (is the stage in the query? "
+                          "the driver adds it for a scenario with fail-task)")
         self.failed = failed_tasks(control)[self.seen_failed:]
 
     def _heal(self) -> None:
@@ -33,16 +48,19 @@ class FailTask(Fault):
 
     def observe(self) -> Observation:
         control = self.targets.control_dir
-        retried = wait_for(lambda: retried_tasks(control)[self.seen_retried:]
-                           if len(retried_tasks(control)) >= self.seen_retried + len(self.failed) else None,
-                           TIMEOUT_S, 0.5)
+        try:
+            retried = self.targets.wait(lambda: retried_tasks(control)[self.seen_retried:]
+                                        if len(retried_tasks(control)) >= self.seen_retried + len(self.failed)
+                                        else None, "batch", "no retry of the failed tasks went through", 0.5)
+        except WaitTimeout:
+            retried = []
         first = self.failed[0]
         where = ", ".join(f"partition {f['partition']} of stage {f['stage']} after {f['rows_out']} of "
                           f"{f['rows']} rows" for f in self.failed)
         lost = _spark_lost(self.targets.driver_now().log_path)
         if not retried:
             return Observation(False, f"tasks of batch {first['batch']} failed ({where}), but no retry went "
-                                      f"through within {TIMEOUT_S:.0f}s")
+                                      f"through within {self.targets.pace.wait_s('batch'):g} s")
         proof = (f"batch {first['batch']}: {where} threw on attempt 0 after rows had gone to the sink; "
                  f"attempt {retried[0]['attempt']} went through")
         return Observation(True, f"{len(self.failed)} task(s) of batch {first['batch']} failed on their "
@@ -51,7 +69,7 @@ class FailTask(Fault):
                            {"tasks_failed": len(self.failed), "tasks_retried": len(retried),
                             "spark_lost_tasks": lost},
                            landed=all(f["rows_out"] > 0 for f in self.failed), proof=proof,
-                           more={"tasks": self.failed})
+                           details=TaskFailures(self.failed))
 
 
 def _spark_lost(log) -> int:
@@ -74,5 +92,6 @@ FAIL_TASK_FAULT = FaultKind(
           Key("rows", "integer", "rows of the partition that go out before the task fails (default: half)",
               default=None, ge=1)),
     targets=("tasks",), default_target="tasks", recovery_keys=("tasks_failed", "tasks_retried"),
+    details=TaskFailures, prepare=_stage,
     # the stage and the harness share the control directory: executors on this machine
     requires=lambda spec: ("local-executors",))

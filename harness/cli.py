@@ -66,7 +66,8 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("run_dir", type=Path, help="the run directory (holding summary.json)")
     compare = sub.add_parser("compare", help="compare two runs, metric by metric, against the noise; "
                              "exit 1 on a regression")
-    compare.add_argument("base", type=Path, help="the baseline: a run directory or a summary.json")
+    compare.add_argument("base", type=Path, help="the baseline: a run directory, a summary.json, or a "
+                         "directory of baselines (results/baseline/: the one of NEW's scenario is picked)")
     compare.add_argument("new", type=Path, help="the run to judge: a run directory or a summary.json")
     compare.add_argument("--fail-on", default=None, metavar="RULES",
                          help='comma-separated rules, e.g. "p99:+10%%,throughput:-5%%,lost:>0" '
@@ -152,10 +153,12 @@ def _compare(args) -> int:
     from harness.report import compare
 
     rules = compare.parse_rules(args.fail_on if args.fail_on is not None else compare.DEFAULT_RULES)
-    base, new = compare.load(args.base), compare.load(args.new)
+    new = compare.load(args.new)
+    base = compare.load_base(args.base, new)
+    compare.check_same_workload(base, new)
     rows = compare.compare(base, new, rules)
     print(compare.render(base, new, rows, compare.tests(base, new, rules)))
-    return 1 if any(r.failed for r in rows) else 0
+    return 1 if compare.regressed(base, new, rows) else 0
 
 
 def _fetch_jvm() -> int:
@@ -265,7 +268,7 @@ def _hunt(args) -> int:
 
 def _raise_on_signals() -> None:
     """SIGINT and SIGTERM unwind the stack (so every service is stopped) instead of dying."""
-    from harness.run.faults import stop_every_schedule  # imported now, not in the handler
+    from harness.run.schedule import stop_every_schedule  # imported now, not in the handler
 
     def handler(signum, frame):
         # a second Ctrl-C or SIGTERM must not cut the cleanup short

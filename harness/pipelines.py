@@ -1,13 +1,23 @@
-"""Every built-in pipeline, registered once with the oracle that checks it.
+"""Every built-in pipeline, registered once with the oracle that checks it, and a scenario's
+own pipeline, which brings its build and oracle itself (`CustomPipeline`).
 
 A pipeline is what a case runs and what its output is checked against: its name, its
 scenario keys (`params`), its output columns, the `build` the driver calls, and its
 oracle. The query lives in `workloads/pipelines/<module>.py` (it runs in the driver
 process), the oracle in `harness/check/<module>.py` (it runs in the harness); this table
-is the one place where the two meet, so a pipeline cannot exist without its oracle.
+is the one place where the two meet, so a pipeline cannot exist without its oracle, and
+everything the checker and the findings must know of one is declared here:
+
+  delivered_weight     a column saying how many events a row stands for (a windowed count's
+                       `count`): the delivered throughput counts events, not rows
+  unit                 how the findings tell its anomalies: "events" (rows carry event_id),
+                       "windows" (per (event, window) pair), "rows" (by their key columns)
+  extra_truth_columns  columns of ground truth its oracle reads beyond the checker's own
+  watermark_oracle     whether the one-input watermark rule applies (a self-join has two inputs)
+  sliced               "module:function" checking a large run from its files, in bounded memory
 
 Adding a pipeline is a module in each of those folders plus one line in `PIPELINES`.
-A scenario's own pipeline (`kind = "custom"`) brings its build and oracle itself.
+`of(pipeline)` gives the entry for any scenario pipeline, built-in or custom.
 """
 
 from __future__ import annotations
@@ -17,49 +27,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from types import ModuleType
-from typing import Any, Protocol
+from typing import Any
 
 CUSTOM = "custom"   # the user's own query and oracle: no module of ours
-
-
-class Oracle(Protocol):
-    """An oracle module (harness/check/<name>.py)."""
-
-    def check(self, truth, sink, batches, params: dict) -> Any:
-        """The sink's rows against ground truth: a harness.check.result.CheckResult."""
-
-    def final_watermark_ms(self, max_event_time_ms: int, params: dict) -> int | None:
-        """The watermark at which all the run's output is final (None: no watermark)."""
-
-
-class Pipeline(Protocol):
-    """What the harness needs of a pipeline kind."""
-
-    name: str
-
-    @property
-    def params(self) -> tuple: ...        # workloads.pipelines.params.Param, the scenario keys
-
-    @property
-    def columns(self) -> Mapping[str, str]: ...   # output column -> Spark SQL type, in order
-
-    @property
-    def build(self) -> str: ...           # "module:function", build(events_df, params)
-
-    @property
-    def oracle(self) -> Oracle: ...
+EVENTS, WINDOWS, ROWS = "events", "windows", "rows"
 
 
 @dataclass(frozen=True)
 class PipelineKind:
-    """A built-in pipeline: its query's module, its oracle's module, and how to count its rows."""
+    """A built-in pipeline: its query's module, its oracle's module, and what the checker and the
+    findings must know of it."""
 
     name: str
     module: str                       # workloads.pipelines.<x>: PARAMS, COLUMNS, build(...)
     oracle_module: str                # harness.check.<x>: check(...), final_watermark_ms(...)
-    # a column whose value is how many events a row stands for (a windowed count's `count`):
-    # the delivered throughput counts events, not rows
     delivered_weight: str | None = None
+    unit: str = ROWS
+    extra_truth_columns: tuple[str, ...] = ()
+    watermark_oracle: bool = True
+    sliced: str | None = None         # "module:function" (files, batches, params) -> CheckResult
 
     @cached_property
     def query(self) -> ModuleType:
@@ -78,8 +64,8 @@ class PipelineKind:
         return f"{self.module}:build"
 
     @cached_property
-    def oracle(self) -> Oracle:
-        return importlib.import_module(self.oracle_module)   # type: ignore[return-value]
+    def oracle(self) -> ModuleType:
+        return importlib.import_module(self.oracle_module)
 
     @property
     def stateless(self) -> bool:
@@ -97,6 +83,52 @@ class PipelineKind:
         if check is not None:
             check(values)
 
+    # -- what the checker asks of any pipeline -------------------------------------------------
+    def check(self, truth, sink, batches, pipeline) -> Any:
+        """The sink's rows against ground truth (a harness.check.result.CheckResult)."""
+        return self.oracle.check(truth, sink, batches, pipeline.params())
+
+    def final_watermark_ms(self, max_event_time_ms: int, pipeline) -> int | None:
+        """The watermark at which all the run's output is final (None: no watermark)."""
+        return self.oracle.final_watermark_ms(max_event_time_ms, pipeline.params())
+
+    def check_files(self):
+        """Its check of a large run from the run's files, or None."""
+        if self.sliced is None:
+            return None
+        module, _, name = self.sliced.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+
+@dataclass(frozen=True)
+class CustomPipeline:
+    """A scenario's own query (`kind = "custom"`): checked by its own oracle by the key columns
+    it declares, or, without one, event by event (its rows carry event_id)."""
+
+    pipeline: Any                     # harness.scenario.model.Pipeline
+    name: str = CUSTOM
+    delivered_weight: str | None = None
+    extra_truth_columns: tuple[str, ...] = ()
+    watermark_oracle: bool = True
+
+    @property
+    def unit(self) -> str:
+        return ROWS if self.pipeline.oracle else EVENTS
+
+    def check(self, truth, sink, batches, pipeline) -> Any:
+        custom = importlib.import_module("harness.check.custom")   # by name, as the built-in oracles
+        return custom.check(pipeline, truth, sink, batches)
+
+    def final_watermark_ms(self, max_event_time_ms: int, pipeline) -> int | None:
+        """A custom query's windows or sessions are its own: any key it declares bounds them."""
+        if pipeline.values.get("watermark_ms") is None:
+            return None
+        reach = max(pipeline.values.get(k) or 0 for k in ("window_ms", "gap_ms", "bound_ms", "within_ms"))
+        return max_event_time_ms + reach + 1
+
+    def check_files(self):
+        return None
+
 
 def _register(*kinds: PipelineKind, aliases: Mapping[str, str]) -> dict[str, PipelineKind]:
     out = {k.name: k for k in kinds}
@@ -105,14 +137,19 @@ def _register(*kinds: PipelineKind, aliases: Mapping[str, str]) -> dict[str, Pip
 
 
 PIPELINES: dict[str, PipelineKind] = _register(
-    PipelineKind("passthrough", "workloads.pipelines.passthrough", "harness.check.passthrough"),
+    PipelineKind("passthrough", "workloads.pipelines.passthrough", "harness.check.passthrough", unit=EVENTS,
+                 sliced="harness.check.passthrough:check_files"),
     PipelineKind("tumbling_count", "workloads.pipelines.tumbling_count", "harness.check.windows",
-                 delivered_weight="count"),
+                 delivered_weight="count", unit=WINDOWS, sliced="harness.check.large_windows:check"),
     PipelineKind("sliding_top_n", "workloads.pipelines.sliding_top_n", "harness.check.topn"),
     PipelineKind("session_count", "workloads.pipelines.session_count", "harness.check.sessions"),
-    PipelineKind("dedup", "workloads.pipelines.dedup", "harness.check.dedup"),
-    PipelineKind("failed_logins", "workloads.pipelines.failed_logins", "harness.check.logins"),
-    PipelineKind("order_payment_join", "workloads.pipelines.order_payment_join", "harness.check.join"),
+    PipelineKind("dedup", "workloads.pipelines.dedup", "harness.check.dedup", unit=EVENTS),
+    PipelineKind("failed_logins", "workloads.pipelines.failed_logins", "harness.check.logins",
+                 extra_truth_columns=("user", "event_type")),
+    PipelineKind("order_payment_join", "workloads.pipelines.order_payment_join", "harness.check.join",
+                 extra_truth_columns=("user", "event_type"),
+                 # the global watermark is the minimum of two: not the one-input rule
+                 watermark_oracle=False),
     aliases={"windowed_count": "tumbling_count"},   # an older scenario name keeps working
 )
 
@@ -120,3 +157,8 @@ PIPELINES: dict[str, PipelineKind] = _register(
 def kind(name: str) -> PipelineKind:
     """The built-in pipeline `name` (a KeyError names an unknown one)."""
     return PIPELINES[name]
+
+
+def of(pipeline) -> PipelineKind | CustomPipeline:
+    """The registry's entry for a scenario's pipeline (harness.scenario.model.Pipeline)."""
+    return CustomPipeline(pipeline) if pipeline.kind == CUSTOM else PIPELINES[pipeline.kind]

@@ -108,7 +108,7 @@ def _timed(request, fn):
 def _shared(scenario_path, harness_services):
     """The session's services, unless the scenario needs its own (a network fault's proxy)."""
     from harness import scenario as scenario_mod
-    from harness.scenario.faults import needs_proxy
+    from harness.scenario.fault_specs import needs_proxy
 
     if needs_proxy(scenario_mod.load(scenario_path).faults):
         return None, None

@@ -85,3 +85,18 @@ def driver_config(kafka, postgres, topic: str, checkpoint: Path, table: str = "s
         sink="postgres", sink_context=SinkContext(
             name=table, guarantee="exactly-once", columns=dict(tumbling_count.COLUMNS),
             workdir=str(checkpoint.parent), postgres_url=postgres.url if postgres else None))
+
+
+def html_table(page: str, table_id: str) -> list[dict[str, str]]:
+    """The rows of report.html's table `table_id`, each a dict of its header -> the cell's text
+    (tags stripped, entities kept as the page has them): a test reads a cell by its column."""
+    import re
+
+    start = page.index(f'<table id="{table_id}">')
+    body = page[start:page.index("</table>", start)]
+    headers = [re.sub("<[^>]+>", "", h) for h in re.findall(r"<th[^>]*>(.*?)</th>", body)]
+    rows = []
+    for row in re.findall(r"<tr>(.*?)</tr>", body)[1:]:
+        cells = [re.sub("<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+        rows.append(dict(zip(headers, cells, strict=True)))
+    return rows

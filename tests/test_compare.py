@@ -146,3 +146,96 @@ class TestCompare:
         base = _run(tmp_path, "base", [_case("eo", 3000.0, 6500.0)])
         proc = run_cli("compare", str(base), str(base), "--fail-on", "speed:-5%")
         assert proc.returncode == 2 and "'speed:-5%' is not a rule" in proc.stderr
+
+
+def _summary(label: str, cases: list[dict], **scenario) -> dict:
+    return {"schema_version": 2, "run_id": label, "status": "completed", "environment": {}, "cases": cases,
+            "scenario": {"name": "bench", "path": "bench.toml", **scenario}}
+
+
+def _failing(case: dict, observed: str = "at-least-once") -> dict:
+    return {**case, "verdict": {"expected": case["guarantee"], "observed": observed, "holds": False,
+                                "detail": f"FAILED: {case['guarantee']} did not hold (observed {observed})"}}
+
+
+class TestVerdicts:
+    def test_pass_to_fail_is_a_regression_and_comes_first(self, tmp_path):
+        """A case that held and now fails: exit 1, the verdict's change before the figures, even
+        with every figure unchanged (compare ignored verdicts: a failed run against itself said
+        "no regression")."""
+        base = _run(tmp_path, "base", [_case("eo", 3000.0, 6500.0)])
+        new = _run(tmp_path, "new", [_failing(_case("eo", 3000.0, 6500.0))])
+        proc = run_cli("compare", str(base), str(new))
+        assert proc.returncode == 1, proc.stdout
+        out = proc.stdout
+        assert "eo: verdict PASS -> FAIL (1 of 1 runs)" in out
+        assert out.index("verdict PASS -> FAIL") < out.index("metric")
+        assert "eo: observed exactly-once -> at-least-once (a weaker guarantee)" in out
+
+    def test_a_fault_no_longer_seen_is_a_regression(self, tmp_path):
+        seen = {"kind": "kill-driver", "at_s": 5.0, "at": "batch 2", "started_s": 7.0, "landed_s": 7.2,
+                "ended_s": 20.0, "target": "driver", "observed": True, "landed": True, "detail": "ok"}
+        base = _run(tmp_path, "base", [{**_case("eo", 3000.0, 6500.0), "faults": [seen]}])
+        new = _run(tmp_path, "new", [{**_case("eo", 3000.0, 6500.0),
+                                      "faults": [{**seen, "observed": False, "detail": "not seen"}]}])
+        b, n = compare.load(base), compare.load(new)
+        changes = compare.verdict_changes(b, n)
+        assert [c.what for c in changes] == [
+            "fault kill-driver (batch 2) seen in every base run, NOT SEEN in a new run"]
+        text = compare.render(b, n, compare.compare(b, n, []))
+        assert "eo: kill-driver asked batch 2: base landed 7.2 s; new landed 7.2 s" in text
+
+    def test_a_stronger_observed_guarantee_is_no_regression(self, tmp_path):
+        base = _run(tmp_path, "base", [{**_case("alo", 3000.0, 6500.0, guarantee="at-least-once"),
+                                        "verdict": {"expected": "at-least-once", "observed": "at-least-once",
+                                                    "holds": True, "detail": ""}}])
+        new = _run(tmp_path, "new", [_case("alo", 3000.0, 6500.0, guarantee="at-least-once")])
+        assert compare.verdict_changes(compare.load(base), compare.load(new)) == []
+
+
+class TestWorkloads:
+    def _write(self, path, summary):
+        path.write_text(json.dumps(summary))
+        return path
+
+    def test_quick_against_full_is_refused(self, tmp_path):
+        base = self._write(tmp_path / "base.json", _summary("b", [_case("eo", 1.0, 1.0)], quick=False))
+        new = self._write(tmp_path / "new.json", _summary("n", [_case("eo", 1.0, 1.0)], quick=True))
+        proc = run_cli("compare", str(base), str(new))
+        assert proc.returncode == 2
+        assert "different workloads: a full run against a quick one" in proc.stderr
+
+    def test_another_scenario_hash_or_other_event_counts_are_refused(self, tmp_path):
+        a = _case("eo", 1.0, 1.0)
+        a["events"]["produced"] = 26_000
+        b = {**a, "events": {**a["events"], "produced": 40_000}}
+        assert "scenario hash aaa against bbb" in compare.workload_difference(
+            compare.load(self._write(tmp_path / "1.json", _summary("1", [a], hash="aaa"))),
+            compare.load(self._write(tmp_path / "2.json", _summary("2", [a], hash="bbb"))))
+        assert "case eo produced 40,000 events against 26,000" in compare.workload_difference(
+            compare.load(self._write(tmp_path / "3.json", _summary("3", [b]))),
+            compare.load(self._write(tmp_path / "4.json", _summary("4", [a]))))
+
+    def test_a_baseline_directory_gives_the_matching_file(self, tmp_path):
+        """`compare results/baseline NEW` picks the baseline of NEW's scenario (quick or full);
+        without a match it names each file and why (it said "no summary.json there")."""
+        baselines = tmp_path / "baseline"
+        baselines.mkdir()
+        self._write(baselines / "bench.summary.json", _summary("full", [_case("eo", 1.0, 1.0)], quick=False))
+        self._write(baselines / "bench-quick.summary.json", _summary("quick", [_case("eo", 1.0, 1.0)],
+                                                                     quick=True))
+        new = self._write(tmp_path / "new.json", _summary("n", [_case("eo", 1.0, 1.0)], quick=True))
+        assert compare.load_base(baselines, compare.load(new)).run_id == "quick"
+        smoke = {**_summary("o", [_case("eo", 1.0, 1.0)]), "scenario": {"name": "smoke", "path": ""}}
+        other = self._write(tmp_path / "other.json", smoke)
+        proc = run_cli("compare", str(baselines), str(other))
+        assert proc.returncode == 2
+        assert "bench.summary.json: scenario 'bench' against 'smoke'" in proc.stderr
+        assert "bench-quick.summary.json" in proc.stderr
+
+
+class TestPrinting:
+    def test_a_range_holds_its_median_as_printed(self):
+        """`recovery (s) 25.7 [26-29]`: the range was printed to the unit, the median to 0.1."""
+        row = compare.Row("eo", "recovery", [29.069, 25.559, 25.653], [], None, [])
+        assert row.side(row.base) == "25.7 [25.6-29.1]"

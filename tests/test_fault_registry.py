@@ -17,8 +17,8 @@ from faults.spec import FaultSpec
 from harness import docs
 from harness.errors import ScenarioError
 from harness.scenario import load
-from harness.scenario.faults import PRECONDITIONS, requirements
-from tests.helpers import MINIMAL_SCENARIO
+from harness.scenario.fault_specs import PRECONDITIONS, requirements
+from tests.helpers import MINIMAL_SCENARIO, REPO
 
 pytestmark = pytest.mark.unit
 
@@ -115,3 +115,51 @@ def test_every_kind_has_an_end_to_end_run():
     kinds = {f.kind for name in ("every_fault.toml", "clusters.toml")
              for f in load(REPO / "tests" / "scenarios" / name).faults}
     assert kinds == set(KINDS)
+
+
+def _kind_literals(root) -> list[str]:
+    """Every string constant of the code under `root` that is a registered kind's name (a
+    docstring's text is prose, not a literal the code compares against)."""
+    import ast
+
+    names = set(KINDS)
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                      and node.body and isinstance(node.body[0], ast.Expr)
+                      and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in names and id(node) not in docstrings:
+                found.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.value!r}")
+    return found
+
+
+def test_no_kind_is_named_outside_faults():
+    """Whatever the harness must know of a kind, the kind declares (kills_driver, prepare,
+    details, explain, margin_s): no module outside faults/ compares a kind's name, so a new
+    kind, a user's own included, is one module and one registry line."""
+    found = [hit for part in ("harness", "workloads") for hit in _kind_literals(REPO / part)]
+    assert not found, "a fault kind's name as a literal outside faults/:\n" + "\n".join(found)
+
+
+def test_a_scenario_registers_a_kind_of_its_own():
+    """examples/fault-kinds/: `fault_kinds` names a FaultKind beside the scenario; its faults load
+    like a built-in kind's, and the kind says it kills the driver."""
+    from faults import registry
+
+    scenario = load(REPO / "examples" / "fault-kinds" / "scenario.toml")
+    (spec,) = scenario.faults
+    assert spec.kind == "delete-last-commit" and spec.at == "batch 3" and spec.downtime_s == 1.0
+    assert registry.kind("delete-last-commit").kills_driver
+
+
+def test_a_kind_of_your_own_may_not_take_a_registered_name(tmp_path):
+    (tmp_path / "mine.py").write_text(
+        "from dataclasses import replace\nfrom faults.registry import KINDS\n"
+        "MINE = replace(KINDS['pause'], about='another pause')\n")
+    path = tmp_path / "s.toml"
+    path.write_text('fault_kinds = ["mine:MINE"]\n' + LONG)
+    with pytest.raises(ScenarioError, match=r"fault_kinds\[0\].*registered already \(a built-in kind\)"):
+        load(path)

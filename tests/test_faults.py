@@ -12,7 +12,7 @@ from faults import registry
 from faults.base import Fault, Observation
 from faults.spec import FaultSpec
 from faults.targets import RefusedTarget, Targets
-from harness.run.faults import FaultRunner
+from harness.run.schedule import FaultRunner
 from workloads.pipelines.control import DELAY_COMMIT, CommitGate, held_batches, holding, request
 
 pytestmark = pytest.mark.unit
@@ -113,7 +113,7 @@ class TestSchedule:
         runner.join(10)
         (record,) = runner.records()
         assert _Recorded.calls == [("inject", "pause"), ("heal", "pause")]
-        assert record["observed"] and 0.1 <= record["started_s"] < record["ended_s"]
+        assert record.observed and 0.1 <= record.started_s < record.ended_s
         assert runner.problems() == []
 
     def test_a_downtime_counts_from_the_kill_not_from_the_end_of_the_reaping(self, tmp_path, monkeypatch):
@@ -161,14 +161,14 @@ class TestSchedule:
         runner = FaultRunner((FaultSpec("pause", 60, "driver", duration_s=1),), _targets(tmp_path))
         runner.start(time.time())
         runner.stop()
-        assert not runner.records()[0]["observed"]
+        assert not runner.records()[0].observed
         assert "not injected" in runner.problems()[0]
 
     def test_a_signal_stops_every_schedule_before_the_stack_unwinds(self, tmp_path):
         """Ctrl-C's handler calls stop_every_schedule: a fault due later is never injected,
         however long the unwinding takes before the runner's own stop (a broker was killed
         40 s after a Ctrl-C while a producer flushed)."""
-        from harness.run.faults import stop_every_schedule
+        from harness.run.schedule import stop_every_schedule
 
         runner = FaultRunner((FaultSpec("pause", 0.3, "driver", duration_s=0.1),), _targets(tmp_path))
         runner.start(time.time())

@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from faults.checkpoint import CheckpointChange
+from faults.kafka import Deleted
 from harness import check as checker
 from harness.check.checkpoint import Batch
 from harness.check.result import CheckResult
@@ -131,7 +133,7 @@ class TestDuplicatedAfterAReplay:
                          True,
                          spec={"kind": "corrupt-checkpoint", "extra": {"file": "commits", "action": "delete",
                                                                        "point": "after-commit"}},
-                         more={"checkpoint_file": "checkpoint/commits/1"})
+                         details=CheckpointChange("checkpoint/commits/1"))
         story = _only(build(replace(inputs, faults=[cc])), "duplicated").story
         assert "just after commits/1 was written, and the fault deleted commits/1" in story, story
         assert "before commits/1 was written" not in story, story
@@ -249,7 +251,7 @@ class TestDeletedBeforeRead:
         truth = _truth([0.1 * i for i in range(6)])
         batches = [Batch(0, 0, {0: 2}, True, {0: 0}), Batch(1, 0, {0: 6}, True, {0: 2})]
         fault = FaultRecord("kafka-retention", 3.0, 3.0, 4.0, "topic events, partition 0", True,
-                            more={"deleted": [{"partition": 0, "from": 2, "to": 4}]}, outcome="accepted",
+                            details=Deleted([{"partition": 0, "from": 2, "to": 4}]), outcome="accepted",
                             outcome_detail="Spark skipped the deleted records")
         checked = CheckResult({"lost": 0, "duplicated": 0, "unexpected": 0}, np.array([]), np.array([]))
         f = _only(build(_inputs(WINDOWS, truth, _window_sink([]), batches, faults=[fault], checked=checked)),

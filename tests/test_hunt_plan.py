@@ -8,7 +8,7 @@ import pytest
 from harness.hunt.plan import Space, describe, draw
 from harness.hunt.shrink import Candidate, shrink
 from harness.scenario import load
-from harness.scenario.faults import Context, fault
+from harness.scenario.fault_specs import Context, fault
 from tests.helpers import MINIMAL_SCENARIO
 
 pytestmark = pytest.mark.unit

@@ -214,7 +214,7 @@ class TestFlow:
         rates, lag = flow.timeline(truth, progress, "t", truth["append_ms"].to_numpy() + 600, self.START)
         assert rates["offered"].tolist()[:10] == [10] * 10
         assert rates["processed"].sum() == 100 and rates["delivered"].sum() == 100
-        out = flow.measured(rates, lag, truth, self.START, warmup_s=2)
+        out = flow.measured(rates, lag, truth, self.START, from_s=2)
         assert out["eps"]["offered"] == 10.0 and out["keeping_up"] is True
         assert flow.counts_agree(truth, progress) == {"harness_records": 100, "spark_input_rows": 100,
                                                       "agree": True}
@@ -225,7 +225,7 @@ class TestFlow:
 
         truth, progress = self._run(keep_up=False)
         rates, lag = flow.timeline(truth, progress, "t", np.array([]), self.START)
-        out = flow.measured(rates, lag, truth, self.START, warmup_s=5)
+        out = flow.measured(rates, lag, truth, self.START, from_s=5)
         assert out["keeping_up"] is False and out["lag_trend_records_per_s"] == pytest.approx(5, abs=1)
         last = lag[lag["second"] == 9].iloc[0]
         assert last["lag_records"] == 25 and last["lag_s"] > 2

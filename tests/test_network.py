@@ -112,7 +112,7 @@ duration = "2s"
         return load(path)
 
     def test_one_broker_of_a_cluster_puts_spark_s_kafka_path_behind_proxies(self, tmp_path):
-        from harness.scenario.faults import needs_proxy
+        from harness.scenario.fault_specs import needs_proxy
 
         scenario = self._load(tmp_path, "broker:2")
         assert scenario.faults[0].target == "broker:2" and needs_proxy(scenario.faults) == {"kafka"}

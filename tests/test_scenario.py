@@ -275,7 +275,7 @@ class TestFaults:
     @pytest.mark.parametrize("body, path, words", [
         ('kind = "kill-executr"\nat = "0s"', "faults[0].kind", "did you mean 'kill-executor'"),
         ('kind = "kill-driver"\nat = "5s"', "faults[0].at", "not before the workload ends"),
-        ('kind = "kill-driver"\nat = "0s"', "faults[0].at", "too little workload after the restart"),
+        ('kind = "kill-driver"\nat = "0s"', "faults[0].at", "no `at` fits a 1s workload"),
         ('kind = "kill-executor"\nat = "0s"\ntarget = "executor:5"', "faults[0].target", "no executor 5"),
         ('kind = "pause"\nat = "0s"\nduration = "-1s"', "faults[0].duration", "negative"),
         ('kind = "pause"\nat = "0s"', "faults[0].duration", "missing"),

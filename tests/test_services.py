@@ -15,8 +15,8 @@ from harness.services.base import Registry, reap_leftovers
 from harness.services.kafka import KafkaBroker, cluster_answers
 from harness.services.postgres import PostgresServer, server_answers
 from harness.services.spark import SparkDriver
-from harness.wait import wait_until
 from tests.helpers import driver_config
+from workloads.wait import wait_until
 
 pytestmark = pytest.mark.integration
 

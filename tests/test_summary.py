@@ -131,8 +131,8 @@ class TestWriteAndLoad:
 
     def test_load_refuses_an_unknown_schema_version(self, tmp_path):
         """A summary from a newer harness is not misread."""
-        (tmp_path / "summary.json").write_text(json.dumps(sample_summary(schema_version=3)))
-        with pytest.raises(ValueError, match="schema_version 3"):
+        (tmp_path / "summary.json").write_text(json.dumps(sample_summary(schema_version=4)))
+        with pytest.raises(ValueError, match="schema_version 4"):
             summary.load(tmp_path / "summary.json")
 
     def test_a_version_1_summary_is_read_and_follows_its_own_schema(self):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.wait import WaitTimeout, wait_until
+from workloads.wait import WaitTimeout, wait_until
 
 
 class TestWaitUntil:

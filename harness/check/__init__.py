@@ -9,8 +9,8 @@
   custom.py       a scenario's own oracle, or event-by-event accounting without one
   large.py large_windows.py sweep.py   a large run's check from its files, in slices
 
-An oracle module has `check(truth, sink, batches, params)` returning a CheckResult (`_sliced`
-names the oracles that also check a large run from its files), and
+An oracle module has `check(truth, sink, batches, params)` returning a CheckResult (a
+pipeline's `sliced`, in harness/pipelines.py, names its check of a large run from its files), and
 `final_watermark_ms(max_event_time_ms, params)`: the watermark at which all of a run's
 output is final (None for a pipeline without a watermark: its output is final once its
 batches have read every offset), so the runner knows when the pipeline has drained.
@@ -21,28 +21,24 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.check import custom, large, watermark
+from harness import pipelines
+from harness.check import large, watermark
 from harness.check.checkpoint import Batch
 from harness.check.large import RunFiles
 from harness.check.result import CheckResult
-from harness.pipelines import CUSTOM, Oracle, kind
 
-# the ground-truth columns the built-in oracles and the run's metrics read; an oracle module
-# that needs more says so in EXTRA_TRUTH_COLUMNS (a custom oracle gets every column)
+# the ground-truth columns the built-in oracles and the run's metrics read; a pipeline whose
+# oracle needs more declares them (harness/pipelines.py extra_truth_columns)
 TRUTH_COLUMNS = ("event_id", "key", "event_time_ms", "sent_ms", "partition", "offset", "append_ms",
                  "amount", "control")
 
 
 def truth_columns(pipeline) -> list[str] | None:
-    """The columns of ground truth the case's check needs (None: all of them)."""
-    if pipeline.kind == CUSTOM:
+    """The columns of ground truth the case's check needs (None: all of them, for a custom oracle)."""
+    entry = pipelines.of(pipeline)
+    if isinstance(entry, pipelines.CustomPipeline):
         return None
-    return [*TRUTH_COLUMNS, *getattr(oracle(pipeline.kind), "EXTRA_TRUTH_COLUMNS", ())]
-
-
-def oracle(name: str) -> Oracle:
-    """The oracle of the built-in pipeline `name`."""
-    return kind(name).oracle
+    return [*TRUTH_COLUMNS, *entry.extra_truth_columns]
 
 
 def check(pipeline, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch],
@@ -50,15 +46,12 @@ def check(pipeline, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch
     """The case's output against ground truth, and its watermark against the declared one.
     With the run's `files`, a large run (large.LARGE_ROWS truth rows or more) of a pipeline
     with a sliced oracle is checked from them instead, in bounded memory."""
-    scaled = _from_files(pipeline, files, batches)
+    entry = pipelines.of(pipeline)
+    scaled = _from_files(entry, pipeline, files, batches)
     if scaled is not None:
         return scaled
-    if pipeline.kind == CUSTOM:
-        result = custom.check(pipeline, truth, sink, batches)
-    else:
-        result = oracle(pipeline.kind).check(truth, sink, batches, pipeline.params())
-    has_rule = pipeline.kind == CUSTOM or getattr(oracle(pipeline.kind), "WATERMARK_ORACLE", True)
-    if pipeline.values.get("watermark_ms") is not None and has_rule:
+    result = entry.check(truth, sink, batches, pipeline)
+    if pipeline.values.get("watermark_ms") is not None and entry.watermark_oracle:
         result = result.with_problems(watermark.check(truth, batches, pipeline.watermark_ms))
     return result
 
@@ -66,42 +59,23 @@ def check(pipeline, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch
 def checks_from_files(pipeline, files: RunFiles) -> bool:
     """Whether check() will read this run from its files (large, with a sliced oracle): then
     the truth held in memory serves only the measurements and findings, and is read lean."""
-    return pipeline.kind != CUSTOM and _sliced(oracle(pipeline.kind)) is not None and files.is_large()
+    return pipelines.of(pipeline).check_files() is not None and files.is_large()
 
 
-def _from_files(pipeline, files: RunFiles | None, batches: list[Batch]) -> CheckResult | None:
-    """The check from the run's files, or None: not large, no sliced oracle (`check_files`),
-    or re-sent copies."""
-    if files is None or pipeline.kind == CUSTOM:
-        return None
-    module = oracle(pipeline.kind)
-    sliced = _sliced(module)
-    if sliced is None or not files.is_large():
+def _from_files(entry, pipeline, files: RunFiles | None, batches: list[Batch]) -> CheckResult | None:
+    """The check from the run's files, or None: not large, no sliced oracle, or re-sent copies."""
+    sliced = entry.check_files()
+    if files is None or sliced is None or not files.is_large():
         return None
     try:
         result = sliced(files, batches, pipeline.params())
     except large.Resent:
         return None
-    if pipeline.values.get("watermark_ms") is not None and getattr(module, "WATERMARK_ORACLE", True):
+    if pipeline.values.get("watermark_ms") is not None and entry.watermark_oracle:
         result = result.with_problems(watermark.check_files(files, batches, pipeline.watermark_ms))
     return result
 
 
 def final_watermark_ms(pipeline, max_event_time_ms: int) -> int | None:
     """The watermark at which the pipeline's output is final, None without a watermark."""
-    if pipeline.kind != CUSTOM:
-        return oracle(pipeline.kind).final_watermark_ms(max_event_time_ms, pipeline.params())
-    if pipeline.values.get("watermark_ms") is None:
-        return None
-    # a custom query's windows or sessions are its own: any key it declares bounds them
-    reach = max(pipeline.values.get(k) or 0 for k in ("window_ms", "gap_ms", "bound_ms", "within_ms"))
-    return max_event_time_ms + reach + 1
-
-
-def _sliced(module):
-    """The oracle's check of a large run from its files, `(files, batches, params)`, or None.
-    Kept here, not in the oracle: the sliced window check builds on windows.py."""
-    from harness.check import large_windows, passthrough, windows
-
-    return {passthrough.__name__: passthrough.check_files,
-            windows.__name__: large_windows.check}.get(module.__name__)
+    return pipelines.of(pipeline).final_watermark_ms(max_event_time_ms, pipeline)

@@ -46,6 +46,7 @@ class Batch:
     source_ends: tuple[dict[int, int], ...] = ()
     source_starts: tuple[dict[int, int], ...] = ()
     committed_ms: int | None = None   # when Spark wrote its commits/N file (its mtime)
+    planned_ms: int | None = None     # when Spark wrote its offsets/N file (its mtime): the batch's start
 
     @property
     def rows(self) -> int:
@@ -97,7 +98,7 @@ def read_batches(checkpoint: Path, topic: str, query: int = 0, purged: bool = Fa
     starts: list[dict[int, int]] = []
     batches = []
     for _, path in sorted(offsets.items()):
-        read = _offsets_file(path, topic)
+        read = offsets_file(path, topic)
         if read is None:   # damaged (corrupt-checkpoint's garbage, a partial write): no batch Spark ran
             continue
         meta, ends = read
@@ -108,7 +109,7 @@ def read_batches(checkpoint: Path, topic: str, query: int = 0, purged: bool = Fa
                              dict(ends[0]) if ends else {}, batch_id in committed,
                              dict(starts[0]) if starts else {}, query,
                              tuple(ends), tuple(dict(st) for st in starts[:len(ends)]),
-                             committed.get(batch_id)))
+                             committed.get(batch_id), path.stat().st_mtime_ns // 1_000_000))
         starts = [{**st, **end} for st, end in zip(starts, ends, strict=False)] + starts[len(ends):]
     return batches
 
@@ -120,7 +121,7 @@ def _log(directory: Path) -> dict[int, Path]:
     return {int(p.name): p for p in directory.iterdir() if p.name.isdigit()}
 
 
-def _offsets_file(path: Path, topic: str) -> tuple[dict, list[dict[int, int]]] | None:
+def offsets_file(path: Path, topic: str) -> tuple[dict, list[dict[int, int]]] | None:
     """offsets/N's metadata and each source's end offsets; None when the file is not one
     Spark could read either (Spark refuses to start on it, or writes it anew)."""
     try:

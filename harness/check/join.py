@@ -23,8 +23,6 @@ from workloads.pipelines.order_payment_join import COLUMNS, ORDER, PAYMENT
 
 KEY = ["order_id", "payment_id"]
 UNPAID = -1                # the payment columns of an unpaid order (null in the sink)
-WATERMARK_ORACLE = False   # the global watermark is the minimum of two: not the one-input rule
-EXTRA_TRUTH_COLUMNS = ("user", "event_type")   # read beyond harness.check.TRUTH_COLUMNS
 
 
 def _side(truth: pd.DataFrame, batches: list[Batch], kind: str, source: int) -> tuple[pd.DataFrame, int, int]:

@@ -20,7 +20,6 @@ from harness.check.result import CheckResult
 from workloads.pipelines.failed_logins import COLUMNS, FAILED, alerts
 
 KEY = ["user_id", "alert_seq"]
-EXTRA_TRUTH_COLUMNS = ("user", "event_type")   # read beyond harness.check.TRUTH_COLUMNS
 
 
 def replay(truth: pd.DataFrame, batches: list[Batch], attempts: int, within_ms: int):

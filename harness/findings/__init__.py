@@ -14,32 +14,32 @@ Classes, one finding each when present:
   deleted-before-read                           offsets Kafka deleted before the query read them
   refused-restart                               a restart Spark refused
 
-The unit follows the pipeline: event by event when rows carry event_id (events.py), per
-(event, window) pair for windowed counts (windows.py), by key columns otherwise (rows.py).
+The unit follows the pipeline: event by event when rows carry event_id (per_event.py), per
+(event, window) pair for windowed counts (per_window.py), by key columns otherwise (per_row.py).
 
   inputs.py      Inputs: what build() reads
   history.py     the case's batches, runs, driver deaths and faults, in seconds from t0
   witness.py     witness records and how the fewest are picked
   lost.py duplicated.py extra.py spark.py   one story per class
+  per_event.py per_window.py per_row.py     the records of each unit
   load.py        Inputs from a case's directory (a run directory is enough)
 """
 
 from __future__ import annotations
 
+from harness import pipelines
 from harness.findings import duplicated, extra, lost, spark
-from harness.findings.events import Events
 from harness.findings.history import History
 from harness.findings.inputs import Inputs
-from harness.findings.rows import Rows
-from harness.findings.windows import Windows
+from harness.findings.per_event import Events
+from harness.findings.per_row import Rows
+from harness.findings.per_window import Windows
 from harness.results.model import Finding
 
 __all__ = ["Inputs", "build", "CLASSES"]
 
 CLASSES = ("lost", "duplicated", "unexpected", "wrong-value", "dropped-late-wrongly", "deleted-before-read",
            "refused-restart")
-WINDOWED = ("tumbling_count", "windowed_count")
-EVENT_KINDS = ("passthrough", "dedup")
 
 
 def build(inputs: Inputs) -> list[Finding]:
@@ -67,12 +67,11 @@ def _output_anomalies(inputs: Inputs) -> bool:
 
 
 def unit_of(inputs: Inputs, history: History):
-    """Windows for windowed counts, Events for outputs that carry event_id (passthrough,
-    dedup, a custom pipeline without an oracle), Rows for every other keyed output."""
-    pl = inputs.pipeline
-    if pl.kind in WINDOWED:
+    """The pipeline's unit (harness/pipelines.py): Windows for windowed counts, Events for
+    outputs that carry event_id, Rows for every other keyed output."""
+    unit = pipelines.of(inputs.pipeline).unit
+    if unit == pipelines.WINDOWS:
         return Windows(inputs, history)
-    custom_events = pl.kind == "custom" and pl.oracle is None
-    if (pl.kind in EVENT_KINDS or custom_events) and "event_id" in inputs.sink.columns:
+    if unit == pipelines.EVENTS and "event_id" in inputs.sink.columns:
         return Events(inputs, history)
     return Rows(inputs, history)

@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from faults.kinds import BatchView
+from faults.registry import KINDS
 from harness.check.checkpoint import Batch, journal_of
 from harness.check.replay import assign_batches
 from harness.findings import text
@@ -25,8 +27,11 @@ from harness.findings.inputs import Inputs
 from harness.results.model import FaultRecord
 from workloads.pipelines.config import QUERY_ID_STRIDE
 
-# fault kinds that kill (or fail) the driver and start a new one
-DRIVER_KILLERS = ("kill-driver", "replay-batch", "restart-with", "fail-batch", "corrupt-checkpoint")
+
+def kills_driver(f: FaultRecord) -> bool:
+    """Whether the fault's kind kills (or fails) the driver and starts a new one (its FaultKind says)."""
+    kind = KINDS.get(f.kind)
+    return kind is not None and kind.kills_driver
 
 Span = tuple[float | None, float | None]
 
@@ -69,6 +74,10 @@ class BatchFacts:
 
     def read_text(self) -> str:
         return text.offset_ranges(self.batch.start_offsets or {}, self.batch.end_offsets)
+
+    def view(self) -> BatchView:
+        """What a fault kind's `explain` reads of the batch."""
+        return BatchView(self.local, self.planned_s, self.sink_s, self.committed_s)
 
 
 class History:
@@ -203,12 +212,12 @@ class History:
         if seen:
             return [(at, phrase) for at, phrase in sorted(seen)]
         return [(None, _killed_by(f)) for f in self.inputs.faults
-                if f.kind in DRIVER_KILLERS and f.started_s is not None]
+                if kills_driver(f) and f.started_s is not None]
 
     def _killer(self, at_s: float) -> FaultRecord | None:
         """The fault that killed the driver seen gone at `at_s` (in effect then)."""
         for f in self.inputs.faults:
-            if f.kind in DRIVER_KILLERS and f.started_s is not None and f.started_s <= at_s <= _ended(f):
+            if kills_driver(f) and f.started_s is not None and f.started_s <= at_s <= _ended(f):
                 return f
         return None
 
@@ -219,33 +228,31 @@ class History:
             if at is not None and _within(at, (None if after_s is None else after_s - 0.5, before_s)):
                 return phrase
         for f in self.inputs.faults:
-            if f.kind not in DRIVER_KILLERS or f.started_s is None:
+            if not kills_driver(f) or f.started_s is None:
                 continue
             if _overlaps(f.started_s, _ended(f), after_s, before_s):
                 return _killed_by(f)
         return None
 
-    def commit_deleted(self, f: BatchFacts) -> str | None:
-        """The corrupt-checkpoint fault that deleted the batch's commits/N after it was written
-        (its driver killed at `after-commit`), as a clause; None when none did."""
+    def explained(self, f: BatchFacts) -> list[tuple[FaultRecord, str]]:
+        """What each fault of the case did to the batch, as its kind tells it (FaultKind.explain):
+        a delay-commit's hold between the sink's write and commits/N, a commits/N deleted."""
+        out = []
         for fault in self.inputs.faults:
-            extra = (fault.spec or {}).get("extra", {})
-            path = fault.more.get("checkpoint_file") or ""
-            if fault.kind == "corrupt-checkpoint" and extra.get("action") == "delete" \
-                    and path.endswith(f"/commits/{f.local}"):
-                return f"just after commits/{f.local} was written, and the fault deleted commits/{f.local}"
-        return None
+            kind = KINDS.get(fault.kind)
+            clause = kind.explain(fault, f.view()) if kind is not None and kind.explain else None
+            if clause:
+                out.append((fault, clause))
+        return out
 
     def held(self, f: BatchFacts) -> str | None:
         """How a fault held the batch between the sink's write and commits/N, if one did."""
-        if f.sink_s is None:
-            return None
-        for fault in self.inputs.faults:
-            if fault.kind == "delay-commit" and fault.started_s is not None \
-                    and fault.started_s <= f.sink_s <= _ended(fault):
-                return (f"delay-commit (from {text.seconds(fault.started_s)}) held it there, between the "
-                        f"sink's write and commits/{f.local}")
-        return None
+        return next((c for fault, c in self.explained(f) if not kills_driver(fault)), None)
+
+    def commit_deleted(self, f: BatchFacts) -> str | None:
+        """The fault that changed the batch's commit after it was written (a driver-killing kind
+        that explains something of it), as a clause; None when none did."""
+        return next((c for fault, c in self.explained(f) if kills_driver(fault)), None)
 
     def faults_during(self, spans: list[Span]) -> list[str]:
         """The faults and the unscheduled incidents in effect over any of `spans`, as short texts."""

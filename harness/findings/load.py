@@ -35,7 +35,7 @@ def load(case_dir: Path, checked: CheckResult | None = None) -> Inputs:
     pipeline = _pipeline(run_dir, case.path.name)
     topic = entry.get("topic") or json.loads(case.driver_config.read_text())["topic"]
     faults = [FaultRecord.from_json(f) for f in entry.get("faults", [])]
-    files = RunFiles(case.truth, case.sink, [d for f in faults for d in f.more.get("deleted", [])])
+    files = RunFiles(case.truth, case.sink, [d for f in faults for d in f.details.deleted_ranges()])
     # a large run is checked from its files, and its truth read lean, as collect does
     lean = checker.checks_from_files(pipeline, files)
     truth = truth_mod.read(case.truth, checker.truth_columns(pipeline) if lean else None, categorical=lean)

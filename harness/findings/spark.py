@@ -61,7 +61,7 @@ def _on_time(inputs: Inputs, history: History, r: dict) -> str:
 
 
 def deleted_before_read(inputs: Inputs, history: History) -> Finding | None:
-    deletions = [(f, d) for f in inputs.faults for d in (f.more or {}).get("deleted") or []]
+    deletions = [(f, d) for f in inputs.faults for d in f.details.deleted_ranges()]
     if not deletions:
         return None
     real, records, clauses, total = inputs.real, [], [], 0
@@ -131,7 +131,7 @@ def refused_restart(inputs: Inputs, history: History) -> Finding | None:
             batches.append(last.id)
             clauses.append(f"{name(last)} was the last committed before it (commits/{last.local} at "
                            f"{text.seconds(last.committed_s)})")
-        changed = _relative(fault.more.get("checkpoint_file"), inputs.checkpoints)
+        changed = _relative(fault.details.changed_file(), inputs.checkpoints)
         if changed:
             rec["checkpoint_file"] = changed
         records.append(rec)

@@ -14,7 +14,7 @@ from faults.kinds import describe
 from faults.registry import KINDS, drawable
 from faults.spec import RESTART_MARGIN_S
 from harness.errors import ScenarioError
-from harness.scenario import faults as scenario_faults
+from harness.scenario import fault_specs
 
 MAX_FAULTS = 3
 MIN_SPAN_S = 1.0
@@ -26,10 +26,10 @@ class Space:
 
     kinds: tuple[str, ...]
     workload_s: float
-    ctx: scenario_faults.Context
+    ctx: fault_specs.Context
 
     @classmethod
-    def of(cls, ctx: scenario_faults.Context, wanted: tuple[str, ...] = ()) -> Space:
+    def of(cls, ctx: fault_specs.Context, wanted: tuple[str, ...] = ()) -> Space:
         """The drawable kinds (or `wanted` of them) whose preconditions the case meets;
         ScenarioError when none is left, or one wanted cannot run here."""
         for name in wanted:
@@ -50,7 +50,7 @@ class Space:
         return cls(tuple(kinds), ctx.workload_s, ctx)
 
 
-def _why_not(name: str, ctx: scenario_faults.Context) -> str | None:
+def _why_not(name: str, ctx: fault_specs.Context) -> str | None:
     """Why a kind cannot run in the case, trying it on a sample of its draws."""
     kind = KINDS[name]
     if not kind.drawable:
@@ -61,14 +61,14 @@ def _why_not(name: str, ctx: scenario_faults.Context) -> str | None:
         table = {**kind.draw(rng, 0.0, 1.0), "target": target} if "target" in kind.key_names else kind.draw(
             rng, 0.0, 1.0)
         try:
-            scenario_faults.fault(table, f"hunt.{name}", _long(ctx))
+            fault_specs.fault(table, f"hunt.{name}", _long(ctx))
             return None
         except ScenarioError as exc:
             reasons.append(exc.problem)
     return reasons[0] if reasons else None
 
 
-def _long(ctx: scenario_faults.Context) -> scenario_faults.Context:
+def _long(ctx: fault_specs.Context) -> fault_specs.Context:
     """The context with workload enough for any one fault (preconditions are what is asked)."""
     from dataclasses import replace
 
@@ -108,7 +108,7 @@ def draw(space: Space, seed: int, run: int) -> list[dict]:
 def accepted(table: dict, space: Space) -> bool:
     """Whether the loader takes `table` for this case."""
     try:
-        scenario_faults.fault(table, "hunt", space.ctx)
+        fault_specs.fault(table, "hunt", space.ctx)
     except ScenarioError:
         return False
     return True

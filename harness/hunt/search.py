@@ -24,7 +24,7 @@ from harness.results.rundir import RunDir
 from harness.results.verdict import guarantee_holds
 from harness.run.case import Case
 from harness.run.searches import Search
-from harness.scenario import faults as scenario_faults
+from harness.scenario import fault_specs
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Hunt:
         self.scenario, self.spec, self.stack = scenario, spec, stack
         self.run_dir, self.run_id, self.progress, self.registry = run_dir, run_id, progress, registry
         self.options, self.cases = options, cases
-        self.ctx = scenario_faults.Context(scenario.workload.duration_s, scenario.services, (spec,))
+        self.ctx = fault_specs.Context(scenario.workload.duration_s, scenario.services, (spec,))
         self.space = Space.of(self.ctx, options.kinds)
         self.deadline = time.monotonic() + options.budget_s
         self.trials = 0
@@ -61,7 +61,7 @@ class Hunt:
 
         self.trials += 1
         ctx = replace(self.ctx, workload_s=workload_s)
-        faults = scenario_faults.parse_faults(list(plan), ctx, "hunt.plan")
+        faults = fault_specs.parse_faults(list(plan), ctx, "hunt.plan")
         workload = replace(self.scenario.workload, duration_s=workload_s)
         name = f"{self.spec.name}-{label}"
         trial = replace(self.scenario, workload=workload, faults=faults,
@@ -76,7 +76,7 @@ class Hunt:
             return False   # a workload must outlast its warm-up
         try:
             ctx = replace(self.ctx, workload_s=cand.workload_s)
-            scenario_faults.parse_faults(list(cand.plan), ctx, "hunt")
+            fault_specs.parse_faults(list(cand.plan), ctx, "hunt")
         except Exception:  # noqa: BLE001 - a candidate the loader refuses is not tried
             return False
         return True
@@ -204,7 +204,7 @@ class HuntSearch(Search):
                                  budget_s=parse_duration_ms(budget, "--budget") / 1000, all=all_runs))
 
     def narrow(self, scenario):
-        from harness.scenario.faults import Context
+        from harness.scenario.fault_specs import Context
 
         narrowed = super().narrow(scenario)
         # --kinds and the case are checked before anything starts

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from faults.registry import KINDS
 from faults.spec import RESTART_MARGIN_S
 from harness.hunt.plan import describe
-from workloads.generator._validate import parse_duration_ms
+from workloads.validate import parse_duration_ms
 
 SHORTER = 0.75          # a shorter workload is this share of the last
 MIN_WORKLOAD_S = 10.0

@@ -111,18 +111,24 @@ def lag_recovered_s(series: list[tuple[float, int, float]], started_ms: float, e
 
 
 def lag_recovery(series: list[tuple[float, int, float]], started_ms: float, ended_ms: float,
-                 before_ms: float = 10_000) -> tuple[float | None, str | None]:
-    """lag_recovered_s, and when it is None, a sentence saying why."""
+                 before_ms: float = 10_000, since_ms: float | None = None) -> tuple[float | None, str | None]:
+    """lag_recovered_s, and when it is None, a sentence saying why. `since_ms`: when the
+    warm-up ended; the level before the fault is then read from the batches after it (at most
+    `before_ms` of them), so that a fault soon after a warm-up still has one."""
     if not series:
         return None, "no batch reported its progress (measurement off, or no batch ran)"
-    level = [n for at, n, _ in series if started_ms - before_ms <= at < started_ms]
-    if series[0][0] > started_ms - before_ms:
+    lo = started_ms - before_ms if since_ms is None else max(started_ms - before_ms, since_ms)
+    level = [n for at, n, _ in series if lo <= at < started_ms]
+    if since_ms is not None and since_ms >= started_ms:
+        return None, "the fault came before the warm-up ended: no steady level before it to come back to"
+    if since_ms is None and series[0][0] > started_ms - before_ms:
         ran_s = max(0.0, (started_ms - series[0][0]) / 1000)
         return None, (f"the run had run {ran_s:.1f} s of batches when the fault came, fewer than "
                       f"{before_ms / 1000:g} s: no level before it to come back to")
     if not level:   # batches before, but none in the window: the query was down or stalled then
-        return None, (f"no batch ended in the {before_ms / 1000:g} s before the fault (the query was "
-                      "down or stalled): no level before it to come back to")
+        span = f"{(started_ms - lo) / 1000:g} s"
+        return None, (f"no batch ended in the {span} before the fault (the query was down or stalled): no "
+                      "level before it to come back to")
     back = next((at for at, n, _ in series if at >= ended_ms and n <= max(level)), None)
     if back is None:
         last_ms = series[-1][0]

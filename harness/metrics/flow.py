@@ -11,7 +11,7 @@ exactly from ground truth (every record's append time and offset) and each batch
 offsets, not sampled: it is what a sampler of Kafka's end offsets against the query's
 committed offsets would read at every second, without the sampler's load on the broker.
 
-Over the measured window (after `warmup_s`, until the last event was sent) each
+Over the measured window (from the warm-up's end, `from_s`, until the last event was sent) each
 throughput is a mean rate, and the lag's trend is the least-squares slope of the total
 lag (records per second, per second): a slope above `trend_max` of the offered rate
 means the query is falling behind (Theodolite's lag-trend check).
@@ -87,11 +87,12 @@ def _lag(truth: pd.DataFrame, progress: list[dict], topic: str, start_ms: float,
 
 
 def measured(flow: pd.DataFrame, lag: pd.DataFrame, truth: pd.DataFrame, start_ms: float,
-             warmup_s: float, trend_max: float = TREND_MAX) -> dict:
-    """Mean rates over the measured window, the lag trend over it, and its verdict."""
+             from_s: float, trend_max: float = TREND_MAX) -> dict:
+    """Mean rates over the measured window (from `from_s` seconds after the first event sent,
+    the warm-up's end, to the last event sent), the lag trend over it, and its verdict."""
     sent = truth["sent_ms"].to_numpy()[~truth["control"].to_numpy(bool)]
     last_s = float((sent.max() - start_ms) / 1000) if len(sent) else 0.0
-    first, last = int(np.ceil(warmup_s)), max(int(np.floor(last_s)), int(np.ceil(warmup_s)) + 1)
+    first, last = int(np.ceil(from_s)), max(int(np.floor(last_s)), int(np.ceil(from_s)) + 1)
     window = flow[(flow["second"] >= first) & (flow["second"] < last)]
     span = max(len(window), 1)
     rates = {k: round(float(window[k].sum()) / span, 1) for k in THROUGHPUTS}

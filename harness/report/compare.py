@@ -1,20 +1,25 @@
 """`python -m harness compare BASE NEW [--fail-on RULES]`: what changed between two runs, and
 whether it is more than the noise.
 
-BASE and NEW are run directories or summary.json files. Cases are matched by their series
-(a case's name in the scenario; `run --repeat N` runs each one N times, as `<name>-r<k>`).
-Per case and metric it prints the median and the min-max of each side and the change of
-the medians. With at least two runs on each side it asks whether the change is larger
-than the noise, as pyperf does: a two-sided Welch t-test, at 5% for the whole comparison
-(Bonferroni: each change judged by a rule at 5% divided by how many are judged, so that
-many cases and metrics do not make a false alarm likely). A rule fails only on a change
-past its threshold that is also significant (or, without repeats, past its threshold: the
-noise is then unknown, and the output says so).
+BASE and NEW are run directories or summary.json files; BASE may also be a directory of
+baselines (`results/baseline/`), of which the one of NEW's scenario is picked. Runs of
+different workloads are refused (exit 2): quick against full, another scenario hash, other
+event counts; comparing them would call the difference a regression.
 
-Rules, comma-separated `metric:threshold`:
+Verdicts come first, and each change of one is a regression: a case that passed and now fails,
+a weaker observed guarantee, a fault seen before and not now. Then, per case and figure (the
+figure registry, harness/results/figures.py, as the table and report.html print them), the
+median and the min-max of each side and the change of the medians. With at least two runs on
+each side it asks whether the change is larger than the noise, as pyperf does: a two-sided
+Welch t-test, at 5% for the whole comparison (Bonferroni: each change judged by a rule at 5%
+divided by how many are judged, so that many cases and figures do not make a false alarm
+likely). A rule fails only on a change past its threshold that is also significant (or,
+without repeats, past its threshold: the noise is then unknown, and the output says so).
+
+Rules, comma-separated `metric:threshold` (a metric is a figure with a direction):
   p99:+10%          fails when NEW's median is more than 10% above BASE's
   throughput:-5%    fails when NEW's median is more than 5% below BASE's
-  p99:+500          fails when NEW's median is more than 500 (the metric's unit) above BASE's
+  p99:+500          fails when NEW's median is more than 500 (the figure's unit) above BASE's
   lost:>0           fails when any NEW run's value is above 0 (no comparison with BASE)
 
 `lost` counts only in cases whose guarantee forbids losing events (not at-most-once), and
@@ -31,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.results import figures
 from harness.results import summary as summary_mod
 from harness.results.model import CaseResult, RunResult
 
@@ -42,23 +48,12 @@ class Metric:
     unit: str
     higher_is_better: bool
     get: Callable[[CaseResult], float | None]
+    digits: int = 0
 
 
-# every figure from the result model's accessors, as the terminal table and report.html read them
-METRICS = {
-    "throughput": Metric("events/s", True, lambda c: c.throughput),
-    "p50": Metric("ms", False, lambda c: c.latency.p50),
-    "p99": Metric("ms", False, lambda c: c.latency.p99),
-    "processing_p99": Metric("ms", False, lambda c: c.latency_of("processing_time").p99),
-    # only where the case's guarantee forbids them: at-most-once may lose, at-least-once duplicate
-    "lost": Metric("events", False,
-                   lambda c: c.events.get("lost") if c.guarantee != "at-most-once" else None),
-    "duplicated": Metric("events", False,
-                         lambda c: c.events.get("duplicated") if c.guarantee != "at-least-once" else None),
-    "max_lag": Metric("records", False, lambda c: c.backpressure.get("max_lag_records")),
-    "recovery": Metric("s", False, lambda c: c.recovery_s),
-    "batch_p50": Metric("ms", False, lambda c: c.batch_p50_ms),
-}
+# every figure with a direction, read as the terminal table and report.html read it
+METRICS = {f.name: Metric(f.unit, f.better == figures.HIGHER, figures.JUDGED.get(f.name, f.get), f.digits)
+           for f in figures.shown_in(figures.COMPARE) if f.better is not None}
 
 _RULE = re.compile(r"^\s*([a-z_0-9]+)\s*:\s*"
                    r"(?:([+-])\s*(\d+(?:\.\d+)?)\s*(%?)|([<>])\s*(-?\d+(?:\.\d+)?))\s*$")
@@ -117,6 +112,57 @@ def load(path: Path) -> RunResult:
     except ValueError as exc:
         raise HarnessError(str(exc),
                            "compare runs written by a harness that knows their schema version") from None
+
+
+def load_base(path: Path, new: RunResult) -> RunResult:
+    """BASE: a run, or a directory of baselines (`*.summary.json`, as results/baseline/ holds),
+    of which the one of NEW's scenario (its name, quick or not, its hash) is picked."""
+    path = Path(path)
+    if not path.is_dir() or (path / "summary.json").exists():
+        return load(path)
+    files = sorted(path.glob("*.summary.json"))
+    if not files:
+        raise HarnessError(f"{path}: no summary.json there, nor any baseline (*.summary.json)",
+                           "give a run directory, a summary.json file, or a directory of baselines")
+    why = {f.name: workload_difference(load(f), new) for f in files}
+    matching = [f for f in files if why[f.name] is None]
+    if len(matching) != 1:
+        listed = "; ".join(f"{name}: {reason or 'matches'}" for name, reason in why.items())
+        problem = (f"{path}: {'no' if not matching else 'more than one'} baseline matches the new run's "
+                   f"workload ({listed})")
+        raise HarnessError(problem, "pass the baseline file itself, or regenerate the baselines from "
+                                    "today's scenarios (results/baseline/README.md)")
+    return load(matching[0])
+
+
+def workload_difference(base: RunResult, new: RunResult) -> str | None:
+    """How two runs' workloads differ, or None when they are the same: the scenario, quick
+    against full, the scenario's hash (where both record one), a case's events."""
+    b, n = base.scenario, new.scenario
+    if b.get("name") != n.get("name"):
+        return f"scenario {b.get('name')!r} against {n.get('name')!r}"
+    if bool(b.get("quick")) != bool(n.get("quick")):
+        kinds = ["quick" if s.get("quick") else "full" for s in (b, n)]
+        return f"a {kinds[0]} run against a {kinds[1]} one"
+    if b.get("hash") and n.get("hash") and b["hash"] != n["hash"]:
+        return f"scenario hash {b['hash']} against {n['hash']} (the scenario changed)"
+    base_cases = series(base)
+    for name, runs in series(new).items():
+        before = {int(c.events["produced"]) for c in base_cases.get(name, []) if c.events.get("produced")}
+        now = {int(c.events["produced"]) for c in runs if c.events.get("produced")}
+        if before and now and before != now:
+            return (f"case {name} produced {', '.join(f'{x:,}' for x in sorted(before))} events against "
+                    f"{', '.join(f'{x:,}' for x in sorted(now))}")
+    return None
+
+
+def check_same_workload(base: RunResult, new: RunResult) -> None:
+    """Refuse runs of different workloads: the difference would read as a regression."""
+    why = workload_difference(base, new)
+    if why is not None:
+        raise HarnessError(f"the runs are of different workloads: {why}",
+                           "compare runs of the same scenario, both quick or both full (a baseline of "
+                           "the same scenario: results/baseline/)")
 
 
 def series(result: RunResult) -> dict[str, list[CaseResult]]:
@@ -191,13 +237,14 @@ class Row:
     failed: list[str]
     p: float | None = None
 
-    @staticmethod
-    def _side(values: list[float]) -> str:
+    def side(self, values: list[float]) -> str:
+        """The median, with the min-max when there are several, all printed as the figure is:
+        the range always holds the median as printed (25.7 [25.6-29.1], never 25.7 [26-29])."""
         if not values:
             return "-"
-        med = statistics.median(values)
-        text = f"{med:,.1f}" if abs(med) < 100 and med != int(med) else f"{med:,.0f}"
-        return text if len(values) == 1 else f"{text} [{min(values):,.0f}-{max(values):,.0f}]"
+        shown = figures.figure(self.metric).text
+        med = shown(statistics.median(values))
+        return med if len(values) == 1 else f"{med} [{shown(min(values))}-{shown(max(values))}]"
 
     @property
     def change(self) -> str:
@@ -257,30 +304,107 @@ def compare(base: RunResult, new: RunResult, rules: list[Rule]) -> list[Row]:
     return rows
 
 
+@dataclass(frozen=True)
+class Change:
+    """A change of what a case's verdict rests on: a regression, whatever the noise."""
+
+    case: str
+    what: str
+
+
+# which observed guarantee is at least as strong as which: exactly-once implies the others
+_AT_LEAST = {"exactly-once": {"exactly-once", "at-least-once", "at-most-once", "none"},
+             "at-least-once": {"at-least-once", "none"}, "at-most-once": {"at-most-once", "none"},
+             "none": {"none"}}
+
+
+def verdict_changes(base: RunResult, new: RunResult) -> list[Change]:
+    """Each case that passed in every BASE run and failed in a NEW one; each weaker observed
+    guarantee; each fault seen in every BASE run and not seen in a NEW one."""
+    out: list[Change] = []
+    base_series = series(base)
+    for name, runs in series(new).items():
+        before = base_series.get(name)
+        if not before:
+            continue
+        failing = [c for c in runs if not c.verdict.holds]
+        if all(c.verdict.holds for c in before) and failing:
+            out.append(Change(name, f"verdict PASS -> FAIL ({len(failing)} of {len(runs)} runs): "
+                                    f"{failing[0].verdict.detail}"))
+        was = {c.verdict.observed for c in before} - {"unchecked"}
+        for now in sorted({c.verdict.observed for c in runs} - {"unchecked"} - was):
+            if was and not all(w in _AT_LEAST.get(now, {now}) for w in was):   # not at least as strong
+                weaker = all(now in _AT_LEAST.get(w, {w}) for w in was)
+                out.append(Change(name, f"observed {'/'.join(sorted(was))} -> {now} "
+                                        f"({'a weaker guarantee' if weaker else 'another guarantee'})"))
+        out += [Change(name, f"fault {kind} ({asked}) seen in every base run, NOT SEEN in a new run")
+                for kind, asked in _seen_before_not_now(before, runs)]
+    return out
+
+
+def _seen_before_not_now(before: list[CaseResult], runs: list[CaseResult]) -> list[tuple[str, str]]:
+    def seen(case: CaseResult) -> set[tuple[str, str]]:
+        return {(f.kind, f.asked) for f in case.faults if f.observed}
+
+    always = set.intersection(*(seen(c) for c in before)) if before else set()
+    asked = {(f.kind, f.asked) for c in runs for f in c.faults}
+    return sorted(k for k in always & asked if any(k not in seen(c) for c in runs))
+
+
+def _fault_lines(base: RunResult, new: RunResult) -> list[str]:
+    """Each fault of each case: when it was asked, and when it took effect on each side."""
+    base_series = series(base)
+    lines = []
+    for name, runs in series(new).items():
+        before = base_series.get(name, [])
+        for k, fault in enumerate(runs[0].faults):
+            base_at, new_at = _landed(before, k, fault.kind), _landed(runs, k, fault.kind)
+            lines.append(f"  {name}: {fault.kind} asked {fault.asked}: base {base_at}; new {new_at}")
+    return lines
+
+
+def _landed(cases: list[CaseResult], k: int, kind: str) -> str:
+    """When the k-th fault (of `kind`) took effect in each of the runs: "landed 17.3 s, missed"."""
+    found = [c.faults[k] for c in cases if len(c.faults) > k and c.faults[k].kind == kind]
+    return ", ".join(f.when.split(", ", 1)[-1] for f in found) or "-"
+
+
 def render(base: RunResult, new: RunResult, rows: list[Row], judged: int = 0) -> str:
     def label(s: RunResult) -> str:
         counts = [len(v) for v in series(s).values()]
         repeats = max(counts) if counts else 0
         return f"run {s.run_id}" + (f" ({repeats} runs a case)" if repeats > 1 else "")
 
+    changes = verdict_changes(base, new)
     headers = ["case", "metric", "base", "new", "change", "noise", "rule"]
-    table = [[r.case, f"{r.metric} ({METRICS[r.metric].unit})", Row._side(r.base), Row._side(r.new), r.change,
+    table = [[r.case, f"{r.metric} ({METRICS[r.metric].unit})", r.side(r.base), r.side(r.new), r.change,
               r.noise, "FAILED " + ", ".join(r.failed) if r.failed else ""] for r in rows]
     widths = [max(len(h), *(len(t[i]) for t in table)) if table else len(h) for i, h in enumerate(headers)]
     level = (f"; larger than the noise: Welch's p below {ALPHA:g} / {judged} changes judged"
              if judged else "")
-    lines = [f"compare: base {label(base)} -> new {label(new)}{level}",
-             "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip(),
-             "  ".join("-" * w for w in widths)]
+    lines = [f"compare: base {label(base)} -> new {label(new)}{level}"]
+    lines += (["verdicts:", *(f"  {c.case}: {c.what}" for c in changes)] if changes
+              else ["verdicts: unchanged"])
+    lines += ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip(),
+              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(c.ljust(w) for c, w in zip(t, widths, strict=True)).rstrip() for t in table]
+    faults = _fault_lines(base, new)
+    if faults:
+        lines += ["faults (asked; when each took effect):", *faults]
     missing = sorted(set(series(base)) - set(series(new)))
     if missing:
         lines.append(f"cases only in base: {', '.join(missing)}")
     failed = [r for r in rows if r.failed]
-    if failed:
+    if changes or failed:
         lines.append("regressions:")
+        lines += [f"  {c.case}: {c.what}" for c in changes]
         lines += [f"  {r.case}: {r.metric} {r.change} ({', '.join(r.failed)}; {r.noise or 'new run only'})"
                   for r in failed]
     else:
         lines.append("no regression")
     return "\n".join(lines)
+
+
+def regressed(base: RunResult, new: RunResult, rows: list[Row]) -> bool:
+    """Whether NEW regressed: a verdict changed for the worse, or a rule failed."""
+    return bool(verdict_changes(base, new)) or any(r.failed for r in rows)

@@ -19,6 +19,8 @@ from html import escape
 from pathlib import Path
 
 from harness.report import svg
+from harness.report.table import not_measured
+from harness.results import figures
 from harness.results import summary as summary_mod
 from harness.results.model import CaseResult, RunResult
 from harness.results.rundir import CaseDir, RunDir
@@ -116,26 +118,32 @@ def _verdict(case: CaseResult) -> str:
     return '<span class="pass">PASS</span>' if case.verdict.holds else '<span class="fail">FAIL</span>'
 
 
+COMPARISON_HEAD = ["case", "guarantee", "sink", "verdict", "observed"]
+
+
 def _comparison(cases: list[CaseResult]) -> str:
-    headers = ["case", "guarantee", "sink", "verdict", "observed", "offered/s", "processed/s",
-               "event-time p99 ms", "processing p99 ms", "lost", "duplicated", "recovery s", "keeps up"]
-    rows = []
-    for c in cases:
-        rows.append([escape(c.name), escape(c.guarantee), escape(c.sink), _verdict(c),
-                     escape(c.verdict.observed or "-"), _fmt(c.offered), _fmt(c.throughput),
-                     _fmt(c.latency.p99), _fmt(c.latency_of("processing_time").p99),
-                     _fmt(c.events.get("lost")), _fmt(c.events.get("duplicated")), _fmt(c.recovery_s, 1),
-                     _fmt(c.backpressure.get("keeping_up"))])
-    return _table(headers, rows, "comparison", text_columns=5)
+    """The guarantees side by side: who each case is, then every figure of the registry the
+    report shows (harness/results/figures.py, as the terminal table prints them), and whether it
+    kept up; a figure it could not measure says why below the table."""
+    shown = figures.shown_in(figures.REPORT)
+    headers = [*COMPARISON_HEAD, *(f.label for f in shown), "keeps up"]
+    rows = [[escape(c.name), escape(c.guarantee), escape(c.sink), _verdict(c),
+             escape(c.verdict.observed or "-"), *(f.cell(c) for f in shown),
+             _fmt(c.backpressure.get("keeping_up"))] for c in cases]
+    notes = [f"{escape(c.name)}: {escape(', '.join(labels))} not measured: {escape(why)}"
+             for c in cases for why, labels in not_measured(c, figures.REPORT).items()]
+    out = _table(headers, rows, "comparison", text_columns=len(COMPARISON_HEAD))
+    return out + "".join(f'<p class="muted">{n}</p>' for n in notes)
 
 
 def _bands(case: CaseResult) -> list[svg.Band]:
     out = []
     for f in case.faults:
-        if f.started_s is None:
+        start = f.landed_s if f.landed_s is not None else f.started_s
+        if start is None:
             continue
-        end = f.ended_s if f.ended_s is not None else f.started_s
-        out.append(svg.Band(float(f.started_s), float(end), f.kind))
+        end = f.ended_s if f.ended_s is not None else start
+        out.append(svg.Band(float(start), float(end), f.kind))
     out += [svg.Band(float(i.at_s), float(i.at_s), f"{i.kind}: {i.target}", incident=True)
             for i in case.incidents if not i.scheduled and i.at_s is not None]
     return out
@@ -211,12 +219,14 @@ def _discrepancies(case_dir: Path, case: CaseResult) -> str:
 
 
 def _faults_table(case: CaseResult) -> str:
+    """Each fault: when the schedule asked for it ("5s", "batch 2") and when it took effect."""
     if not case.faults:
         return ""
-    rows = [[escape(f.kind), _fmt(f.started_s, 1), _fmt(f.ended_s, 1), escape(f.target), _fmt(f.observed),
+    rows = [[escape(f.kind), escape(f.asked), _fmt(f.landed_s if f.landed_s is not None else f.started_s, 1),
+             _fmt(f.ended_s, 1), escape(f.target), "missed" if f.missed else _fmt(f.observed),
              escape(f.detail), _recovered(f)] for f in case.faults]
-    return _table(["fault", "from s", "to s", "target", "observed", "what happened", "lag recovered s"],
-                  rows, text_columns=1)
+    return _table(["fault", "asked", "landed s", "to s", "target", "observed", "what happened",
+                   "lag recovered s"], rows, f"faults-{case.name}", text_columns=2)
 
 
 def _incidents_table(case: CaseResult) -> str:

@@ -4,38 +4,39 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from harness.results import figures
 from harness.results.model import CaseResult, RunResult
 
-COLUMNS: list[tuple[str, Callable[[CaseResult], str]]] = [
+# the columns around the figures: who the case is and its verdict, then whether it kept up and
+# its faults; every number in between is a figure of harness/results/figures.py
+_HEAD: list[tuple[str, Callable[[CaseResult], str]]] = [
     ("case", lambda c: c.name),
     ("guarantee", lambda c: c.guarantee),
     ("observed", lambda c: c.verdict.observed),
     ("verdict", lambda c: "PASS" if c.verdict.holds else "FAIL"),
-    ("produced", lambda c: _count(c.events["produced"])),
-    ("expected", lambda c: _count(c.events["expected"])),
-    ("lost", lambda c: _count(c.events["lost"])),
-    ("dup", lambda c: _count(c.events["duplicated"])),
-    ("late", lambda c: _count(c.events["dropped_late"])),
-    ("offered/s", lambda c: _num(c.offered)),
-    ("processed/s", lambda c: _num(c.throughput)),
-    ("ev-time p50 ms", lambda c: _num(c.latency.p50)),
-    ("ev-time p99 ms", lambda c: _num(c.latency.p99)),
-    ("proc p99 ms", lambda c: _num(c.latency_of("processing_time").p99)),
-    ("max lag", lambda c: _count(c.backpressure["max_lag_records"])),
-    ("keeps up", lambda c: _yes_no(c.backpressure.get("keeping_up"))),
-    ("batch p50 ms", lambda c: _num(c.batch_p50_ms)),
-    ("faults seen", lambda c: _faults_seen(c)),
-    ("recovery s", lambda c: "-" if c.recovery_s is None else f"{c.recovery_s:,.1f}"),
 ]
+_TAIL: list[tuple[str, Callable[[CaseResult], str]]] = [
+    ("keeps up", lambda c: _yes_no(c.backpressure.get("keeping_up"))),
+    ("faults seen", lambda c: _faults_seen(c)),
+]
+_AFTER: dict[str, str] = {"max_lag": "keeps up", "batch_p50": "faults seen"}   # placed right after a figure
 _LEFT = {"case", "guarantee", "observed", "verdict"}
 
 
-def _count(value) -> str:
-    return "-" if value is None else f"{value:,}"
+def columns() -> list[tuple[str, Callable[[CaseResult], str]]]:
+    """The table's columns in order: the head, each figure shown in the table (keeps up right
+    after max lag, as the report has it), then the rest of the tail."""
+    out = list(_HEAD)
+    tail = dict(_TAIL)
+    for f in figures.shown_in(figures.TABLE):
+        out.append((f.label, f.cell))
+        after = _AFTER.get(f.name)
+        if after:
+            out.append((after, tail.pop(after)))
+    return out + list(tail.items())
 
 
-def _num(value) -> str:
-    return "-" if value is None else f"{value:,.0f}"
+COLUMNS = columns()
 
 
 def _yes_no(value) -> str:
@@ -46,28 +47,52 @@ def _faults_seen(case: CaseResult) -> str:
     return f"{sum(f.observed for f in case.faults)}/{len(case.faults)}" if case.faults else "-"
 
 
+def not_measured(case: CaseResult, where: str = figures.TABLE) -> dict[str, list[str]]:
+    """Each reason a figure shown `where` has no value, with the labels of the figures it holds for."""
+    out: dict[str, list[str]] = {}
+    for f in figures.shown_in(where):
+        why = f.why_missing(case)
+        if why:
+            out.setdefault(why, []).append(f.label)
+    return out
+
+
+def _status(result: RunResult) -> str:
+    missed = [f"{c.name}: {f.kind} ({f.asked})" for c in result.cases for f in c.missed]
+    line = f"status: {result.status}  run: {result.run_id}"
+    if missed:
+        line += ("\nthe schedule did not fit the run (exit 2, not a verdict on the pipeline): "
+                 + "; ".join(missed) + " never came while the workload was sent")
+    return line
+
+
 def render(result: RunResult) -> str:
-    """The table, each case's verdict sentence, and the status line. Every figure comes from
-    the result model's accessors, as report.html's and compare's do."""
-    rows = [[name for name, _ in COLUMNS]] + [[cell(c) for _, cell in COLUMNS] for c in result.cases]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
-    lines = ["  ".join(cell.ljust(w) if COLUMNS[i][0] in _LEFT else cell.rjust(w)
+    """The table, each case's verdict sentence, its faults (when each was asked and when it took
+    effect), the figures it could not measure and why, and the status line. Every figure comes
+    from the figure registry, as report.html's and compare's do."""
+    cols = COLUMNS
+    rows = [[name for name, _ in cols]] + [[cell(c) for _, cell in cols] for c in result.cases]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(cols))]
+    lines = ["  ".join(cell.ljust(w) if cols[i][0] in _LEFT else cell.rjust(w)
                        for i, (cell, w) in enumerate(zip(row, widths, strict=True))) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     for case in result.cases:
         lines.append(f"{case.name}: {case.verdict.detail}")
-        lines += [f"  fault {f.kind} at {f.at_s:g}s: {'seen' if f.observed else 'NOT SEEN'}: {f.detail}"
+        lines += [f"  fault {f.kind} at {f.when}: "
+                  f"{'MISSED' if f.missed else 'seen' if f.observed else 'NOT SEEN'}: {f.detail}"
                   for f in case.faults]
+        lines += [f"  {', '.join(labels)} not measured: {why}" for why, labels in not_measured(case).items()]
         lines += [f"  incident {i.kind} at {i.at_s:g}s (not scheduled): {i.target}: {i.cause}"
                   for i in case.incidents if not i.scheduled]
         if not case.verdict.holds:
             lines += [f"  finding {f.cls} ({f.count:,}): {f.story}" for f in case.findings]
     for row in result.sections.get("watermark_sweep") or []:
         share = (row["late_share"] or 0) * 100
+        p99 = figures.figure("p99").text(row["event_time_p99_ms"])
         lines.append(f"watermark {row['watermark_ms']:>7,} ms: event-time p99 "
-                     f"{_num(row['event_time_p99_ms'])} ms, {row['dropped_late']:,} dropped as late "
+                     f"{p99} ms, {row['dropped_late']:,} dropped as late "
                      f"({share:.2f}% of sent)")
-    lines.append(f"status: {result.status}  run: {result.run_id}")
+    lines.append(_status(result))
     return "\n".join(lines)
 
 
@@ -103,6 +128,10 @@ def render_scaling(sustain: dict) -> str:
     table = ["  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)),
              *("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows)]
     return "\n\n".join([*parts, "scaling: case " + sustain["case"] + "\n" + "\n".join(table)])
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:,.0f}"
 
 
 def _ratio(value) -> str:

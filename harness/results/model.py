@@ -44,10 +44,11 @@ class Verdict:
 
 @dataclass
 class FaultRecord:
-    """One fault of the schedule as it was carried out."""
+    """One fault of the schedule as it was carried out. The runner builds it
+    (harness/run/schedule.py); `details` is the kind's own typed record (FaultKind.details)."""
 
     kind: str
-    at_s: float
+    at_s: float | None                 # as asked, from the first event sent; a progress anchor: when reached
     started_s: float | None
     ended_s: float | None
     target: str
@@ -59,20 +60,51 @@ class FaultRecord:
     landed_detail: str | None = None
     outcome: str | None = None         # accepted, ignored, refused: what Spark did with a restart
     outcome_detail: str | None = None
-    more: dict = field(default_factory=dict)       # kind-specific fields (deleted, tasks...)
+    details: Any = None                # faults.base.Details (the kind's own fields)
+    at: str | None = None              # as the scenario wrote it: "5s", "warmup", "batch 2"
+    landed_s: float | None = None      # when it took effect (the kill, the hold), from the first event
+    missed: str | None = None          # never injected: why its time or anchor did not come in the workload
+
+    def __post_init__(self) -> None:
+        if self.details is None:
+            from faults.base import Details
+
+            self.details = Details()
 
     @classmethod
     def from_json(cls, d: dict) -> FaultRecord:
-        return cls(**_split(cls, d))
+        from faults.base import Unknown
+        from faults.registry import KINDS
+
+        names = {f.name for f in fields(cls)} - {"details"}
+        own = KINDS[d["kind"]].details if d.get("kind") in KINDS else Unknown
+        rest = {k: v for k, v in d.items() if k not in names}
+        return cls(**{k: v for k, v in d.items() if k in names}, details=own.from_json(rest))
 
     def to_json(self) -> dict:
-        out = _joined(self)
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "details"}
         if not out["spec"]:
             del out["spec"]   # optional in the schema; a scheduled fault always has one
-        return {k: v for k, v in out.items() if v is not None or k not in _OPTIONAL_FAULT_FIELDS}
+        out = {k: v for k, v in out.items() if v is not None or k not in _OPTIONAL_FAULT_FIELDS}
+        return {**out, **self.details.to_json()}
+
+    @property
+    def asked(self) -> str:
+        """When the schedule asked for it, as written: "5s", "batch 2"."""
+        return self.at if self.at is not None else f"{self.at_s:g}s"
+
+    @property
+    def when(self) -> str:
+        """When it was asked and when it took effect: "5s, landed 17.3 s" (the table and report)."""
+        if self.missed:
+            return f"{self.asked}, missed"
+        landed = self.landed_s if self.landed_s is not None else self.started_s
+        if landed is None:
+            return f"{self.asked}, not injected"
+        return f"{self.asked}, landed {landed:.1f} s"
 
 
-_OPTIONAL_FAULT_FIELDS = ("landed", "landed_detail", "outcome", "outcome_detail")
+_OPTIONAL_FAULT_FIELDS = ("landed", "landed_detail", "outcome", "outcome_detail", "at", "landed_s", "missed")
 
 
 @dataclass
@@ -160,10 +192,13 @@ class CaseResult:
     # -- the headline figures: the only way anything reads them --------------------------
     @property
     def throughput(self) -> float | None:
-        """Events/s Spark processed over the measured window (after the warm-up); the whole
-        run's rate for a summary without the measured window."""
-        measured = _get(self.throughput_eps, "measured", "processed")
-        return measured if measured is not None else self.throughput_eps.get("processed")
+        """Events/s Spark processed over the measured window (after the warm-up): None when too
+        few batches ran in it (not_measured says why); the whole run's rate for a summary
+        without a measured window."""
+        measured = self.throughput_eps.get("measured")
+        if isinstance(measured, dict) and "processed" in measured:
+            return measured["processed"]
+        return self.throughput_eps.get("processed")
 
     @property
     def offered(self) -> float | None:
@@ -191,6 +226,19 @@ class CaseResult:
     def p99_ms(self) -> float | None:
         return self.latency.p99
 
+    def not_measured(self, headline: str) -> str | None:
+        """Why the headline figure `headline` (throughput_eps, p99_ms, recovery_s) has no value,
+        when it has none: too few batches in the measured window, no fault that drained..."""
+        window = self.sections.get("measured_window") or {}
+        said = (window.get("not_measured") or {}).get(headline)
+        if said:
+            return said
+        if headline == "recovery_s" and self.faults and self.recovery_s is None:
+            notes = [f"{f.kind} ({f.asked}): {f.recovery.get('note')}" for f in self.faults
+                     if f.recovery.get("note")]
+            return "no fault's backlog drained to its level before it" + (f": {notes[0]}" if notes else "")
+        return None
+
     @property
     def recovery_s(self) -> float | None:
         """The longest time any fault's backlog took to drain (from the fault's start until
@@ -206,6 +254,12 @@ class CaseResult:
         lines = [f"<case {self.name}: {self.guarantee}, observed {verdict.observed}: {verdict.detail}"]
         lines += [f"  {f.cls} ({f.count:,}): {f.story}" for f in self.findings]
         return "\n".join(lines) + ">"
+
+    @property
+    def missed(self) -> list[FaultRecord]:
+        """The faults whose time or anchor did not come while the workload was sent: the schedule
+        did not fit the run (the run's status is schedule-missed), which says nothing of the pipeline."""
+        return [f for f in self.faults if f.missed]
 
     @property
     def lost(self) -> int:
@@ -285,13 +339,3 @@ class RunResult:
                 "cases": [c.to_json() for c in self.cases], "error": self.error,
                 "started_at": self.started_at, "ended_at": self.ended_at, **self.sections}
 
-
-def _split(cls, d: dict) -> dict:
-    names = {f.name for f in fields(cls)} - {"more"}
-    more = {k: v for k, v in d.items() if k not in names}
-    return {**{k: v for k, v in d.items() if k in names}, "more": more}
-
-
-def _joined(obj) -> dict:
-    out = {f.name: getattr(obj, f.name) for f in fields(obj) if f.name != "more"}
-    return {**out, **obj.more}

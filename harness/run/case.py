@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -13,9 +14,11 @@ from faults.targets import Targets
 from harness import jvm
 from harness.metrics import read_progress
 from harness.results.rundir import CaseDir, RunDir
+from harness.run.pace import Pace
 from harness.run.stack import Stack
 from harness.scenario import Case as CaseSpec
 from harness.scenario import Scenario
+from harness.scenario.fault_specs import task_stage
 from harness.services.base import Registry
 from harness.services.spark import SparkDriver
 from workloads.pipelines.config import QUERY_ID_STRIDE, DriverConfig
@@ -50,9 +53,15 @@ class Case:
     expect_down: bool = False      # a fault killed the driver on purpose: not a failure
     driver_up: threading.Event = field(default_factory=threading.Event)   # clear while it restarts
     checkpoints: list[Path] = field(default_factory=list)   # one per query; at-most-once restarts fresh
+    started_at: float = 0.0        # monotonic seconds the first driver was started
     # what restart-with changed, kept for every later driver as a deploy keeps it: "conf" (Spark
     # settings) and "pipeline" (its keys: shuffle_partitions, state_store, build...)
     changes: dict = field(default_factory=dict)
+    pace: Pace = field(init=False)   # the query's measured pace: warm-up, anchors, every wait's scale
+
+    def __post_init__(self) -> None:
+        self.pace = Pace(lambda: self.checkpoints, self.topic, self.scenario.measure.warmup_s,
+                         self.scenario.workload.duration_s)
 
     @classmethod
     def create(cls, scenario: Scenario, spec: CaseSpec, stack: Stack, run_dir: RunDir, run_id: str,
@@ -141,12 +150,13 @@ class Case:
             trigger=pl.trigger, trigger_ms=pl.trigger_ms, sink=self.spec.sink,
             sink_context=self.driver_sink_context(),
             build=pl.build_target, sink_class=self.spec.sink_class or "",
-            task_faults=any(f.kind == "fail-task" for f in sc.faults),
+            task_faults=task_stage(sc.faults),
             import_paths=[str(p) for p in sc.imports or (sc.path.parent,)])
 
     def start_driver(self) -> SparkDriver:
         """Start the case's first driver, on its checkpoint, reading from the earliest offsets."""
         self.checkpoints = [self.files.checkpoint]
+        self.started_at = time.monotonic()
         self.driver = SparkDriver(self.dir, self.driver_config(), self.registry).start().wait_ready()
         self.driver_up.set()
         return self.driver
@@ -177,9 +187,11 @@ class Case:
                          batch_base=(len(self.checkpoints) - 1) * QUERY_ID_STRIDE)
         self.progress.step(f"case {self.name}: restarting the driver "
                            f"({'a fresh checkpoint at the latest offsets' if fresh else 'same checkpoint'})")
+        started = time.monotonic()
         self.driver = SparkDriver(self.dir, config, self.registry).start()   # stopped even if never ready
         try:
             self.driver.wait_ready()
+            self.pace.started(time.monotonic() - started)   # to its query's start: at least this long
         except Exception as exc:
             self.failure = f"the driver of case {self.name} did not come back after a fault: {exc}"
             self.driver.stop()
@@ -205,7 +217,7 @@ class Case:
             services=services,
             postgres_url=self.stack.postgres_url, sink_table=self.sink_name,
             seed=self.scenario.workload.seed, network=self._network(), spark_ports=self._kafka_ports(),
-            topic=self.topic, bootstrap_servers=self.stack.bootstrap_servers)
+            topic=self.topic, bootstrap_servers=self.stack.bootstrap_servers, pace=self.pace)
 
     def _brokers(self) -> list:
         """The harness's own brokers whose Spark listener is behind a proxy."""

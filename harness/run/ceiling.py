@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from harness.metrics import read_progress
 from harness.services.spark import SparkDriver
-from harness.wait import wait_until
+from workloads.wait import wait_until
 
 ROWS_PER_BATCH = 20_000
 BATCHES, SKIP = 12, 4

@@ -1,13 +1,15 @@
 """After a case's stages: read what the sink holds, check it against ground truth, measure
 what the case's files say, and build its CaseResult (harness/results/model.py).
 
-Everything here reads the case's directory; nothing runs any more.
+Everything here reads the case's directory; nothing runs any more. `case_result` is the steps
+in order: read the output, describe the case, measure it, check it, explain it, judge it.
 """
 
 from __future__ import annotations
 
 import time
 import traceback
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,24 +18,68 @@ from harness import check as checker
 from harness import findings, metrics, pipelines
 from harness.check import checkpoint
 from harness.check.large import RunFiles
+from harness.check.result import CheckResult
 from harness.errors import HarnessError
 from harness.metrics import batches as batch_times
 from harness.metrics import flow, latency
 from harness.metrics import resources as sampled_resources
+from harness.metrics import window as measured_window
 from harness.results import verdict as verdicts
 from harness.results.model import CaseResult, FaultRecord
 from harness.run import incidents
 from harness.run.case import Case
-from harness.run.faults import FaultRunner
+from harness.run.schedule import FaultRunner
 from workloads.errors import Problem
+
+
+@dataclass
+class Output:
+    """What a finished case left behind, read once: the sink as a consumer sees it, ground
+    truth, the progress records and the checkpoint's batches."""
+
+    sink: Any
+    sink_report: dict | None
+    truth: Any
+    progress: list[dict]
+    batches: list
 
 
 def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> CaseResult:
     """Check the sink against ground truth and build the case's result."""
-    from workloads.generator import truth as truth_mod
-    from workloads.sinks import CUSTOM_SINK, SINKS
+    out = _read(case)
+    result = _empty(case, schedule.records(), _describe(case, out, resources))
+    until_ms = case.stopping_ms if case.stopping_ms is not None else time.time() * 1000
+    result.incidents = incidents.collect(case.files, schedule.t0, case.running_from_ms, until_ms,
+                                         result.faults)
+    if out.truth is None:   # died before sending: nothing to check
+        return result
+    batch_times.table(out.progress).to_parquet(case.files.batches, index=False)
+    window, rates, lag = _measure(case, result, out)
+    if not _checked_sink(case):   # a speed run: nothing to read back
+        _timeline(case, out, rates, lag, {})
+        result.verdict = verdicts.unchecked(case.spec.guarantee, case.failure)
+        return result
+    truth, deleted = _without_deleted(out.truth, _deleted_ranges(result.faults))
+    checked = _check(case, result, truth, out)
+    if checked is None:   # the oracle raised: the case failed, said so
+        _timeline(case, out, rates, lag, {})
+        return result
+    result.findings = _explain(case, result, truth, out, checked)
+    _judge(case, result, schedule, checked, deleted)
+    latencies = _latency(case, result, checked, window)
+    _timeline(case, out, rates, lag, latencies)
+    _lag_recovery(result.faults, schedule.t0, metrics.lag_series(truth, out.progress, case.topic),
+                  window.warm.at_ms)
+    result.backpressure["recovery_s"] = result.recovery_s   # schema 2: the case's recovery
+    return result
 
-    pl, spec, files, failure = case.pipeline, case.spec, case.files, case.failure
+
+# -- the steps --------------------------------------------------------------------------------
+def _read(case: Case) -> Output:
+    """The sink (written to sink.parquet), ground truth, progress and the checkpoint's batches."""
+    from workloads.generator import truth as truth_mod
+
+    pl, files = case.pipeline, case.files
     sink, sink_report = _read_sink(case)
     sink.to_parquet(files.sink, index=False)
     truth = None
@@ -42,13 +88,22 @@ def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> Ca
         # keys as categories (an hour's 80 million rows: 3.5 GB, where strings took over 20)
         lean = checker.checks_from_files(pl, RunFiles(case.truth_dir, files.sink))
         truth = truth_mod.read(case.truth_dir, checker.truth_columns(pl), categorical=lean)
-    progress_records = metrics.read_progress(files.progress)
+    return Output(sink, sink_report, truth, metrics.read_progress(files.progress),
+                  checkpoint.read_queries(case.checkpoints, case.topic))
+
+
+def _describe(case: Case, out: Output, resources: dict | None) -> dict[str, Any]:
+    """The case's sections that describe it: its topic, table, pids, Spark's settings and
+    counts, batch times, resources, drift, the sink's and the generator's reports."""
+    from workloads.sinks import CUSTOM_SINK
+
+    pl, spec, files = case.pipeline, case.spec, case.files
     sections: dict[str, Any] = {
-        "batches": len(progress_records), "topic": case.topic, "sink_table": case.sink_name,
+        "batches": len(out.progress), "topic": case.topic, "sink_table": case.sink_name,
         "spark_pids": {"driver": case.driver.pid if case.driver else None,
                        "executors": sorted(case.driver.seen_executor_pids) if case.driver else []},
-        "spark_dropped_by_watermark": metrics.dropped_by_watermark(progress_records),
-        "batch_time": batch_times.breakdown(progress_records,
+        "spark_dropped_by_watermark": metrics.dropped_by_watermark(out.progress),
+        "batch_time": batch_times.breakdown(out.progress,
                                             pl.trigger_ms if pl.trigger == "processing-time" else None),
         "spark_settings": {**pl.spark.describe(), "trigger": pl.trigger, "trigger_ms": pl.trigger_ms,
                            "watermark_ms": pl.values.get("watermark_ms"), "conf": case.spark_conf()}}
@@ -58,45 +113,46 @@ def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> Ca
         import pandas as pd
 
         sections["drift"] = sampled_resources.drift(pd.read_parquet(files.resources))
-    if sink_report:
-        sections["sink_report"] = sink_report
+    if out.sink_report:
+        sections["sink_report"] = out.sink_report
     if pl.build:
         sections["build"] = pl.build
     if spec.sink == CUSTOM_SINK:
         sections["sink_class"] = spec.sink_class
     if case.report is not None:
         sections["generator"] = _generator_summary(case.report)
-    result = _empty(case, [FaultRecord.from_json(r) for r in schedule.records()], sections)
-    until_ms = case.stopping_ms if case.stopping_ms is not None else time.time() * 1000
-    result.incidents = incidents.collect(files, schedule.t0, case.running_from_ms, until_ms, result.faults)
-    if truth is None:   # died before sending: nothing to check
-        return result
-    batch_times.table(progress_records).to_parquet(files.batches, index=False)
-    batches = checkpoint.read_queries(case.checkpoints, case.topic)
-    speed, (rates, lag) = _speed(case, truth, progress_records, sink, batches)
+    return sections
+
+
+def _measure(case: Case, result: CaseResult, out: Output):
+    """The measured window, the throughputs and backpressure over it; returns the window and
+    the per-second rates and lag (lag.parquet) for the case's timeline."""
+    start_ms = _first_send_ms(out.truth)
+    sent = out.truth.loc[~out.truth["control"], "sent_ms"]
+    window = measured_window.of(out.batches, start_ms, case.scenario.measure.warmup_s,
+                                case.scenario.workload.duration_s, float(sent.max()))
+    speed, (rates, lag) = _speed(case, out, window)
     result.throughput_eps, result.backpressure = speed["throughput_eps"], speed["backpressure"]
     result.sections["records_read"] = speed["records_read"]
-    start_ms = _first_send_ms(truth)
+    result.sections["measured_window"] = window.to_json()
+    return window, rates, lag
 
-    def timeline(latencies: dict) -> None:
-        import pandas as pd
 
-        used = files.resources
-        sampled = pd.read_parquet(used) if used.exists() else None
-        frame = flow.per_second(rates, lag, latencies, start_ms, sampled)
-        frame.to_parquet(files.timeline, index=False)
+def _checked_sink(case: Case) -> bool:
+    from workloads.sinks import CUSTOM_SINK, SINKS
 
-    if spec.sink != CUSTOM_SINK and not SINKS[spec.sink].checked:   # a speed run: nothing to read back
-        timeline({})
-        result.verdict = verdicts.unchecked(spec.guarantee, failure)
-        return result
-    ranges = [d for f in result.faults for d in f.more.get("deleted", [])]
-    truth, deleted = _without_deleted(truth, ranges)
-    run_files = RunFiles(case.truth_dir, files.sink, ranges)
+    return case.spec.sink == CUSTOM_SINK or SINKS[case.spec.sink].checked
+
+
+def _check(case: Case, result: CaseResult, truth, out: Output) -> CheckResult | None:
+    """The oracle's result, its cost recorded; None when it raised (the case fails with the
+    traceback in checker-error.txt)."""
+    files = case.files
+    run_files = RunFiles(case.truth_dir, files.sink, _deleted_ranges(result.faults))
     try:
         with sampled_resources.PeakRss() as peak:
             began = time.perf_counter()
-            checked = checker.check(pl, truth, sink, batches, run_files)
+            checked = checker.check(case.pipeline, truth, out.sink, out.batches, run_files)
         result.sections["checker"] = {"seconds": round(time.perf_counter() - began, 3),
                                       "peak_rss_bytes": peak.bytes, "events": int(len(truth))}
     except Problem:
@@ -105,48 +161,84 @@ def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> Ca
         files.checker_error.write_text(traceback.format_exc())
         why = f"the checker raised {type(exc).__name__}: {exc}; traceback in {files.checker_error}"
         case.progress.step(f"FAILED: {why}")
-        result.verdict = verdicts.verdict(spec.guarantee, 0, 0, 0, problems=[*filter(None, [failure, why])])
-        timeline({})
-        return result
+        result.verdict = verdicts.verdict(case.spec.guarantee, 0, 0, 0,
+                                          problems=[*filter(None, [case.failure, why])])
+        return None
     checked.write_discrepancies(files.discrepancies)
     for line in checked.first_discrepancies():
         case.progress.step(f"  {line}")
-    inputs = findings.Inputs(truth=truth, sink=sink, batches=batches, checked=checked, pipeline=pl,
-                             faults=result.faults, incidents=result.incidents,
-                             checkpoints=list(case.checkpoints), progress=progress_records,
-                             t0_s=_first_send_ms(truth) / 1000,
-                             spark_dropped_by_watermark=sections["spark_dropped_by_watermark"])
-    result.findings = _findings(inputs, files)
-    c = checked.counts
-    if deleted:   # sent and acknowledged, then deleted by Kafka before any batch read them
-        c.update(produced=c["produced"] + deleted, deleted_before_read=deleted)
-    problems = ([failure] if failure else []) + schedule.problems() + checked.problems
-    result.events, result.sections["unit"] = c, checked.unit
-    result.verdict = verdicts.verdict(spec.guarantee, c["lost"], c["duplicated"], c["unexpected"],
-                                      expected_count=c["expected"], problems=problems)
-    result.sections["discrepancies"] = checked.discrepancies["kind"].value_counts().to_dict()
-    warmup_ms = case.scenario.measure.warmup_s * 1000
-    result.latency_ms, result.latency_measured_ms, latencies = latency.record(
-        files.path, checked, start_ms, start_ms + warmup_ms)
-    timeline(latencies)
-    _lag_recovery(result.faults, schedule.t0, metrics.lag_series(truth, progress_records, case.topic))
-    result.backpressure["recovery_s"] = result.recovery_s   # schema 2: the case's recovery
-    return result
+    return checked
 
 
-def _findings(inputs, files) -> list:
+def _explain(case: Case, result: CaseResult, truth, out: Output, checked: CheckResult) -> list:
     """Each anomaly's class, witness and story; a crash here is written down and costs the case
     its findings, never its verdict (the counts and discrepancies are already in place)."""
+    inputs = findings.Inputs(truth=truth, sink=out.sink, batches=out.batches, checked=checked,
+                             pipeline=case.pipeline, faults=result.faults, incidents=result.incidents,
+                             checkpoints=list(case.checkpoints), progress=out.progress,
+                             t0_s=_first_send_ms(truth) / 1000,
+                             spark_dropped_by_watermark=result.sections["spark_dropped_by_watermark"])
     try:
         return findings.build(inputs)
     except Exception:  # noqa: BLE001 - the findings explain a verdict; they never decide it
-        files.findings_error.write_text(traceback.format_exc())
+        case.files.findings_error.write_text(traceback.format_exc())
         return []
 
 
+def _judge(case: Case, result: CaseResult, schedule: FaultRunner, checked: CheckResult, deleted: int) -> None:
+    """The counts and the verdict: the output's guarantee, and every problem of the run (a dead
+    driver, a fault not observed or not landed). A missed fault is no problem of the pipeline's:
+    the schedule did not fit the run (the run's status says so)."""
+    c = checked.counts
+    if deleted:   # sent and acknowledged, then deleted by Kafka before any batch read them
+        c.update(produced=c["produced"] + deleted, deleted_before_read=deleted)
+    problems = ([case.failure] if case.failure else []) + schedule.problems() + checked.problems
+    result.events, result.sections["unit"] = c, checked.unit
+    result.verdict = verdicts.verdict(case.spec.guarantee, c["lost"], c["duplicated"], c["unexpected"],
+                                      expected_count=c["expected"], problems=problems)
+    result.sections["discrepancies"] = checked.discrepancies["kind"].value_counts().to_dict()
+
+
+def _latency(case: Case, result: CaseResult, checked: CheckResult, window) -> dict:
+    """The latency percentiles, of all output and of what became visible in the measured window
+    (none, said so, when fewer than MIN_BATCHES commits wrote it); their per-second timelines."""
+    start_ms = window.t0_ms
+    result.latency_ms, measured, latencies = latency.record(case.files.path, checked, start_ms,
+                                                            window.from_ms)
+    commits = _commits_after(checked, window.from_ms)
+    if commits < measured_window.MIN_BATCHES:
+        window.skip("p99_ms", f"the output that became visible in the measured window came from {commits} "
+                              f"commit{'s' if commits != 1 else ''} of the sink: fewer than "
+                              f"{measured_window.MIN_BATCHES}")
+        measured = {kind: latency.percentiles(latency.histogram(np.array([]))) for kind in measured}
+    result.latency_measured_ms = measured
+    result.sections["measured_window"] = window.to_json()
+    return latencies
+
+
+def _commits_after(checked: CheckResult, from_ms: float) -> int:
+    """How many distinct commit times of the sink the measured output came from."""
+    at = getattr(checked, "event_time_at_ms", None)
+    if at is None or not len(at):
+        return 0
+    at = np.asarray(at)
+    return int(len(np.unique(at[at >= from_ms])))
+
+
+def _timeline(case: Case, out: Output, rates, lag, latencies: dict) -> None:
+    """timeline.parquet: per second, the four throughputs, the lag, latency and resources."""
+    import pandas as pd
+
+    used = case.files.resources
+    sampled = pd.read_parquet(used) if used.exists() else None
+    frame = flow.per_second(rates, lag, latencies, _first_send_ms(out.truth), sampled)
+    frame.to_parquet(case.files.timeline, index=False)
+
+
+# -- helpers ------------------------------------------------------------------------------------
 def _empty(case: Case, faults: list[FaultRecord], sections: dict) -> CaseResult:
     """The result of a case whose output was not checked (yet): nothing was sent, or its
-    sink keeps nothing to read back; the stages fill in what they measured."""
+    sink keeps nothing to read back; the steps fill in what they measured."""
     spec, failure = case.spec, case.failure
     none = latency.percentiles(latency.histogram(np.array([])))
     counts = dict.fromkeys(("produced", "expected", "delivered", "lost", "duplicated", "unexpected",
@@ -161,37 +253,43 @@ def _empty(case: Case, faults: list[FaultRecord], sections: dict) -> CaseResult:
         faults=faults, error=failure, sections=sections)
 
 
-def _speed(case: Case, truth, progress_records: list[dict], sink, batches) -> tuple[dict, tuple]:
-    """Throughput and backpressure: the run's overall rates; the four throughputs measured
-    after [measure] warmup; the lag's trend; whether Spark's count of records read agrees
-    with the harness's. And per second, the throughputs and each partition's lag (the
-    latter saved as lag.parquet) for the case's timeline."""
-    start_ms, measure = _first_send_ms(truth), case.scenario.measure
+def _speed(case: Case, out: Output, window) -> tuple[dict, tuple]:
+    """Throughput and backpressure: the run's overall rates; the four throughputs measured over
+    the measured window (the processed and committed ones only with MIN_BATCHES batches in it);
+    the lag's trend; whether Spark's count of records read agrees with the harness's. And per
+    second, the throughputs and each partition's lag (the latter saved as lag.parquet) for the
+    case's timeline."""
+    truth, progress_records, sink = out.truth, out.progress, out.sink
+    start_ms, measure = window.t0_ms, case.scenario.measure
     delivered_ms = sink["committed_ms"].to_numpy() if sink is not None and len(sink) else np.array([])
     # a windowed count's row stands for its count of events (the pipeline's delivered_weight)
-    kind = case.pipeline.kind
-    weight = None if kind == pipelines.CUSTOM else pipelines.kind(kind).delivered_weight
+    weight = pipelines.of(case.pipeline).delivered_weight
     weights = sink[weight].to_numpy() if len(delivered_ms) and weight else None
     rates, lag = flow.timeline(truth, progress_records, case.topic, delivered_ms, start_ms, weights)
     lag.to_parquet(case.files.lag, index=False)
-    window = flow.measured(rates, lag, truth, start_ms, measure.warmup_s, measure.lag_trend_max)
+    measured = flow.measured(rates, lag, truth, start_ms, (window.from_ms - start_ms) / 1000,
+                             measure.lag_trend_max)
     backpressure = metrics.backpressure(truth, progress_records, case.topic)
     # real-time mode commits a batch's offsets only at its end: the lag rebuilt from them is
     # the batch duration's worth of records, not what is waiting, so no verdict on it
-    keeping_up = None if case.pipeline.trigger == "real-time" else window["keeping_up"]
+    keeping_up = None if case.pipeline.trigger == "real-time" else measured["keeping_up"]
     trend = None if keeping_up is None else ("keeping-up" if keeping_up else "falling-behind")
-    backpressure.update(lag_trend=trend, lag_trend_records_per_s=window["lag_trend_records_per_s"],
+    backpressure.update(lag_trend=trend, lag_trend_records_per_s=measured["lag_trend_records_per_s"],
                         keeping_up=keeping_up)
     burst = _burst_drain(case.scenario.workload.rate, start_ms,
                          lambda: metrics.lag_series(truth, progress_records, case.topic))
     if burst is not None:
         backpressure["burst"] = burst
-    eps = window["eps"]
-    committed = flow.committed_eps(batches, start_ms, window["window_s"])
+    eps = measured["eps"]
+    committed = flow.committed_eps(out.batches, start_ms, measured["window_s"])
+    too_few = window.too_few_batches
+    if too_few:   # a figure from too little of the query's work is no figure
+        eps["processed"], committed = None, None
+        window.skip("throughput_eps", too_few)
     throughput = {"offered": metrics.offered_eps(truth),
                   "processed": metrics.processed_eps(progress_records, start_ms),
                   "ingested": eps["ingested"], "delivered": eps["delivered"],
-                  "measured": {"window_s": window["window_s"], **eps, "committed": committed}}
+                  "measured": {"window_s": measured["window_s"], **eps, "committed": committed}}
     return ({"throughput_eps": throughput, "backpressure": backpressure,
              "records_read": flow.counts_agree(truth, progress_records)}, (rates, lag))
 
@@ -245,18 +343,26 @@ def _sink_report(sink) -> dict | None:
         return {"error": f"{type(exc).__name__}: {exc}"}
 
 
-def _lag_recovery(faults: list[FaultRecord], t0: float | None, series) -> None:
-    """Each fault's recovery.lag_recovered_s, from the lag at every batch's end; where there is
-    none, recovery.note says why."""
+def _lag_recovery(faults: list[FaultRecord], t0: float | None, series, warm_ms: float) -> None:
+    """Each fault's recovery.lag_recovered_s, from the lag at every batch's end, against its level
+    between the warm-up's end and the fault; where there is none, recovery.note says why."""
     for fault in faults:
         if t0 is None or fault.started_s is None:
-            fault.recovery.update(lag_recovered_s=None, note="the fault was not injected")
+            fault.recovery.update(lag_recovered_s=None, note="the fault was not injected"
+                                  + (f" ({fault.missed})" if fault.missed else ""))
             continue
-        ended = fault.ended_s if fault.ended_s is not None else fault.started_s
-        seconds, note = metrics.lag_recovery(series, (t0 + fault.started_s) * 1000, (t0 + ended) * 1000)
+        start = fault.landed_s if fault.landed_s is not None else fault.started_s
+        ended = fault.ended_s if fault.ended_s is not None else start
+        seconds, note = metrics.lag_recovery(series, (t0 + start) * 1000, (t0 + ended) * 1000,
+                                             since_ms=warm_ms)
         fault.recovery["lag_recovered_s"] = seconds
         if note:
             fault.recovery["note"] = note
+
+
+def _deleted_ranges(faults: list[FaultRecord]) -> list[dict]:
+    """Records Kafka deleted before the query read them, as the faults' records say."""
+    return [d for f in faults for d in f.details.deleted_ranges()]
 
 
 def _without_deleted(truth, ranges: list[dict]):

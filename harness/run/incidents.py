@@ -37,12 +37,11 @@ def _explains(family: str, name: str) -> bool:
     kind = registry.KINDS.get(name)
     if kind is None:
         return False
-    driver_restart = kind.restarts and "driver" in kind.targets
     if family == "executor":
-        return driver_restart or "executor" in kind.targets
+        return kind.kills_driver or "executor" in kind.targets or "worker" in kind.targets
     if family == "driver":
-        return driver_restart
-    return kind.restarts and "driver" not in kind.targets
+        return kind.kills_driver
+    return kind.restarts and not kind.kills_driver
 
 
 class Watch(Poller):

@@ -20,9 +20,9 @@ from harness.results.rundir import RunDir
 from harness.run import incidents, journal, stages
 from harness.run.case import Case
 from harness.run.collect import case_result
-from harness.run.faults import FaultRunner
+from harness.run.schedule import FaultRunner
 from harness.run.stack import needs_postgres, start_stack
-from harness.scenario.faults import needs_proxy
+from harness.scenario.fault_specs import needs_proxy
 from harness.services.base import Registry
 from harness.services.spark import DriverDied
 from workloads.progress import Progress
@@ -50,7 +50,7 @@ def run(scenario, run_dir: RunDir, run_id: str, progress: Progress, registry: Re
         sweep = watermark_sweep(scenario, result.cases)
         if sweep:
             result.sections["watermark_sweep"] = sweep
-        result.status = "completed"
+        result.status = "schedule-missed" if any(c.missed for c in result.cases) else "completed"
     except RunAborted as exc:
         result.status, result.error = "aborted", str(exc)
         raise
@@ -93,7 +93,7 @@ def watermark_sweep(scenario, cases: list[CaseResult]) -> list[dict] | None:
             continue
         sent = events.get("produced") or 0
         rows.append({"case": case.name, "watermark_ms": delay,
-                     "event_time_p99_ms": case.latency_ms["event_time"]["p99"],
+                     "event_time_p99_ms": case.latency.p99,
                      "dropped_late": events["dropped_late"],
                      "late_share": round(events["dropped_late"] / sent, 5) if sent else None})
     return sorted(rows, key=lambda r: r["watermark_ms"])
@@ -125,7 +125,8 @@ def _started(scenario, run_id: str) -> RunResult:
     return RunResult(
         run_id=run_id, status="error",
         scenario={"name": scenario.name, "path": str(scenario.path), "quick": scenario.quick,
-                  "repeat": max((c.repeat for c in scenario.cases), default=1)},
+                  "repeat": max((c.repeat for c in scenario.cases), default=1),
+                  "hash": scenario.fingerprint()},
         environment=environment.describe(scenario.services.spark.master,
                                          scenario.services.kafka.bootstrap_servers is None),
         started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
@@ -136,7 +137,8 @@ def run_case(case: Case) -> CaseResult:
 
     A driver that dies fails this case, with how it died and how far the case had got;
     the checker still reads what the sink holds, and the next case runs."""
-    schedule = FaultRunner(case.scenario.faults, case.targets(), say=case.progress.step)
+    schedule = FaultRunner(case.scenario.faults, case.targets(), say=case.progress.step, clock=case.pace,
+                           fresh_restarts=case.spec.guarantee == "at-most-once")
     case.dir.mkdir(parents=True, exist_ok=True)
     sampler = resources.Sampler(case.registry, case.files.resources)
     if case.scenario.measure.enabled:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import ServiceError
-from harness.scenario.faults import needs_proxy
+from harness.scenario.fault_specs import needs_proxy
 from harness.services.base import Registry
 from harness.services.kafka import KafkaBroker, KafkaCluster, cluster_answers
 from harness.services.postgres import PostgresServer

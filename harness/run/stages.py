@@ -12,10 +12,11 @@ from harness import check as checker
 from harness.check import checkpoint
 from harness.errors import HarnessError
 from harness.run.case import Case
-from harness.run.faults import FaultRunner
 from harness.run.live import LiveStatus
+from harness.run.schedule import FaultRunner
+from harness.scenario.fault_specs import partition_steps
 from harness.services.spark import DriverDied
-from harness.wait import WaitTimeout, wait_until
+from workloads.wait import WaitTimeout, wait_until
 
 WARM_UP_TIMEOUT_S = 180.0
 
@@ -56,6 +57,7 @@ def warm_up(case: Case, timeout_s: float = WARM_UP_TIMEOUT_S) -> None:
 
     wait_until(first_batch_done, timeout_s, 0.5, f"no micro-batch completed within {timeout_s:.0f}s")
     case.running_from_ms = time.time() * 1000
+    case.pace.started(time.monotonic() - case.started_at)   # the driver's start to its first batch
     case.registry.changed()   # the executors registered after the driver was ready: record them
 
 
@@ -88,8 +90,10 @@ def offer_load(case: Case, schedule: FaultRunner) -> None:
         case.progress.update(live.line(sent, planned))
 
     start_ms = time.time_ns() // 1_000_000 + generator.START_LEAD_MS
-    steps = partitions_from(case.scenario.faults, wl.partitions)
-    schedule.start(t0=start_ms / 1000)   # a fault's `at` counts from the first event sent
+    steps = partition_steps(case.scenario.faults, wl.partitions)
+    case.pace.sending(start_ms, start_ms + wl.duration_s * 1000)
+    # a fault's `at` counts from the first event sent; its anchor, from the query's progress
+    schedule.start(t0=start_ms / 1000, send_end=start_ms / 1000 + wl.duration_s)
     try:
         report = generator.generate(wl, case.stack.bootstrap_servers, case.truth_dir, topic=case.topic,
                                     start_ms=start_ms, progress=on_progress, partitions_from=steps)
@@ -113,20 +117,6 @@ def offer_load(case: Case, schedule: FaultRunner) -> None:
                                      report["events"], flush_ms)
     truth.write_control(case.truth_dir, case.warmup + control)
     case.flush_offsets = {c["partition"]: c["offset"] + 1 for c in control}
-
-
-def partitions_from(faults, partitions: int) -> list[tuple[float, int]]:
-    """The generator's partition counts over time: each kafka-partitions fault adds its count,
-    and the generator spreads events over the new partitions from SPREAD_LEAD_S after the
-    fault's `at` (the fault adds them at `at`)."""
-    from faults.kafka import SPREAD_LEAD_S
-
-    steps, total = [], partitions
-    for f in sorted(faults, key=lambda f: f.at_s):
-        if f.kind == "kafka-partitions":
-            total += int(f.get("count", 1))
-            steps.append((f.at_s + SPREAD_LEAD_S, total))
-    return steps
 
 
 def drain(case: Case) -> None:

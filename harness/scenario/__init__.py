@@ -18,8 +18,8 @@ from harness.scenario.model import (
            Services,
            SparkConfig,
 )
-from workloads.generator._validate import parse_duration_ms
 from workloads.generator.spec import MAX_RATE_EPS, WorkloadSpec
+from workloads.validate import parse_duration_ms
 
 SCENARIOS_DIR = Path(__file__).parent / "scenarios"
 

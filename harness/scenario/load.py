@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from harness.errors import ScenarioError
-from harness.scenario.faults import Context, parse_faults, parse_nemesis
+from harness.scenario.fault_specs import Context, parse_faults, parse_nemesis
 from harness.scenario.model import (
     GUARANTEES,
     STANDALONE,
@@ -30,15 +30,16 @@ from harness.scenario.model import (
     SparkConfig,
 )
 from harness.scenario.pipeline import parse as parse_pipeline
-from workloads.generator._validate import Section, bad, parse_duration_ms, wrong_type
+from workloads import plugins
 from workloads.generator.spec import MAX_RATE_EPS, WorkloadSpec
 from workloads.generator.spec import parse as parse_workload
 from workloads.plugins import add_import_paths, sink_class
 from workloads.sinks import CUSTOM_SINK, SINKS
+from workloads.validate import Section, bad, parse_duration_ms, wrong_type
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")     # names become directory and table names
-_TOP_KEYS = ("name", "description", "imports", "drain_timeout", "services", "workload", "pipeline", "cases",
-             "matrix", "faults", "nemesis", "measure", "quick")
+_TOP_KEYS = ("name", "description", "imports", "fault_kinds", "drain_timeout", "services", "workload",
+             "pipeline", "cases", "matrix", "faults", "nemesis", "measure", "quick")
 _CASE_KEYS = ("name", "guarantee", "sink", "sink_class", "pipeline", "faults")
 _SHIPPED = Path(__file__).parent / "scenarios"
 
@@ -69,7 +70,7 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     # read in the order the tables are documented, so the first error reported is the topmost
     top = Section(raw, "", _TOP_KEYS)
     head = dict(name=top.string("name", pattern=_NAME), description=_description(top),
-                imports=_imports(raw, path.parent),
+                imports=_imports(raw, path.parent), fault_kinds=_fault_kinds(top, path.parent),
                 drain_timeout_s=top.duration_ms("drain_timeout", "120s", gt=0) / 1000)
     services = _services(top.table("services", ("kafka", "spark", "postgres")))
     quick_raw = top.raw("quick", {})
@@ -79,15 +80,48 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     pipeline = _pipeline(raw, top, path.parent, quick_pipeline, quick)
     cases = _cases(top.raw("cases"), top.table("matrix", ("guarantee", "sink", "watermark")), path.parent,
                    pipeline)
-    ctx = Context(workload.duration_s, services, cases)
+    measure = _measure(top.table("measure", ("warmup", "warmup_eps", "lag_trend_max", "enabled")), workload)
+    quick_duration = quick and isinstance(quick_raw, dict) and "duration" in quick_raw
+    ctx = Context(workload.duration_s, services, cases, warmup_s=measure.warmup_s,
+                  duration_key="quick.duration" if quick_duration else "workload.duration")
     faults = _faults(top.raw("faults"), quick_faults, quick, ctx)
     nemesis = top.table("nemesis", ("kinds", "interval", "span", "seed"))
     chaos = parse_nemesis(nemesis, ctx, workload.seed)
-    faults = tuple(sorted(faults + chaos, key=lambda f: f.at_s))
+    faults = tuple(sorted(faults + chaos, key=_order))
     _real_time(pipeline, cases, workload, services)
-    measure = _measure(top.table("measure", ("warmup", "warmup_eps", "lag_trend_max", "enabled")), workload)
     return Scenario(**head, path=path, services=services, workload=workload, pipeline=pipeline,
                     cases=cases, faults=faults, measure=measure, quick=quick)
+
+
+def _order(spec) -> tuple:
+    """Faults in the order they come: by their `at` in seconds, those placed by the query's
+    progress after them, in the order they were listed (sorted() is stable)."""
+    return (spec.by_progress, 0.0 if spec.by_progress else spec.at_s)
+
+
+def _fault_kinds(top: Section, scenario_dir: Path) -> tuple[str, ...]:
+    """`fault_kinds = ["my_faults:DELETE_COMMIT"]`: fault kinds of the user's own, each a
+    faults.kinds.FaultKind in a module beside the scenario or in `imports`, registered for the
+    scenario's faults, its nemesis and its hunts (docs/faults.md, "A fault kind of your own")."""
+    from faults import registry
+    from faults.kinds import FaultKind
+
+    raw = top.raw("fault_kinds", [])
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        raise bad("fault_kinds", raw, "expected an array of \"module:NAME\" strings",
+                  'write fault_kinds = ["my_faults:MY_KIND"]')
+    for i, target in enumerate(raw):
+        field = f"fault_kinds[{i}]"
+        kind = plugins.load(target, field, scenario_dir)
+        if not isinstance(kind, FaultKind):
+            raise bad(field, target, f"is a {type(kind).__name__}, not a faults.kinds.FaultKind",
+                      "point it at a FaultKind(...) the module defines (docs/faults.md, \"A fault kind "
+                      "of your own\")")
+        try:
+            registry.add(kind)
+        except ValueError as exc:
+            raise bad(field, target, str(exc), "give your kind a name of its own") from None
+    return tuple(raw)
 
 
 def _measure(s: Section, workload: WorkloadSpec) -> Measure:

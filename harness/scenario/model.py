@@ -197,6 +197,7 @@ class Scenario:
     description: str = ""
     path: Path
     imports: tuple[Path, ...] = ()  # where the user's modules are: the scenario's directory, then `imports`
+    fault_kinds: tuple[str, ...] = ()   # "module:NAME" of the user's own fault kinds, registered
     services: Services
     workload: WorkloadSpec
     pipeline: Pipeline
@@ -209,6 +210,27 @@ class Scenario:
     def to_dict(self) -> dict:
         """The validated values as plain JSON types."""
         return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+
+    def fingerprint(self) -> str:
+        """A hash of what the scenario runs: its effective values (after --quick and the
+        defaults), not where its file is nor how often each case repeats. Two runs with the same
+        fingerprint ran the same workload, pipeline, cases and faults; compare refuses others."""
+        import hashlib
+        import json
+
+        values = self.to_dict()
+        for key in ("path", "imports", "description"):
+            values.pop(key, None)
+        cases = []
+        for case in values.get("cases", []):
+            case = {**case, "name": case.get("series") or case["name"]}
+            case.pop("series", None)
+            case.pop("repeat", None)
+            if case not in cases:
+                cases.append(case)
+        values["cases"] = cases
+        text = json.dumps(values, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     def repeated(self, times: int) -> Scenario:
         """Each case `times` times, as `<name>-r<k>`, round by round (every case's first run,

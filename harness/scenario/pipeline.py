@@ -25,8 +25,8 @@ from harness.pipelines import CUSTOM, PIPELINES
 from harness.pipelines import kind as pipeline_kind
 from harness.scenario.model import STATE_STORES, Pipeline, SparkSettings
 from workloads import plugins
-from workloads.generator._validate import Section, bad
 from workloads.pipelines import params as param_mod
+from workloads.validate import Section, bad
 
 _OWN = ("kind", "trigger", "trigger_interval", "build", "state_store", "shuffle_partitions",
         "max_offsets_per_trigger", "fail_on_data_loss")

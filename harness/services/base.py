@@ -21,7 +21,7 @@ import psutil
 from harness import procs
 from harness.errors import ServiceError
 from harness.paths import state_dir
-from harness.wait import WaitTimeout, wait_until
+from workloads.wait import WaitTimeout, wait_until
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from harness.errors import ServiceError
 from harness.paths import REPO_ROOT
 from harness.results.rundir import CaseDir
 from harness.services.base import Service
-from harness.wait import WaitTimeout, wait_until
 from workloads.pipelines.config import DriverConfig
+from workloads.wait import WaitTimeout, wait_until
 
 EXECUTOR_MAIN = "CoarseGrainedExecutorBackend"
 # lines of a driver log worth showing when it died: Spark's and Python's errors

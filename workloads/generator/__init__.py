@@ -5,7 +5,7 @@ and ground truth of every event sent.
     report = generator.generate(spec, "127.0.0.1:9092", truth_dir)
 
 Modules, in the order data flows through them:
-  spec        the [workload] table validated into a WorkloadSpec (_validate reads TOML)
+  spec        the [workload] table validated into a WorkloadSpec (workloads/validate.py reads TOML)
   shapes      rate shapes: tick() gives the target rate for now (Locust's LoadTestShape)
   keys        Zipf, uniform and hot-key choice;  delays: out-of-order event time
   plan        Planner: the schedule, block by block (intended send time, key, event time)

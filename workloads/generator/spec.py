@@ -25,9 +25,9 @@ from typing import Any
 
 from workloads.errors import SpecError
 from workloads.generator import delays, keys, shapes
-from workloads.generator._validate import REQUIRED, Section, bad, parse_duration_ms, wrong_type
 from workloads.generator.delays import DelaySpec
 from workloads.generator.keys import KeySpec
+from workloads.validate import REQUIRED, Section, bad, parse_duration_ms, wrong_type
 
 MAX_RATE_EPS = 1_000_000  # beyond what the generator processes of one machine can offer
 TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")  # Kafka's own rule for topic names

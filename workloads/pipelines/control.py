@@ -6,18 +6,18 @@ before Spark writes the batch to its commit log (checkpoint/commits/N). That is 
 commit window, the equivalent of a held checkpoint barrier: a crash inside it leaves a
 batch that the sink has but the checkpoint does not, and a restart re-executes it.
 
-  delay-commit     request: milliseconds to hold the next batch that wrote rows
+  delay-the-commit request: milliseconds to hold the next batch that wrote rows
   hold-commit      request: the point (before-write, after-write, after-commit) at which to
                    hold the next batch with rows until the driver dies (after-commit: mark
                    it, armed-<N>-<ms>.json, and let it through to its commit)
-  fail-batch       request: {"point", "times"}: raise InjectedFailure at the point of the
+  fail-the-batch   request: {"point", "times"}: raise InjectedFailure at the point of the
                    next `times` batches with rows; failed-<N>-<ms>.json says each
   pause-batch      request: hold the next batch with rows before the sink is called (its
                    offsets logged, its input not yet read) until the request is withdrawn
   held-<N>-<ms>.json  the driver's answer: batch N wrote `rows` rows and is held from `at_ms`
                    until `until_ms` (for hold-commit, HOLD_CEILING_MS: the driver should
                    be killed long before)
-  kill-executor    request: the index of an executor (in Spark's id order) to kill through
+  kill-an-executor request: the index of an executor (in Spark's id order) to kill through
                    SparkContext.killAndReplaceExecutor (what Spark itself calls for a lost
                    executor; Scala-private, public to py4j), or where that is missing,
                    killExecutor and then requestExecutors(1)
@@ -38,11 +38,13 @@ from pathlib import Path
 
 from workloads.wire import CONTROL_KEY
 
-DELAY_COMMIT = "delay-commit"
+# the request files: each names what it asks of the driver (the fault kinds that write them
+# are another vocabulary: faults/registry.py)
+DELAY_COMMIT = "delay-the-commit"
 HOLD_COMMIT = "hold-commit"
-FAIL_BATCH = "fail-batch"
+FAIL_BATCH = "fail-the-batch"
 PAUSE_BATCH = "pause-batch"
-KILL_EXECUTOR = "kill-executor"
+KILL_EXECUTOR = "kill-an-executor"
 KILLED = "killed.json"
 
 
@@ -186,7 +188,7 @@ class CommitGate:
       after-commit   the batch is let through and marked (armed-N-ms.json); the harness kills the
                      driver as soon as commits/N appears
 
-    Requests: delay-commit (hold after the write for a time), hold-commit (hold at a point
+    Requests: delay-the-commit (hold after the write for a time), hold-commit (hold at a point
     until the driver is killed), fail-batch (raise at a point, `times` batches). Each acts on
     the next batch with workload rows, and leaves a record of what it did.
 

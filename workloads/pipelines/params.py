@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from workloads.generator._validate import REQUIRED, Section
+from workloads.validate import REQUIRED, Section
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ trip of every row through a Python worker. The request and the records are files
 case's control directory, which the executors of a cluster on this machine (local-cluster,
 the harness's standalone cluster) read and write as the driver does:
 
-  fail-task                request: {"tasks": k, "rows": r or null}
+  fail-tasks               request: {"tasks": k, "rows": r or null}
   fail-task-batch          the batch that took the request (created once, O_EXCL)
   fail-task-slot-<i>       one per task that failed (created once each, O_EXCL)
   task-failed-<stage>-<partition>.json    what a failing task did: batch, attempt, rows out
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 PROBE = "harness.probe"   # pipelines/control.py marks its own jobs with it
-REQUEST = "fail-task"
+REQUEST = "fail-tasks"
 BATCH = "fail-task-batch"
 BATCH_KEY = "streaming.sql.batchId"   # the local property Spark sets on a micro-batch's jobs
 

@@ -18,11 +18,11 @@ from typing import Any
 from faults import nemesis
 from faults.kinds import COMMON_KEYS, FaultKind
 from faults.registry import KINDS, drawable
-from faults.spec import RESTART_MARGIN_S, FaultSpec
+from faults.spec import FORMS, RESTART_MARGIN_S, START, Anchor, FaultSpec, parse_anchor
 from harness.errors import ScenarioError
 from harness.scenario.model import Case, Services
-from workloads.generator._validate import Section, bad
 from workloads.sinks import SINKS
+from workloads.validate import Section, bad, parse_duration_ms
 
 _TARGET = re.compile(r"([a-z]+)(?::(\d+|random))?")
 _LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*(\d+)\s*,")
@@ -30,11 +30,14 @@ _LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*(\d+)\s*,")
 
 @dataclass(frozen=True)
 class Context:
-    """What a fault is checked against: the workload's length, the services, the cases."""
+    """What a fault is checked against: the workload's length (and the key that sets it, for
+    the fix of a fault that does not fit), the warm-up, the services, the cases."""
 
     workload_s: float
     services: Services
     cases: tuple[Case, ...] = ()
+    duration_key: str = "workload.duration"
+    warmup_s: float = 0.0
 
     @property
     def master(self) -> str:
@@ -121,9 +124,25 @@ def why_not(spec: FaultSpec, ctx: Context) -> str | None:
 
 
 def needs_proxy(faults: tuple[FaultSpec, ...]) -> set[str]:
-    """The paths ("kafka", "postgres") that a network fault acts on: they go through Toxiproxy
-    (a fault on one broker, "broker:N", puts Spark's whole path to Kafka behind proxies)."""
-    return {"kafka" if f.target_kind == "broker" else f.target for f in faults if f.kind == "network"}
+    """The paths ("kafka", "postgres") Spark must reach through Toxiproxy for the schedule's
+    faults (each kind's `prepare` says)."""
+    return {path for f in faults for path in KINDS[f.kind].prepare(f).proxies}
+
+
+def partition_steps(faults: tuple[FaultSpec, ...], partitions: int) -> list[tuple[float, int]]:
+    """The generator's partition counts over time, (seconds from the first event sent, total),
+    from the kinds that add partitions mid-run (their `prepare`)."""
+    steps, total = [], partitions
+    added = sorted(step for f in faults for step in KINDS[f.kind].prepare(f).partition_steps)
+    for at_s, count in added:
+        total += count
+        steps.append((at_s, total))
+    return steps
+
+
+def task_stage(faults: tuple[FaultSpec, ...]) -> bool:
+    """Whether the driver adds fail-task's stage to the query (a kind's `prepare` asks for it)."""
+    return any(KINDS[f.kind].prepare(f).task_stage for f in faults)
 
 
 def parse_nemesis(s: Section, ctx: Context, default_seed: int) -> tuple[FaultSpec, ...]:
@@ -176,24 +195,62 @@ def fault(item: Any, path: str, ctx: Context) -> FaultSpec:
     """One `[[faults]]` table -> its FaultSpec, or ScenarioError naming the dotted path."""
     kind = KINDS[_kind(item, path)]
     s = Section(item, path, (*COMMON_KEYS, *kind.key_names))
-    at_s = s.duration_ms("at") / 1000
-    if at_s >= ctx.workload_s:
-        raise bad(s.field("at"), s.raw("at"), f"is not before the workload ends ({ctx.workload_s:g}s)",
-                  "inject faults while events are being sent: choose an `at` earlier than "
-                  "workload.duration (with --quick, [quick] may shorten it)")
+    anchor = _anchor(s, kind, ctx)
     target = _target(s, kind, ctx)
-    spec = FaultSpec(kind=kind.name, at_s=at_s, target=target, **kind.parse(s))
-    if kind.restarts and at_s + spec.lasts_s + RESTART_MARGIN_S > ctx.workload_s:
-        raise bad(s.field("at"), s.raw("at"), f"leaves too little workload after the restart: {kind.name} "
-                  f"needs {RESTART_MARGIN_S:g}s of events after its downtime to see the new process at work",
-                  f"choose an `at` of at most "
-                  f"{max(0.0, ctx.workload_s - spec.lasts_s - RESTART_MARGIN_S):g}s, "
-                  "or a longer workload.duration")
+    spec = FaultSpec(kind=kind.name, at_s=anchor.plus_s, target=target, **kind.parse(s),
+                     anchor=anchor if anchor.by_progress else None)
+    if not kind.fits(_earliest(anchor, ctx), spec.lasts_s, ctx.workload_s):
+        raise _no_room(s, kind, spec, anchor, ctx)
     reason = why_not(spec, ctx)
     if reason:
         raise ScenarioError(f"{path}: {reason}",
                             "drop this fault, or run it in a scenario whose services and sinks allow it")
     return spec
+
+
+def _anchor(s: Section, kind: FaultKind, ctx: Context) -> Anchor:
+    """`at`: a duration from the first event sent, or a progress anchor ("warmup", "batch 3")."""
+    raw = s.raw("at")
+    if not isinstance(raw, str) or raw.strip()[:1].isdigit() or raw.strip()[:1] == "-":
+        at_s = s.duration_ms("at") / 1000   # its own errors: a bare number, a wrong unit
+        if at_s >= ctx.workload_s:
+            raise bad(s.field("at"), raw, f"is not before the workload ends ({ctx.workload_s:g}s)",
+                      f"inject faults while events are being sent: choose an `at` earlier than "
+                      f"{ctx.workload_s:g}s, or a longer {ctx.duration_key}")
+        return Anchor(START, at_s)
+    try:
+        anchor = parse_anchor(raw, lambda text: parse_duration_ms(text, s.field("at")))
+    except ValueError as exc:
+        raise bad(s.field("at"), raw, str(exc), f"write one of {FORMS}") from None
+    except ScenarioError:
+        raise bad(s.field("at"), raw, "is neither a duration nor a progress anchor",
+                  f"write one of {FORMS}") from None
+    if anchor.by_progress and not kind.by_progress:
+        raise bad(s.field("at"), raw, f"{kind.name} cannot be placed by the query's progress: "
+                  f"{kind.why_not_by_progress}", 'write `at` in seconds, e.g. at = "10s"')
+    return anchor
+
+
+def _earliest(anchor: Anchor, ctx: Context) -> float:
+    """The earliest a fault at `anchor` can come, in seconds from the first event sent: the
+    warm-up's declared minimum for a progress anchor (when it ends is known only as it runs)."""
+    return anchor.plus_s if anchor.after == START else ctx.warmup_s + anchor.plus_s
+
+
+def _no_room(s: Section, kind: FaultKind, spec: FaultSpec, anchor: Anchor, ctx: Context) -> ScenarioError:
+    """A fault that does not fit the workload, with the key to change and a value that works."""
+    earliest, need = _earliest(anchor, ctx), kind.margin_s(spec.lasts_s)
+    why = (f"{kind.name} needs {need:g}s of workload after it ({spec.lasts_s:g}s of its own and "
+           f"{RESTART_MARGIN_S:g}s of events for the new process to show it is back)")
+    at_most = ctx.workload_s - need
+    longer = f"set {ctx.duration_key} to at least {earliest + need:g}s"
+    if anchor.by_progress:
+        return bad(s.field("at"), s.raw("at"), f"leaves too little workload: the warm-up takes at least "
+                   f"{ctx.warmup_s:g}s and {why}", longer)
+    if at_most < 0:
+        return bad(s.field("at"), s.raw("at"), f"no `at` fits a {ctx.workload_s:g}s workload: {why}", longer)
+    return bad(s.field("at"), s.raw("at"), f"leaves too little workload after it: {why}",
+               f"choose an `at` of at most {at_most:g}s, or {longer}")
 
 
 def _known(name: Any, path: str) -> str:

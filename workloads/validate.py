@@ -1,4 +1,5 @@
-"""Reading parsed TOML tables into typed values: the workload spec's and the scenario's.
+"""Reading parsed TOML tables into typed values: the workload spec's, the scenario's, and a
+user's own fault kind's keys (a public module: `Section`, `bad`, `REQUIRED`, `parse_duration_ms`).
 
 Every failure raises SpecError naming the dotted field path and the bad value;
 harness.scenario.load() puts the file name in front, so nothing here needs to know the file.

@@ -11,9 +11,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from harness.findings.events import wrong_count_from
 from harness.findings.history import History
 from harness.findings.inputs import Inputs
+from harness.findings.per_event import wrong_count_from
 from harness.findings.witness import written_by
 
 _PAIR = re.compile(r"(\w+)=(\S+)")

@@ -1,0 +1,279 @@
+"""Run a case's fault schedule: each fault in a thread of its own, due at its `at` (seconds from
+the first event sent) or at its progress anchor (the warm-up's end, the Nth batch after it),
+recorded for summary.json with what was observed.
+
+A fault is injected when it is due, takes effect (`land`: a delay-commit waits for its batch),
+is healed `duration` (or `downtime`) after that, then observed. Faults overlap freely: a
+kill-driver inside a delay-commit finds the held batch. Faults due at the same anchor are
+injected in the order the scenario lists them, so that one may count on the one before it
+(the delay-commit's request is placed before the kill that waits for its batch).
+
+A fault is injected only while the workload is being sent, with enough of it left for its
+effect to show: its own length, a restarted driver's measured start-up (a fresh restart must
+see events sent after it starts), and two of the query's batch times. A fault whose moment does
+not come in time is `missed`, with why: the schedule did not fit the run, which says nothing
+about the pipeline (the run's status is schedule-missed, exit 2).
+
+On an interrupted run `stop(aborted=True)` undoes what can be undone at once (SIGCONT, the
+lock, the commit hold) and starts nothing new (no driver restart).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from faults import registry
+from faults.base import Fault, Observation
+from faults.spec import START, FaultSpec
+from faults.targets import Targets
+from harness.results.model import FaultRecord
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.2          # how often a fault due at a progress anchor looks at the query's progress
+BATCHES_AFTER = 2     # the query's batch times a fault needs after it, for its effect to show
+
+
+class FaultRun:
+    """One fault of the schedule, from its injection to its observation."""
+
+    def __init__(self, spec: FaultSpec, targets: Targets, t0: float, say: Callable[[str], None],
+                 clock: Any = None, send_end: float | None = None, fresh_restarts: bool = False):
+        self.spec, self.targets, self.t0, self.say = spec, targets, t0, say
+        self.clock, self.send_end, self.fresh_restarts = clock, send_end, fresh_restarts
+        self.fault: Fault | None = None
+        self.observation: Observation | None = None
+        self.error: str | None = None
+        self.missed: str | None = None
+        self.due_at: float | None = None      # epoch seconds its time or anchor came
+        # injected, missed or given up: the next fault at the same anchor may go
+        self.settled = threading.Event()
+
+    # -- when -----------------------------------------------------------------------------------
+    def _due(self, stopping: threading.Event) -> float | None:
+        """Wait until the fault is due; its epoch seconds, or None (stopped, or missed: said)."""
+        anchor = self.spec.when
+        if anchor.after == START:
+            due = self.t0 + anchor.plus_s
+            if stopping.wait(max(0.0, due - time.time())):
+                return None
+            return due
+        while not stopping.is_set():
+            reached = self.clock.reached(anchor)
+            if reached is not None:
+                # "warmup + 5s": the warm-up ended, then 5 s more
+                if stopping.wait(max(0.0, reached - time.time())):
+                    return None
+                return reached
+            if self.send_end is not None and time.time() >= self.send_end:
+                self.missed = (f"{anchor.text()} never came while the workload was sent: "
+                               f"{self.clock.not_reached(anchor)}")
+                return None
+            stopping.wait(POLL_S)
+        return None
+
+    def _need_s(self) -> float:
+        """Sending the fault needs after it: its own length, and two batch times for its effect
+        to show; a driver restarted on a fresh checkpoint (at-most-once) reads only events sent
+        after it starts, so its measured start-up too."""
+        kind = registry.kind(self.spec.kind)
+        need = self.spec.lasts_s + BATCHES_AFTER * self.clock.batch_s
+        if kind.kills_driver and self.fresh_restarts:
+            need += self.clock.start_s
+        return need
+
+    def _too_late(self, now: float) -> str | None:
+        """Why the fault cannot land now (None: it can): too little of the workload left."""
+        if self.send_end is None or self.clock is None:
+            return None
+        left, need = self.send_end - now, self._need_s()
+        if left >= need:
+            return None
+        at = f"at {now - self.t0:.1f} s" + (f" ({self.spec.at})" if self.spec.by_progress else "")
+        restart = (f", the driver's measured start-up of {self.clock.start_s:.1f} s"
+                   if registry.kind(self.spec.kind).kills_driver and self.fresh_restarts else "")
+        ended = "the workload had ended" if left <= 0 else f"{left:.1f} s of the workload were left"
+        return (f"{at} it needed {need:.1f} s of the workload after it (its {self.spec.lasts_s:g} s{restart} "
+                f"and {BATCHES_AFTER} batch times of {self.clock.batch_s:.1f} s), and {ended}")
+
+    # -- the fault ------------------------------------------------------------------------------
+    def run(self, stopping: threading.Event, before: FaultRun | None = None) -> None:
+        try:
+            self.due_at = self._due(stopping)
+            if self.due_at is None:
+                return
+            if before is not None:   # the same anchor: after the fault listed before it
+                while not before.settled.wait(POLL_S) and not stopping.is_set():
+                    pass
+                if stopping.is_set():
+                    return
+            late = self._too_late(time.time())
+            if late is not None:
+                self.missed = late
+                self.say(f"fault {self.spec.kind} ({self.spec.at}): MISSED: {late}")
+                return
+            self._carry_out(stopping)
+        finally:
+            self.settled.set()
+
+    def _carry_out(self, stopping: threading.Event) -> None:
+        try:
+            self.fault = registry.make(self.spec, self.targets)
+            self.fault.inject()
+            self.settled.set()
+            self.say(f"fault {self.spec.kind}: injected into {self.fault.target}")
+            self.fault.land()
+            # a duration or downtime counts from when the fault took effect (a killed driver's
+            # process tree takes a moment to be reaped, and that moment is downtime; a
+            # delay-commit's from the hold of its batch)
+            since = self.fault.landed_at or time.time()
+            stopping.wait(max(0.0, since + self.spec.lasts_s - time.time()))
+            if not stopping.is_set():
+                self.fault.heal()
+                self.observation = self.fault.observe()
+                seen = "seen" if self.observation.observed else "NOT SEEN"
+                self.say(f"fault {self.spec.kind}: {seen}: {self.observation.detail}")
+        except Exception as exc:  # noqa: BLE001 - recorded, and the case fails its run check
+            self.error = f"{type(exc).__name__}: {exc}"
+            log.error("fault %s failed: %s\n%s", self.spec.kind, exc, traceback.format_exc())
+            self.say(f"fault {self.spec.kind}: FAILED: {self.error}")
+            self.release()
+
+    def release(self) -> None:
+        """Undo what lasts (SIGCONT, the lock, the commit hold), whatever happened."""
+        if self.fault is not None and self.fault.injected_at is not None:
+            try:
+                self.fault.heal()
+            except Exception as exc:  # noqa: BLE001 - one failing heal must not stop the others
+                log.error("healing %s failed: %s", self.spec.kind, exc)
+
+    def restore(self) -> None:
+        """Put back a node the fault left down for the rest of the case (Fault.restore)."""
+        if self.fault is not None and self.fault.injected_at is not None:
+            try:
+                if self.fault.restore():
+                    self.say(f"fault {self.spec.kind}: {self.fault.target} started again for the next case")
+            except Exception as exc:  # noqa: BLE001 - the next case says what is missing
+                log.error("restoring after %s failed: %s", self.spec.kind, exc)
+
+    def record(self) -> FaultRecord:
+        """The fault as summary.json's cases[].faults[] holds it."""
+        f, seen = self.fault, self.observation
+
+        def rel(at: float | None) -> float | None:
+            return None if at is None else round(at - self.t0, 3)
+
+        if self.error is not None:
+            observed, detail = False, f"the fault could not be carried out: {self.error}"
+        elif self.missed is not None:
+            observed, detail = False, f"missed: {self.missed}"
+        elif seen is None:
+            observed, detail = False, "not injected: the case ended first"
+        else:
+            observed, detail = seen.observed, seen.detail
+        facts = seen.facts if seen else {}
+        landed = observed if seen is None or seen.landed is None else (observed and seen.landed)
+        at_s = self.spec.at_s if not self.spec.by_progress else rel(self.due_at)
+        return FaultRecord(
+            kind=self.spec.kind, at_s=at_s, at=self.spec.at,
+            started_s=rel(f.injected_at) if f is not None else None,
+            landed_s=rel(f.landed_at) if f is not None else None,
+            ended_s=rel(f.healed_at) if f is not None else None,
+            target=f.target if f is not None else self.spec.target, observed=observed, detail=detail,
+            spec=self.spec.describe(), landed=landed, missed=self.missed,
+            recovery={key: facts.get(key) for key in registry.recovery_keys(self.spec.kind)},
+            landed_detail=seen.proof if seen is not None and seen.proof else None,
+            outcome=seen.outcome if seen is not None and seen.outcome else None,
+            outcome_detail=seen.outcome_detail if seen is not None and seen.outcome else None,
+            details=seen.details if seen is not None and seen.details is not None else None)
+
+
+_LIVE: weakref.WeakSet[FaultRunner] = weakref.WeakSet()
+
+
+def stop_every_schedule() -> None:
+    """On Ctrl-C or SIGTERM, before the stack unwinds: no fault is injected from now on. (The
+    unwinding can take a while, a producer flushing for one; a broker killed meanwhile was a
+    fault injected after the user asked the run to stop.)"""
+    for runner in list(_LIVE):
+        runner.stopping.set()
+
+
+class FaultRunner:
+    """The schedule of one case: `start(t0, send_end)` when sending begins, `join()` after it.
+    `clock`: the case's pace (progress anchors, batch times, start-ups); `fresh_restarts`: a
+    new driver starts on a fresh checkpoint at the latest offsets (at-most-once)."""
+
+    def __init__(self, specs: tuple[FaultSpec, ...], targets: Targets,
+                 say: Callable[[str], None] = log.info, clock: Any = None, fresh_restarts: bool = False):
+        _LIVE.add(self)
+        self.runs: list[FaultRun] = []
+        self.specs, self.targets, self.say = specs, targets, say
+        self.clock, self.fresh_restarts = clock, fresh_restarts
+        self.stopping = threading.Event()
+        self.threads: list[threading.Thread] = []
+        self.t0: float | None = None   # wall-clock seconds of the first event sent
+
+    def start(self, t0: float, send_end: float | None = None) -> None:
+        self.t0 = t0
+        self.runs = [FaultRun(spec, self.targets, t0, self.say, self.clock, send_end, self.fresh_restarts)
+                     for spec in self.specs]
+        previous: dict[tuple, FaultRun] = {}
+        for run in self.runs:
+            key = (run.spec.when.after, run.spec.when.plus_s, run.spec.when.batches)
+            before = previous.get(key) if run.spec.by_progress else None
+            previous[key] = run
+            thread = threading.Thread(target=run.run, args=(self.stopping, before),
+                                      name=f"fault-{run.spec.kind}", daemon=True)
+            thread.start()
+            self.threads.append(thread)
+
+    def join(self, timeout_s: float = 600.0) -> None:
+        """Wait for every fault to be injected, healed and observed (or missed)."""
+        deadline = time.monotonic() + timeout_s
+        for thread in self.threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def stop(self, aborted: bool = False) -> None:
+        """End the schedule now. Everything that lasts is undone; on an aborted run a fault
+        whose heal would start a process (a driver, the broker) is left as it is."""
+        self.stopping.set()
+        for thread in self.threads:
+            thread.join(30)
+        for run in self.runs:
+            # a kind whose heal starts a process (a driver, the broker) is left as it is
+            if not (aborted and registry.kind(run.spec.kind).restarts):
+                run.release()
+        if not aborted:   # an aborted run's registry stops every node anyway
+            for run in self.runs:
+                run.restore()
+
+    def records(self) -> list[FaultRecord]:
+        return [run.record() for run in self.runs]
+
+    def missed(self) -> list[str]:
+        """A sentence for every fault whose moment did not come while the workload was sent."""
+        return [f"fault {r.kind} ({r.asked}) missed: {r.missed}" for r in self.records() if r.missed]
+
+    def problems(self) -> list[str]:
+        """A sentence for every fault whose effect was not observed, or that did not land in
+        the window it aims at, and for every restart Spark refused: the case fails on each.
+        A missed fault is not one: the schedule did not fit the run (missed())."""
+        out = []
+        for r in self.records():
+            if r.missed:
+                continue
+            if not r.observed:
+                out.append(f"fault {r.kind} at {r.asked} not observed: {r.detail}")
+            elif not r.landed:
+                out.append(f"fault {r.kind} at {r.asked} did not land where it aims: "
+                           f"{r.landed_detail or r.detail}")
+            if r.outcome == "refused":
+                out.append(f"Spark refused to restart after {r.kind} at {r.asked}: {r.outcome_detail}")
+        return out
