@@ -43,14 +43,24 @@ def postgres(registry, tmp_path_factory):
     return PostgresServer(tmp_path_factory.mktemp("postgres"), registry).start().wait_ready()
 
 
+class _Started:
+    """The plugin's shared services as its runs ask for them (`get()`), already started."""
+
+    def __init__(self, registry, stack):
+        self.registry, self.stack = registry, stack
+
+    def get(self):
+        return self.registry, self.stack
+
+
 @pytest.fixture(scope="session")
 def harness_services(registry, kafka, postgres):
     """The pytest plugin's shared services (harness/pytest_plugin.py), in this suite the
     session's own broker and server: one Kafka and one PostgreSQL per session, not two."""
     from harness.run.stack import Stack
 
-    return registry, Stack(kafka.bootstrap_servers, postgres.url, True, kafka.spark_bootstrap_servers,
-                           postgres.url)
+    stack = Stack(kafka.bootstrap_servers, postgres.url, True, kafka.spark_bootstrap_servers, postgres.url)
+    return _Started(registry, stack)
 
 
 # fixtures that start (or need) a real Kafka, PostgreSQL or Spark

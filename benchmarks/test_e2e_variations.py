@@ -270,3 +270,25 @@ def _status(pid: int):
         return psutil.Process(pid).status()
     except psutil.NoSuchProcess:
         return None
+
+
+class TestStories:
+    def test_each_sink_s_story_names_its_own_cause_and_batch(self, tmp_path):
+        """benchmarks/scenarios/stories.toml: two sinks duplicate under the same schedule (a kill
+        after a batch's write, a replay of a later batch). The one that writes each batch twice
+        is told as a write applied twice by one run of its batches; the naive append, which
+        keeps no batch id, as two runs of the batches the kill and the replay stopped, each told
+        by the batch whose watermark closed the window, and each with its fault listed."""
+        run_dir = tmp_path / "run"
+        proc = run_cli("run", str(REPO / "benchmarks" / "scenarios" / "stories.toml"), "--out", str(run_dir))
+        assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+        cases = {c["name"]: c for c in _summary(run_dir)["cases"]}
+        for case in cases.values():
+            assert all(f["observed"] and f["landed"] for f in case["faults"]), case["faults"]
+        twice = next(f for f in cases["writes-twice"]["findings"] if f["class"] == "duplicated")
+        assert "ran once, and its one run wrote" in twice["story"], twice["story"]
+        assert "a write applied twice" in twice["story"], twice["story"]
+        naive = next(f for f in cases["naive-append"]["findings"] if f["class"] == "duplicated")
+        assert "the copies came from two runs of batch" in naive["story"], naive["story"]
+        assert any(x.startswith(("kill-driver", "replay-batch")) for x in naive["faults"]), naive["faults"]
+        assert "a write applied twice" not in naive["story"], naive["story"]

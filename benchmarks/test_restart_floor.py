@@ -112,7 +112,7 @@ def test_the_harness_s_restart_beside_spark_s_floor(harness_services, tmp_path, 
     from harness import api
     from workloads.pipelines.config import DriverConfig
 
-    registry, stack = harness_services
+    registry, stack = harness_services.get()
     run_dir = tmp_path / "run"
     result = benchmark.pedantic(lambda: api.run(SCENARIO, run_dir, registry=registry, stack=stack),
                                 rounds=1, iterations=1)

@@ -10,7 +10,16 @@ from dataclasses import dataclass, field
 from faults.base import Details, Fault, Observation
 from faults.kinds import FaultKind, Key, Preparation
 from faults.spec import FaultSpec
-from workloads.pipelines.taskfault import REQUEST, failed_tasks, retried_tasks
+from workloads.pipelines.taskfault import (
+    DRIVER,
+    ITERATOR,
+    JOB,
+    REQUEST,
+    SPARK_SINK,
+    WRITER,
+    failed_tasks,
+    retried_tasks,
+)
 from workloads.wait import WaitTimeout
 
 _LOST_TASK = re.compile(r"InjectedTaskFailure: harness fail-task")
@@ -61,8 +70,8 @@ class FailTask(Fault):
         if not retried:
             return Observation(False, f"tasks of batch {first['batch']} failed ({where}), but no retry went "
                                       f"through within {self.targets.pace.wait_s('batch'):g} s")
-        proof = (f"batch {first['batch']}: {where} threw on attempt 0 after rows had gone to the sink; "
-                 f"attempt {retried[0]['attempt']} went through")
+        proof = (f"batch {first['batch']}: " + "; ".join(taken(f) for f in self.failed)
+                 + f"; attempt {retried[0]['attempt']} went through")
         return Observation(True, f"{len(self.failed)} task(s) of batch {first['batch']} failed on their "
                                  f"first attempt and Spark retried them (Spark logged {lost} lost task(s) "
                                  "of ours)",
@@ -70,6 +79,26 @@ class FailTask(Fault):
                             "spark_lost_tasks": lost},
                            landed=all(f["rows_out"] > 0 for f in self.failed), proof=proof,
                            details=TaskFailures(self.failed))
+
+
+def taken(failure: dict) -> str:
+    """What a failed task verifiably did with its rows, by who read them (taskfault.py)."""
+    task = f"partition {failure['partition']} (stage {failure['stage']})"
+    out, total = failure["rows_out"], failure["rows"]
+    consumer = failure.get("consumer", JOB)
+    if consumer == ITERATOR:
+        return (f"the sink's own code took {out} of the {total} rows of {task} (foreachPartition, foreach or "
+                "the RDD API), then the task failed on attempt 0")
+    if consumer == WRITER:
+        return f"{out} of the {total} rows of {task} went to Spark's writer in the task, then it failed"
+    if consumer == SPARK_SINK:
+        return f"{out} of the {total} rows of {task} went to Spark's own sink in the task, then it failed"
+    if consumer == DRIVER:
+        return (f"the sink reads the batch on the driver (collect, toPandas): the task of {task} failed "
+                f"after {out} of {total} rows, and the driver takes a task's rows only when it succeeds, so "
+                "the sink took none of them")
+    return (f"{out} of the {total} rows of {task} left the stage before the sink, which read them in a job "
+            "the harness did not see, then the task failed")
 
 
 def _spark_lost(log) -> int:
@@ -83,10 +112,12 @@ def _spark_lost(log) -> int:
 
 FAIL_TASK_FAULT = FaultKind(
     "fail-task", FailTask,
-    about="tasks of the next batch with rows throw on their first attempt, after `rows` rows of the task's "
-          "partition went to the sink (default: half), and Spark retries them (`spark.task.maxFailures`); "
-          "Spark's failed-task count and the retry must be seen. A sink that writes while it iterates has "
-          "then written part of the partition twice",
+    about="tasks of the next batch with rows throw on their first attempt, after the sink took `rows` rows "
+          "of the task's partition (default: half), and Spark retries them (`spark.task.maxFailures`). The "
+          "failure comes inside the sink's own reading: the iterator its code reads in its tasks "
+          "(foreachPartition), or, for Spark's writers and sinks, a stage before them in the same task; the "
+          "record says which. Spark's failed-task count and the retry must be seen. A sink that writes "
+          "while it iterates has then written part of the partition twice",
     models="a task lost mid-write: an executor hiccup, a fetch failure, a speculative duplicate",
     keys=(Key("tasks", "integer", "how many tasks fail", default=1, ge=1),
           Key("rows", "integer", "rows of the partition that go out before the task fails (default: half)",

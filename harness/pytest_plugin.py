@@ -13,8 +13,12 @@ Installed with the package (a `pytest11` entry point), nothing to configure:
   (`workload={"duration": "20s"}`).
 - `harness_hunt(scenario, runs=10, seed=1, case=None, kinds=(), budget="30m", quick=False)`
   searches fault plans and returns the hunt (hunt.json's content) with its run's result.
-- Kafka and PostgreSQL start once per pytest session and every run shares them (a scenario
-  with a `network` fault starts its own, behind its proxy).
+- The scenario is validated before anything starts: a bad one fails the test with the
+  loader's message (the dotted key and the fix), and no service is started for it.
+- Kafka and PostgreSQL start once per pytest session, at the first run that needs them, and
+  every run shares them (a scenario with a `network` fault starts its own, behind its proxy).
+- The harness's own noise is filtered: kafka-python's DeprecationWarnings (it reads its
+  protocol schemas with a deprecated importlib API) do not reach the user's report.
 - `pytest --harness-out DIR` keeps every run directory under DIR; without it, the runs of a
   test that failed are kept (their path is printed) and the others removed.
 - With pytest-benchmark, a test that also asks for `benchmark` gets each case's figures in
@@ -29,6 +33,14 @@ from pathlib import Path
 
 import pytest
 
+# warnings the harness's own dependencies raise, filtered in every suite that uses the plugin
+FILTERS = ("ignore:.*(read_text|open_text) is deprecated:DeprecationWarning",)
+
+
+def pytest_configure(config):
+    for line in FILTERS:
+        config.addinivalue_line("filterwarnings", line)
+
 
 def pytest_addoption(parser):
     group = parser.getgroup("harness", "the Spark Structured Streaming harness")
@@ -37,16 +49,39 @@ def pytest_addoption(parser):
                          "runs, under pytest's temporary directory)")
 
 
+class _Shared:
+    """Kafka and PostgreSQL for the whole session, started by the first run that needs them
+    (`get()`), so that a test whose scenario does not validate starts nothing."""
+
+    def __init__(self, tmp_path_factory):
+        from harness.services.base import Registry
+
+        self.tmp_path_factory, self.registry, self.stack = tmp_path_factory, Registry(), None
+
+    def get(self):
+        """(registry, stack), started once."""
+        if self.stack is None:
+            from harness.run.stack import start_shared
+            from workloads.progress import Progress
+
+            self.registry.__enter__()
+            self.stack = start_shared(self.tmp_path_factory.mktemp("harness-services"), self.registry,
+                                      Progress())
+        return self.registry, self.stack
+
+    def close(self) -> None:
+        if self.stack is not None:
+            self.registry.__exit__(None, None, None)
+
+
 @pytest.fixture(scope="session")
 def harness_services(tmp_path_factory):
-    """(registry, stack): Kafka and PostgreSQL for the whole session, stopped at its end."""
-    from harness.run.stack import start_shared
-    from harness.services.base import Registry
-    from workloads.progress import Progress
-
-    with Registry() as registry:
-        stack = start_shared(tmp_path_factory.mktemp("harness-services"), registry, Progress())
-        yield registry, stack
+    """The session's Kafka and PostgreSQL, started at their first use (`.get()`), stopped at its end."""
+    shared = _Shared(tmp_path_factory)
+    try:
+        yield shared
+    finally:
+        shared.close()
 
 
 @pytest.fixture
@@ -58,6 +93,7 @@ def _harness_runs(request, tmp_path_factory):
     made: list[Path] = []
     yield root, made
     failed = getattr(request.node, "_harness_failed", False)
+    made = [path for path in made if path.exists()]   # a run refused before it wrote anything left none
     if keep is None and not failed:
         for path in made:
             shutil.rmtree(path, ignore_errors=True)
@@ -105,14 +141,36 @@ def _timed(request, fn):
     return result
 
 
-def _shared(scenario_path, harness_services):
-    """The session's services, unless the scenario needs its own (a network fault's proxy)."""
+def _validated(scenario_path, quick: bool):
+    """The scenario, loaded and checked before anything starts; a bad one fails the test with the
+    loader's message (the file, the dotted key and the fix), not a traceback through the harness."""
     from harness import scenario as scenario_mod
+    from workloads.errors import Problem
+
+    try:
+        return scenario_mod.load(scenario_path, quick=quick)
+    except Problem as exc:
+        pytest.fail(f"harness: the scenario does not validate, so nothing was started:\n{exc}", pytrace=False)
+
+
+def _shared(scenario, harness_services):
+    """The session's services, unless the scenario needs its own (a network fault's proxy)."""
     from harness.scenario.fault_specs import needs_proxy
 
-    if needs_proxy(scenario_mod.load(scenario_path).faults):
+    if needs_proxy(scenario.faults):
         return None, None
-    return harness_services
+    return harness_services.get()
+
+
+def _run_or_fail(fn):
+    """Run the harness; bad input (a scenario with overrides the loader refuses, a sink whose
+    constructor raises) fails the test with its message and fix, not a traceback."""
+    from workloads.errors import Problem
+
+    try:
+        return fn()
+    except Problem as exc:
+        pytest.fail(f"harness: {exc}", pytrace=False)
 
 
 @pytest.fixture
@@ -123,10 +181,11 @@ def harness_run(request, harness_services, _harness_runs):
     root, made = _harness_runs
 
     def run(scenario, quick: bool = False, case: str | None = None, **overrides):
-        registry, stack = _shared(scenario, harness_services)
+        registry, stack = _shared(_validated(scenario, quick), harness_services)
         out = _run_dir(root, request, made, Path(scenario).stem)
-        return _timed(request, lambda: api.run(scenario, out, quick=quick, case=case,
-                                               overrides=overrides or None, registry=registry, stack=stack))
+        return _timed(request, lambda: _run_or_fail(lambda: api.run(
+            scenario, out, quick=quick, case=case, overrides=overrides or None, registry=registry,
+            stack=stack)))
     return run
 
 
@@ -141,9 +200,10 @@ def harness_hunt(request, harness_services, _harness_runs):
 
     def hunt(scenario, runs: int = 10, seed: int = 1, case: str | None = None, kinds=(),
              budget: str = "30m", quick: bool = False, all: bool = False):
-        registry, stack = _shared(scenario, harness_services)
+        registry, stack = _shared(_validated(scenario, quick), harness_services)
         out = _run_dir(root, request, made, f"hunt-{Path(scenario).stem}")
-        search = HuntSearch.of(case, runs, seed, tuple(kinds), budget, all)
-        result = api.run(scenario, out, quick=quick, search=search, registry=registry, stack=stack)
+        search = _run_or_fail(lambda: HuntSearch.of(case, runs, seed, tuple(kinds), budget, all))
+        result = _run_or_fail(lambda: api.run(scenario, out, quick=quick, search=search, registry=registry,
+                                              stack=stack))
         return {**result.sections["hunt"], "result": result, "run_dir": str(out)}
     return hunt

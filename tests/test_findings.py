@@ -293,14 +293,63 @@ class TestWitnessLimits:
         assert 1 <= len(f.witness) <= 5
 
 
-class TestSinkWithoutBatchId:
-    def test_copies_are_told_by_visibility_time_only(self, tmp_path):
-        """Without batch_id the story gives the copies' times and says which batch is unknown."""
-        inputs = _replay(tmp_path)
-        sink = inputs.sink.drop(columns=["batch_id"]).assign(committed_ms=[_ms(3.0), _ms(10.5)])
-        f = _only(build(_inputs(WINDOWS, inputs.truth, sink, inputs.batches)), "duplicated")
-        assert "visible at 3.0 s and 10.5 s" in f.story and "does not record which batch" in f.story
+class TestStoriesFromEvidence:
+    """Three sinks that duplicate for different reasons, under the same schedule: each story
+    names the cause its evidence supports, and the batch, in time order, and never guesses."""
+
+    def _no_ids(self, inputs: Inputs, committed_s: list[float], **kw) -> Finding:
+        sink = inputs.sink.drop(columns=["batch_id"]).assign(committed_ms=[_ms(s) for s in committed_s])
+        return _only(build(replace(inputs, sink=sink, **kw)), "duplicated")
+
+    def test_a_naive_append_under_a_kill_is_told_as_two_runs_of_the_batch_that_closed_the_window(
+            self, tmp_path):
+        """No batch id in the sink: the batch whose watermark closed the window (batch 1) wrote it;
+        the driver died while batch 1 was under way, so its two copies came from two runs."""
+        f = self._no_ids(_replay(tmp_path), [3.0, 10.5])
+        assert "its watermark was the first to reach the end of the window" in f.story, f.story
+        assert ("the copies came from two runs of batch 1, visible at 3.0 s and 10.5 s, before and after the "
+                "driver died at 3.5 s") in f.story, f.story
+        assert any(x.startswith("kill-driver") for x in f.faults), f.faults
         assert all("batch_id" not in w for w in f.witness[0]["written_by"])
+
+    def test_one_commit_time_for_both_copies_is_said_not_taken_at_its_word(self, tmp_path):
+        """The sink gave both copies one time (13.3 s and 13.3 s, one of them written by the new
+        driver 15 s later): the story says the runs, and that the sink's times cannot tell them."""
+        f = self._no_ids(_replay(tmp_path), [3.0, 3.0])
+        assert "two runs of batch 1, before and after the driver died at 3.5 s" in f.story, f.story
+        assert "one commit time, 3.0 s, so it cannot tell them apart" in f.story, f.story
+
+    def test_without_a_death_in_the_batch_the_copies_are_one_write_applied_twice(self, tmp_path):
+        """No fault, no death: one run wrote both copies (a write applied twice), whether or not
+        the sink records the batch id."""
+        inputs = _replay(tmp_path)
+        alone = replace(inputs, faults=[], incidents=[])
+        for f in (self._no_ids(alone, [3.0, 3.1]), _only(build(alone), "duplicated")):
+            said = "batch 1 ran once, and its one run wrote the row of window [0.0 s, 2.0 s) of key k1 twice"
+            assert said in f.story, f.story
+            assert "a write applied twice" in f.story and "killed" not in f.story, f.story
+
+    def test_a_batch_written_twice_is_not_blamed_on_a_replay_of_another(self, tmp_path):
+        """A sink that writes each batch twice, under a replay of a later batch: batch 1 ran once,
+        at 3.3 s, before any death (the story said the replay at 17.6 s re-ran batch 1, out of
+        time order, and the finding listed no fault)."""
+        truth = _truth([0.1, 0.2, 0.3, 4.0, 4.1, 4.2, 8.0, 8.1])
+        batches = [Batch(0, 0, {0: 3}, True, {0: 0}, committed_ms=_ms(1.0)),
+                   Batch(1, _ms(3.0), {0: 6}, True, {0: 3}, committed_ms=_ms(3.4)),
+                   Batch(2, _ms(6.0), {0: 8}, True, {0: 6}, committed_ms=_ms(30.0))]
+        cp = _checkpoint(tmp_path, "checkpoint", {"offsets/0": 0.5, "commits/0": 1.0, "offsets/1": 3.0,
+                                                  "commits/1": 3.4, "offsets/2": 16.0, "commits/2": 30.0})
+        progress = [_progress("run-a", 0, 0.5, end={0: 3}), _progress("run-a", 1, 3.0, end={0: 6}),
+                    _progress("run-b", 2, 29.0, end={0: 8})]
+        replay = FaultRecord("replay-batch", 16.5, 16.5, 20.0, "driver (pid 42)", True, landed_s=17.6)
+        died = Incident(17.7, "driver-exit", "spark-driver (pid 42)", "killed by SIGKILL", "process",
+                        scheduled=True)
+        row = ("k1", 0.0, 2.0, 3, 60, 1, 3.329)
+        f = _only(build(_inputs(WINDOWS, truth, _window_sink([row, row[:-1] + (3.338,)]), batches,
+                                checkpoints=[cp], progress=progress, faults=[replay], incidents=[died])),
+                  "duplicated")
+        assert "batch 1 ran once" in f.story and "a write applied twice" in f.story, f.story
+        assert "replay-batch" not in f.story and "17.6" not in f.story, f.story
 
 
 class TestSinkOwnCommitIds:

@@ -22,32 +22,39 @@ def build(inputs: Inputs, history: History, unit) -> Finding | None:
         return None
     records = pick(unit.duplicated())
     clauses: list[str] = []
-    told: set[int] = set()
+    told: set[int] = set()   # the batches the story told: with a sink's own ids, the ones it inferred
     for r in records:
         clauses += _told(inputs, history, r, told)
-    return finding("duplicated", count, records, history, text.paragraph(clauses))
+    return finding("duplicated", count, records, history, text.paragraph(clauses), batches=told)
 
 
 def _told(inputs: Inputs, history: History, r: dict, told: set[int]) -> list[str]:
+    """The story of one duplicated record, from what the case left behind: the batch ids the
+    sink recorded, else the batch whose watermark closed the window; the driver's deaths while
+    that batch was under way; when each copy became visible. What the evidence cannot tell, the
+    story says it cannot; it never guesses."""
     ids = [w.get("batch_id", -1) for w in r.get("written_by", [])]
     what = _what(inputs, r)
     if ids and all(b >= 0 for b in ids) and len(set(ids)) == 1:
-        b = ids[0]
-        f = history.batch(b)
+        f = history.batch(ids[0])
         if f is None:
-            return [f"the sink holds {len(ids)} copies of {what}, all with batch_id {b}, which no "
+            return [f"the sink holds {len(ids)} copies of {what}, all with batch_id {ids[0]}, which no "
                     f"checkpoint lists"]
-        if b in told:
+        if f.id in told:
             return [f"{what} is another of the rows {name(f)} wrote more than once"]
-        told.add(b)
-        return _replay(history, f) + [f"{what} is one of them"]
+        told.add(f.id)
+        return _one_batch(history, f, r, what, recorded=True)
     if ids and all(b >= 0 for b in ids):
         return _several(history, r, what)
+    closer = _closed_by(inputs, history, r)
+    if closer is not None:
+        if closer.id in told:
+            return [f"{what} is another of the rows {name(closer)} wrote more than once"]
+        told.add(closer.id)
+        return _one_batch(history, closer, r, what, recorded=False)
     times = text.join(text.seconds(w.get("committed_s")) for w in r.get("written_by", []))
-    return [f"the sink holds {len(r.get('written_by', []))} copies of {what}, visible at {times}; "
-            f"it does not record which batch wrote each"]
-
-
+    return [f"the sink holds {len(r.get('written_by', []))} copies of {what}, visible at {times} by its own "
+            "commit times; it does not record which batch wrote each, and nothing else tells"]
 def _what(inputs: Inputs, r: dict) -> str:
     bare = window_text(r, inputs.t0_s)
     if bare:
@@ -59,37 +66,80 @@ def _what(inputs: Inputs, r: dict) -> str:
     return f"the row {r.get('row', '')}"
 
 
-def _replay(history: History, f: BatchFacts) -> list[str]:
-    """The batch wrote, the driver died before its commit, the new driver ran it again."""
-    distinct, same = _copies(history, f)
+def _closed_by(inputs: Inputs, history: History, r: dict) -> BatchFacts | None:
+    """For a window's row from a sink that keeps no batch id: the batch that wrote it, the first
+    whose watermark reached the window's end (append mode emits a window then, once); None when
+    the record is no window, or no batch's watermark reached it."""
+    window = r.get("window")
+    if not window or inputs.pipeline.trigger == "real-time":
+        return None
+    end = int(window[1])
+    closing = [f for f in history.batches.values() if f.batch.watermark_ms >= end]
+    return min(closing, key=lambda f: (f.planned_s is None, f.planned_s or 0.0, f.id), default=None)
+
+
+def _one_batch(history: History, f: BatchFacts, r: dict, what: str, recorded: bool) -> list[str]:
+    """Copies written by one batch (`recorded`: the sink's batch_id says so; else the batch
+    whose watermark closed the window): two runs of it, before and after a driver death while
+    it was under way, or one run that applied its write more than once."""
+    copies = [w.get("committed_s") for w in r.get("written_by", [])]
+    deaths = history.deaths_within(f)
+    how = "its rows in the sink carry its batch id" if recorded else (
+        f"its watermark was the first to reach the window's end ({name(f)} wrote the window; the sink "
+        "records no batch id)")
+    if not deaths:
+        known = [c for c in copies if c is not None]
+        seen = f", visible at {text.join(text.seconds(c) for c in known)}" if known else ""
+        times = _times(len(copies))
+        return [batch_read(f), how, f"the driver did not die while it ran, so {name(f)} ran once, and its "
+                f"one run wrote {what} {times}{seen}: a write applied {times}", commit(f)]
+    return _replay(history, f, copies, deaths, what, recorded)
+
+
+def _replay(history: History, f: BatchFacts, copies: list, deaths: list, what: str,
+            recorded: bool) -> list[str]:
+    """The batch wrote, the driver died before commits/N, the new driver ran it again."""
+    at, death = deaths[0]
+    distinct, same = _copies(history, f) if recorded else (0, False)
     per = distinct if distinct else None
-    clauses = [batch_read(f), sink_write(f, per)]
+    clauses = [batch_read(f)]
+    clauses.append(sink_write(f, per) if recorded else
+                   f"its watermark was the first to reach the end of the window of {what} (the sink records "
+                   "no batch id)")
     held = history.held(f)
     if held:
         clauses.append(held)
-    rerun = [run for run in f.runs if f.sink_s is None or run[1] > f.sink_s]
-    rerun_s = rerun[0][1] if rerun else None
-    death = history.death_between(f.sink_s, rerun_s)
-    before = f.committed_s is None or (rerun_s is not None and f.committed_s >= rerun_s)
+    before = [c for c in copies if c is not None and c <= at]
+    after = [c for c in copies if c is not None and c > at]
     deleted = history.commit_deleted(f)
-    if death and deleted:   # killed after commits/N, which the fault then deleted
-        clauses.append(f"{death}, {deleted}")
-    elif death:
-        clauses.append(death + (f", before commits/{f.local} was written" if before else ""))
+    clauses.append(f"{death}, {deleted}" if deleted else
+                   death + (f", before commits/{f.local} was written" if f.committed_s is None
+                            or f.committed_s > at else ""))
+    rerun = [run for run in f.runs if run[1] > at]
     again = ("the same row" if per == 1 else f"the same {per:,} rows") if per and same else "its rows"
     if rerun:
         clauses.append(f"the new driver (run {rerun[0][0][:8]}) ran {name(f)} again at "
-                       f"{text.seconds(rerun_s)} with the same offsets, and the sink appended {again}")
+                       f"{text.seconds(rerun[0][1])} with the same offsets, and the sink appended {again}")
     else:
-        clauses.append(f"{name(f)} ran again with the same offsets and the sink appended {again}")
+        clauses.append(f"{name(f)} ran again with the same offsets after it, and the sink appended {again}")
     clauses.append(commit(f))
-    if per and same:
+    if recorded and per and same:
         each = f"each of its {per:,} rows" if per > 1 else "its row"
         clauses.append(f"the sink holds {text.plural(f.sink_rows, 'row')} of {name(f)}: {each} "
                        f"{_times(f.sink_rows // per)}")
-    elif per:
+    elif recorded and per:
         clauses.append(f"the sink holds {text.plural(f.sink_rows, 'row')} of {name(f)}, "
                        f"{per:,} of them distinct")
+    if before and after:
+        clauses.append(f"{what} is one of them: the copies came from two runs of {name(f)}, visible at "
+                       f"{text.join(text.seconds(c) for c in before + after)}, before and after the driver "
+                       f"died at {text.seconds(at)}")
+    elif copies and all(c is not None for c in copies) and len(set(copies)) == 1:
+        clauses.append(f"{what} is one of them: the copies came from two runs of {name(f)}, before and after "
+                       f"the driver died at {text.seconds(at)} (the sink gives them one commit time, "
+                       f"{text.seconds(copies[0])}, so it cannot tell them apart)")
+    else:
+        clauses.append(f"{what} is one of them")
     return clauses
 
 

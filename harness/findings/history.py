@@ -203,7 +203,7 @@ class History:
     def deaths(self) -> list[tuple[float | None, str]]:
         """Each time the driver died, in order: (seconds or None, a phrase saying how it is
         known). From the process watch's driver-exit incidents; else from the faults that kill
-        the driver (their start: the kill may have waited for a held batch)."""
+        the driver (when each took effect: the kill, after any wait for a held batch)."""
         seen = []
         for i in self.inputs.incidents:
             if i.kind == "driver-exit" and i.at_s is not None:
@@ -211,13 +211,26 @@ class History:
                 seen.append((float(i.at_s), _died(i.target, i.at_s, i.cause, killer)))
         if seen:
             return [(at, phrase) for at, phrase in sorted(seen)]
-        return [(None, _killed_by(f)) for f in self.inputs.faults
-                if kills_driver(f) and f.started_s is not None]
+        return sorted(((f.landed_s, _killed_by(f)) for f in self.inputs.faults
+                       if kills_driver(f) and f.started_s is not None),
+                      key=lambda d: (d[0] is None, d[0] or 0.0))
+
+    def deaths_within(self, f: BatchFacts) -> list[tuple[float, str]]:
+        """The driver's deaths while batch `f` was under way: after its offsets/N and before its
+        commits/N (or the end of the case, when it never committed). A batch the driver died in
+        ran again (same checkpoint) or was skipped (a fresh one); one no death came in ran once."""
+        start = f.planned_s if f.planned_s is not None else f.sink_s
+        end = f.committed_s
+        out: list[tuple[float, str]] = []
+        for at, phrase in self.deaths():
+            if at is not None and (start is None or at >= start - 0.5) and (end is None or at <= end):
+                out.append((at, phrase))
+        return out
 
     def _killer(self, at_s: float) -> FaultRecord | None:
         """The fault that killed the driver seen gone at `at_s` (in effect then)."""
         for f in self.inputs.faults:
-            if kills_driver(f) and f.started_s is not None and f.started_s <= at_s <= _ended(f):
+            if kills_driver(f) and f.started_s is not None and f.started_s - 1 <= at_s <= _ended(f):
                 return f
         return None
 
@@ -329,6 +342,8 @@ def _died(target: str, at_s: float, cause: str, killer: FaultRecord | None) -> s
 
 
 def _killed_by(f: FaultRecord) -> str:
-    """A kill whose moment only the fault's start bounds (it may have waited for a held batch)."""
+    """A kill known from the fault's record: when it took effect, else when it was injected."""
     target = f.target if f.target.startswith("driver") else f"driver ({f.target})"
+    if f.landed_s is not None:
+        return f"{f.kind} killed the {target} at {text.seconds(f.landed_s)}"
     return f"then {f.kind} (injected at {text.seconds(f.started_s)}) killed the {target}"

@@ -366,7 +366,7 @@ def _fault_lines(base: RunResult, new: RunResult) -> list[str]:
 def _landed(cases: list[CaseResult], k: int, kind: str) -> str:
     """When the k-th fault (of `kind`) took effect in each of the runs: "landed 17.3 s, missed"."""
     found = [c.faults[k] for c in cases if len(c.faults) > k and c.faults[k].kind == kind]
-    return ", ".join(f.when.split(", ", 1)[-1] for f in found) or "-"
+    return ", ".join(f.took_effect for f in found) or "-"
 
 
 def render(base: RunResult, new: RunResult, rows: list[Row], judged: int = 0) -> str:

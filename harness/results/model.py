@@ -94,14 +94,17 @@ class FaultRecord:
         return self.at if self.at is not None else f"{self.at_s:g}s"
 
     @property
+    def took_effect(self) -> str:
+        """When it took effect: "landed 17.3 s", "missed", "not injected"."""
+        if self.missed:
+            return "missed"
+        landed = self.landed_s if self.landed_s is not None else self.started_s
+        return "not injected" if landed is None else f"landed {landed:.1f} s"
+
+    @property
     def when(self) -> str:
         """When it was asked and when it took effect: "5s, landed 17.3 s" (the table and report)."""
-        if self.missed:
-            return f"{self.asked}, missed"
-        landed = self.landed_s if self.landed_s is not None else self.started_s
-        if landed is None:
-            return f"{self.asked}, not injected"
-        return f"{self.asked}, landed {landed:.1f} s"
+        return self.asked if self.missed else f"{self.asked}, {self.took_effect}"
 
 
 _OPTIONAL_FAULT_FIELDS = ("landed", "landed_detail", "outcome", "outcome_detail", "at", "landed_s", "missed")

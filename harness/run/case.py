@@ -118,6 +118,25 @@ class Case:
     def truth_dir(self) -> Path:
         return self.files.truth
 
+    def sink(self):
+        """The case's sink as the harness reads it (its class built from the case's context)."""
+        from workloads.sinks import load, sink_target
+
+        return load(sink_target(self.spec.sink, self.spec.sink_class))(self.sink_context())
+
+    def sink_broken(self) -> str | None:
+        """Why the case's sink cannot be built, said with its class and the exception its
+        constructor raised; None when it builds (what the driver then does too)."""
+        from workloads.sinks import sink_target
+
+        target = sink_target(self.spec.sink, self.spec.sink_class)
+        try:
+            self.sink()
+        except Exception as exc:  # noqa: BLE001 - a user's constructor may raise anything
+            return (f"the sink {target}: its constructor {target.partition(':')[2]}(ctx) raised "
+                    f"{type(exc).__name__}: {exc}; no driver was started")
+        return None
+
     def sink_context(self) -> SinkContext:
         return SinkContext(name=self.sink_name, guarantee=self.spec.guarantee,
                            columns=dict(self.pipeline.columns),

@@ -140,6 +140,11 @@ def run_case(case: Case) -> CaseResult:
     schedule = FaultRunner(case.scenario.faults, case.targets(), say=case.progress.step, clock=case.pace,
                            fresh_restarts=case.spec.guarantee == "at-most-once")
     case.dir.mkdir(parents=True, exist_ok=True)
+    broken = case.sink_broken()
+    if broken is not None:   # before any driver starts: the driver would build it the same way
+        case.failure = broken
+        case.progress.step(f"FAILED: case {case.name}: {broken}")
+        return case_result(case, schedule, None)
     sampler = resources.Sampler(case.registry, case.files.resources)
     if case.scenario.measure.enabled:
         sampler.start()

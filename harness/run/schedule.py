@@ -172,7 +172,7 @@ class FaultRun:
         if self.error is not None:
             observed, detail = False, f"the fault could not be carried out: {self.error}"
         elif self.missed is not None:
-            observed, detail = False, f"missed: {self.missed}"
+            observed, detail = False, self.missed
         elif seen is None:
             observed, detail = False, "not injected: the case ended first"
         else:

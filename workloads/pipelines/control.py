@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from workloads.pipelines import taskfault
 from workloads.wire import CONTROL_KEY
 
 # the request files: each names what it asks of the driver (the fault kinds that write them
@@ -205,7 +206,7 @@ class CommitGate:
     def __call__(self, batch_df, batch_id: int) -> None:
         asked = self._asked()
         if not asked:
-            self.write(batch_df, self.batch_base + batch_id)
+            self._write(batch_df, batch_id)
             return
         if asked.pop(PAUSE_BATCH, None):
             # before anything runs the batch's plan: a look at its rows would read its input,
@@ -214,7 +215,7 @@ class CommitGate:
                        until=lambda: not (self.control_dir / PAUSE_BATCH).exists())
         if BEFORE_WRITE in asked.values() and _has_rows(batch_df):
             self._act(asked, BEFORE_WRITE, batch_id, None)
-        self.write(batch_df, self.batch_base + batch_id)
+        self._write(batch_df, batch_id)
         if not asked:
             return
         rows = self.rows()
@@ -225,6 +226,15 @@ class CommitGate:
             (self.control_dir / HOLD_COMMIT).unlink(missing_ok=True)
             _write_json(self.control_dir / f"armed-{batch_id}-{_now_ms()}.json",
                         {"batch_id": batch_id, "rows": rows, "at_ms": _now_ms(), "point": AFTER_COMMIT})
+
+    def _write(self, batch_df, batch_id: int) -> None:
+        """The sink's write; while a fail-task request waits, its tasks fail inside the sink's own
+        reading of the batch (workloads/pipelines/taskfault.py)."""
+        if not taskfault.pending(self.control_dir):
+            self.write(batch_df, self.batch_base + batch_id)
+            return
+        with taskfault.watching(batch_df.sparkSession.sparkContext, self.control_dir):
+            self.write(batch_df, self.batch_base + batch_id)
 
     def _asked(self) -> dict[str, str]:
         """Pending requests -> the point each acts at."""

@@ -29,7 +29,7 @@ from workloads.pipelines.config import DriverConfig
 from workloads.pipelines.control import CommitGate
 from workloads.pipelines.executors import ExecutorWatch
 from workloads.pipelines.source import parse_events, rate_events, read_kafka
-from workloads.pipelines.taskfault import with_task_faults
+from workloads.pipelines.taskfault import JOB, SPARK_SINK, with_task_faults
 from workloads.sinks import sink_target
 
 DEFAULT_CONF = {
@@ -55,8 +55,13 @@ def main(argv: list[str]) -> int:
 def run(config: DriverConfig, status: Path) -> int:
     plugins.add_import_paths(config.import_paths)
     spark = _session(config)
-    sink_class = plugins.load(config.sink_class or sink_target(config.sink, None), "sink_class")
-    sink = sink_class(config.sink_context)
+    target = config.sink_class or sink_target(config.sink, None)
+    sink_class = plugins.load(target, "sink_class")
+    try:
+        sink = sink_class(config.sink_context)
+    except Exception as exc:
+        raise RuntimeError(f"the sink {target}: its constructor {target.partition(':')[2]}(ctx) raised "
+                           f"{type(exc).__name__}: {exc}") from exc
     sink.setup()
     query = _start_query(spark, config, sink)
     _write_status(status, state="running", query_id=str(query.id), run_id=str(query.runId))
@@ -163,8 +168,9 @@ def _start_query(spark, config: DriverConfig, sink):
         events = parse_events(read_kafka(spark, config.bootstrap_servers, config.topic, options))
     build = plugins.load(config.build, "pipeline.build")
     out = _checked_output(build(events, dict(config.params)), config)
+    own = getattr(sink, "streaming_format", False)   # Spark's own sink: it reads the stage's rows itself
     if config.task_faults:   # the scenario has a fail-task fault: the stage it fails tasks in
-        out = with_task_faults(out, config.control_dir)
+        out = with_task_faults(out, config.control_dir, SPARK_SINK if own else JOB)
 
     def configured(df):
         # real-time mode takes update mode only; for its stateless queries that is append
@@ -172,7 +178,7 @@ def _start_query(spark, config: DriverConfig, sink):
         writer = df.writeStream.outputMode(mode).queryName(config.app_name)
         return _triggered(writer, config).option("checkpointLocation", config.checkpoint)
 
-    if getattr(sink, "streaming_format", False):   # Spark's own sink: it shapes and starts the writer
+    if own:   # Spark's own sink: it shapes and starts the writer
         return sink.start(out, configured)
     gate = CommitGate(sink.write, Path(config.control_dir), lambda: getattr(sink, "last_rows", None),
                       config.batch_base)

@@ -1,34 +1,53 @@
-"""fail-task, inside the query: a pass-through stage before the sink whose tasks, when the
-harness asks, throw on their first attempt after part of their partition's rows went out,
-so that Spark retries them (spark.task.maxFailures).
+"""fail-task, inside the sink's own tasks: when the harness asks, tasks of the next batch with
+rows throw on their first attempt after the sink took part of their partition's rows, so
+that Spark retries them (spark.task.maxFailures).
 
-The driver adds the stage only for a case whose scenario has a fail-task fault: it costs a
-trip of every row through a Python worker. The request and the records are files in the
-case's control directory, which the executors of a cluster on this machine (local-cluster,
-the harness's standalone cluster) read and write as the driver does:
+Where the failure comes depends on how the sink reads the batch, and the record says which
+(`consumer`):
+
+  iterator   the sink's own code reads the rows in its tasks (foreachPartition, foreach, the
+             RDD API): the iterator it reads fails after it has taken `rows` rows, so those rows
+             are really in its hands (a sink that writes per row has written them)
+  writer     Spark's writer reads them in the same task (batch_df.write, writeTo, mergeInto): a
+             pass-through stage before it fails after `rows` rows went to it
+  driver     the sink collects the batch on the driver (collect, toPandas...): the stage fails a
+             task of that job; the driver takes a task's rows only when it succeeds, so the sink
+             took none of the failed attempt's
+  spark-sink Spark's own streaming sink (Kafka, files, Delta) reads them in the same task
+  job        a job of the sink's write the harness did not see how it reads
+
+The commit gate (pipelines/control.py) tells which, while the sink writes the batch that takes
+the request (`watching`); the pass-through stage is in the query only for a case whose
+scenario has a fail-task fault: it costs a trip of every row through a Python worker. The
+request and the records are files in the case's control directory, which the executors of a
+cluster on this machine (local-cluster, the harness's standalone cluster) read and write as
+the driver does:
 
   fail-tasks               request: {"tasks": k, "rows": r or null}
   fail-task-batch          the batch that took the request (created once, O_EXCL)
   fail-task-slot-<i>       one per task that failed (created once each, O_EXCL)
-  task-failed-<stage>-<partition>.json    what a failing task did: batch, attempt, rows out
+  task-failed-<stage>-<partition>.json    what a failing task did: batch, attempt, rows out,
+                                          consumer
   task-retried-<stage>-<partition>.json   the retry of a failed task, once it went through
-
-A sink that writes while it iterates (Spark's Kafka and file sinks, a custom sink that writes
-per partition) has written part of the partition when the task fails: its retry writes it
-again. A sink that collects on the driver sees only the retry's rows.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 PROBE = "harness.probe"   # pipelines/control.py marks its own jobs with it
 REQUEST = "fail-tasks"
 BATCH = "fail-task-batch"
 BATCH_KEY = "streaming.sql.batchId"   # the local property Spark sets on a micro-batch's jobs
+SINK_READS = "harness.sink-reads"     # a local property: how the sink read the batch (watching)
+ITERATOR, WRITER, DRIVER, SPARK_SINK, JOB = "iterator", "writer", "driver", "spark-sink", "job"
+_DRIVER_READS = ("collect", "toPandas", "toArrow", "toLocalIterator", "take", "tail")
+_WRITER_READS = ("writeTo", "mergeInto")
 
 
 class InjectedTaskFailure(RuntimeError):
@@ -53,27 +72,125 @@ def _records(control_dir: Path, pattern: str) -> list[dict]:
     return sorted(out, key=lambda r: r["at_ms"])
 
 
-def with_task_faults(df, control_dir: str):
-    """`df` with the stage: the same rows and schema."""
-    return df.mapInPandas(_stage(control_dir), schema=df.schema)
+def with_task_faults(df, control_dir: str, consumer: str = JOB):
+    """`df` with the stage: the same rows and schema. `consumer`: who reads its output when the
+    commit gate does not say (SPARK_SINK: Spark's own streaming sink, with no gate)."""
+    return df.mapInPandas(_stage(control_dir, consumer), schema=df.schema)
 
 
-def _stage(control_dir: str):
+def pending(control_dir) -> bool:
+    """Whether a fail-task request waits for a batch."""
+    return (Path(control_dir) / REQUEST).exists()
+
+
+@contextlib.contextmanager
+def watching(spark_context, control_dir) -> Iterator[None]:
+    """While the sink writes a batch a fail-task request waits for: the batch's rows reach the
+    sink's own code through an iterator that fails after it took `rows` of them (the RDD API:
+    foreachPartition, foreach, rdd), and each job of the sink's write carries how the sink reads
+    (the local property SINK_READS), for the stage and the record. What it patches it restores."""
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    control = str(control_dir)
+    saved = {name: DataFrame.__dict__[name] for name in (*_DRIVER_READS, *_WRITER_READS, "write", "rdd")}
+
+    def mark(how: str) -> None:
+        spark_context.setLocalProperty(SINK_READS, how)
+
+    def reading(original, how):
+        def read(self, *args, **kwargs):
+            mark(how)
+            return original(self, *args, **kwargs)
+        return read
+
+    def rdd(self):
+        mark(ITERATOR)
+        return saved["rdd"].fget(self).mapPartitions(_taking(control), preservesPartitioning=True)
+
+    def write(self):
+        mark(WRITER)
+        return saved["write"].fget(self)
+
+    for name in _DRIVER_READS:
+        setattr(DataFrame, name, reading(saved[name], DRIVER))
+    for name in _WRITER_READS:
+        setattr(DataFrame, name, reading(saved[name], WRITER))
+    DataFrame.rdd, DataFrame.write = property(rdd), property(write)   # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        for name, original in saved.items():
+            setattr(DataFrame, name, original)
+        spark_context.setLocalProperty(SINK_READS, None)
+
+
+def _where():
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return ctx, {"stage": ctx.stageId(), "partition": ctx.partitionId(), "attempt": ctx.attemptNumber(),
+                 "batch": ctx.getLocalProperty(BATCH_KEY)}
+
+
+def _failed_path(control: Path, where: dict) -> Path:
+    return control / f"task-failed-{where['stage']}-{where['partition']}.json"
+
+
+def _retried(control: Path, where: dict) -> None:
+    """A retry of a failed task went through: its record."""
+    if where["attempt"] > 0 and _failed_path(control, where).exists():
+        _write(control / f"task-retried-{where['stage']}-{where['partition']}.json",
+               {**where, "at_ms": _now_ms()})
+
+
+def _rows_out(control: Path, total: int) -> int:
+    """How many of a partition's `total` rows go out before its task fails: the request's
+    `rows`, at most all but one; by default half."""
+    asked = json.loads((control / REQUEST).read_text() or "{}").get("rows")
+    return min(total - 1, int(asked)) if asked is not None else total // 2
+
+
+def _fail(control: Path, where: dict, out: int, total: int, consumer: str):
+    _write(_failed_path(control, where), {**where, "rows_out": out, "rows": total, "consumer": consumer,
+                                          "at_ms": _now_ms()})
+    return InjectedTaskFailure(f"harness fail-task: task {where['partition']} of stage {where['stage']} "
+                               f"(batch {where['batch']}) failed on purpose after {out} of its {total} rows "
+                               f"({consumer})")
+
+
+def _taking(control_dir: str):
+    """The iterator the sink's own code reads in its tasks: on the first attempt of a task the
+    request takes, it hands out `rows` rows, and fails when the sink asks for one more."""
+    def run(rows):
+        control = Path(control_dir)
+        _, where = _where()
+        if where["attempt"] > 0 or not (control / REQUEST).exists():
+            yield from rows
+            _retried(control, where)
+            return
+        rows = list(rows)
+        # a task with one row could only fail before it: nothing would be written twice
+        if len(rows) < 2 or not _take(control, where):
+            yield from rows
+            return
+        out = _rows_out(control, len(rows))
+        yield from rows[:out]
+        raise _fail(control, where, out, len(rows), ITERATOR)
+    return run
+
+
+def _stage(control_dir: str, consumer: str):
     def run(frames):
         import pandas as pd
-        from pyspark import TaskContext
 
-        ctx = TaskContext.get()
+        ctx, where = _where()
         control = Path(control_dir)
-        where = {"stage": ctx.stageId(), "partition": ctx.partitionId(), "attempt": ctx.attemptNumber(),
-                 "batch": ctx.getLocalProperty(BATCH_KEY)}
-        failed = control / f"task-failed-{where['stage']}-{where['partition']}.json"
         probe = ctx.getLocalProperty(PROBE) == "1"   # the commit gate's own look at the batch
-        if probe or where["attempt"] > 0 or not (control / REQUEST).exists():
+        reads = ctx.getLocalProperty(SINK_READS) or consumer
+        # the sink's own code reads this job's rows: its iterator fails the task (_taking)
+        if probe or reads == ITERATOR or where["attempt"] > 0 or not (control / REQUEST).exists():
             yield from frames
-            if where["attempt"] > 0 and failed.exists():
-                _write(control / f"task-retried-{where['stage']}-{where['partition']}.json",
-                       {**where, "at_ms": _now_ms()})
+            _retried(control, where)
             return
         rows = [f for f in frames if len(f)]
         whole = pd.concat(rows, ignore_index=True) if rows else None
@@ -82,13 +199,9 @@ def _stage(control_dir: str):
             if whole is not None:
                 yield whole
             return
-        asked = json.loads((control / REQUEST).read_text() or "{}").get("rows")
-        out = min(len(whole) - 1, int(asked)) if asked is not None else len(whole) // 2
+        out = _rows_out(control, len(whole))
         yield whole.iloc[:out]
-        _write(failed, {**where, "rows_out": out, "rows": len(whole), "at_ms": _now_ms()})
-        raise InjectedTaskFailure(f"harness fail-task: task {where['partition']} of stage {where['stage']} "
-                                  f"(batch {where['batch']}) failed on purpose after {out} of its "
-                                  f"{len(whole)} rows")
+        raise _fail(control, where, out, len(whole), reads)
     return run
 
 
