@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from faults.base import Details, Fault, Observation
-from faults.kinds import FaultKind, Key, Preparation
+from faults.kinds import BatchView, FaultKind, Key, Preparation, RecordView
 from faults.spec import FaultSpec
 from workloads.pipelines.taskfault import (
     DRIVER,
@@ -81,6 +81,15 @@ class FailTask(Fault):
                            details=TaskFailures(self.failed))
 
 
+def explain(fault: RecordView, batch: BatchView) -> str | None:
+    """The tasks of a batch this fault failed, and that Spark ran them again."""
+    mine = [t for t in getattr(fault.details, "tasks", []) if str(t.get("batch")) == str(batch.local)]
+    if not mine:
+        return None
+    return ("fail-task failed " + "; ".join(taken(t) for t in mine)
+            + ", and Spark ran the task again, which read every row of it")
+
+
 def taken(failure: dict) -> str:
     """What a failed task verifiably did with its rows, by who read them (taskfault.py)."""
     task = f"partition {failure['partition']} (stage {failure['stage']})"
@@ -123,6 +132,6 @@ FAIL_TASK_FAULT = FaultKind(
           Key("rows", "integer", "rows of the partition that go out before the task fails (default: half)",
               default=None, ge=1)),
     targets=("tasks",), default_target="tasks", recovery_keys=("tasks_failed", "tasks_retried"),
-    details=TaskFailures, prepare=_stage,
+    details=TaskFailures, prepare=_stage, explain=explain,
     # the stage and the harness share the control directory: executors on this machine
     requires=lambda spec: ("local-executors",))

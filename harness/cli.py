@@ -2,8 +2,9 @@
 
 Exit codes: 0 every verdict holds (compare: no regression; hunt: no violation found in the
 budget); 1 a verdict failed (compare: a regression; hunt: a violation, minimal.toml
-written); 2 bad input or a broken
-environment (the message names the problem and the fix); 3 a bug in the harness;
+written); 2 bad input or a broken environment (the message names the problem and the fix),
+or a schedule that did not fit the run (a fault's time or anchor did not come while the
+workload was sent: status schedule-missed, every verdict held); 3 a bug in the harness;
 128+N interrupted by signal N (130 for Ctrl-C, 143 for SIGTERM).
 """
 
@@ -222,7 +223,9 @@ def _run(args, search=None) -> int:
     if search is not None:
         print(search.render(result))
         return search.exit_code(result)
-    return 0 if result.holds else 1
+    if not result.holds:
+        return 1
+    return 2 if result.status == "schedule-missed" else 0
 
 
 def _write_report(run_dir, progress) -> None:

@@ -1,7 +1,9 @@
-"""`python -m harness.docs`: write the generated parts of docs/ from the code that defines them.
+"""`python -m harness.docs`: write the generated parts of the docs from what defines them: the
+fault kinds' table from the registry, README's example output from the committed quick
+baseline (results/baseline/bench-quick.summary.json, a real run), rendered by today's table.
 
-A generated part sits between `<!-- NAME:begin -->` and `<!-- NAME:end -->`; the test
-(tests/test_docs_generated.py) fails when a part differs from what this would write.
+A generated part sits between `<!-- NAME:begin -->` and `<!-- NAME:end -->`; the tests
+(tests/test_docs.py) fail when a part differs from what this would write.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from harness.paths import REPO_ROOT
 
 DOCS = REPO_ROOT / "docs"
+QUICK_BASELINE = REPO_ROOT / "results" / "baseline" / "bench-quick.summary.json"
 
 
 def _fault_kinds() -> str:
@@ -22,9 +25,18 @@ def _fault_kinds() -> str:
     return registry.table()
 
 
-# (file, block name) -> what the block holds
+def _quick_bench() -> str:
+    """The terminal table of the committed quick bench run, as `python -m harness run` prints it."""
+    from harness.report import table
+    from harness.results import summary
+
+    return "```\n" + table.render(summary.load(QUICK_BASELINE)) + "\n```"
+
+
+# (file, from the repository's root; block name) -> what the block holds
 GENERATED: dict[tuple[str, str], Callable[[], str]] = {
-    ("faults.md", "fault-kinds"): _fault_kinds,
+    ("docs/faults.md", "fault-kinds"): _fault_kinds,
+    ("README.md", "quick-bench"): _quick_bench,
 }
 
 
@@ -38,11 +50,11 @@ def _between(body: str) -> Callable[[re.Match], str]:
     return lambda m: m[1] + body + "\n" + m[2]
 
 
-def write(docs: Path = DOCS) -> list[Path]:
+def write(root: Path = REPO_ROOT) -> list[Path]:
     """Rewrite every generated block; returns the files changed."""
     changed = []
     for (file, name), make in GENERATED.items():
-        path = docs / file
+        path = root / file
         text = path.read_text()
         if block(text, name) is None:
             raise SystemExit(f"{path} has no <!-- {name}:begin --> ... <!-- {name}:end --> block")

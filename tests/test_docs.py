@@ -266,3 +266,14 @@ class TestCodeCitations:
         problems = stale_citations()
         assert not problems, ("code cites documentation that does not exist (cite the docs file "
                               "and its heading as it is now):\n" + "\n".join(problems))
+
+
+def test_every_generated_block_is_what_the_code_writes():
+    """Each block `python -m harness.docs` writes (the fault kinds' table, README's example
+    output from the committed quick baseline) is current: README's example once drifted from
+    the run it cited (processed/s 990/988/614 printed, 1,151/1,207/662 by the table's code)."""
+    from harness import docs
+
+    for (file, name), make in docs.GENERATED.items():
+        text = (REPO / file).read_text()
+        assert docs.block(text, name) == make(), f"{file}: block {name} is stale: run python -m harness.docs"

@@ -201,3 +201,102 @@ def test_threads_of_a_finished_schedule_are_gone(tmp_path, monkeypatch):
     runner.join(5)
     runner.stop()
     assert not [t for t in threading.enumerate() if t.name.startswith("fault-")]
+
+
+class _Clock:
+    """A pace whose anchors come when the test says: `warm_at` (epoch s) and each batch after it."""
+
+    def __init__(self, start_s: float = 20.0):
+        self.warm_at: float | None = None
+        self.batches: list[float] = []
+        self.batch_s, self.start_s = 1.0, start_s
+
+    def reached(self, anchor):
+        if anchor.after == "start":
+            raise AssertionError("plain times are the schedule's own")
+        if self.warm_at is None:
+            return None
+        if anchor.after == "warmup":
+            return self.warm_at + anchor.plus_s
+        return self.batches[anchor.batches - 1] if len(self.batches) >= anchor.batches else None
+
+    def not_reached(self, anchor):
+        return f"{len(self.batches)} batches after the warm-up"
+
+
+class TestAnchors:
+    @pytest.fixture(autouse=True)
+    def recorded(self, monkeypatch):
+        _Recorded.calls = []
+        for kind in ("pause", "kill-driver", "delay-commit"):
+            _record(monkeypatch, kind)
+
+    def _spec(self, kind: str, text: str, **kw) -> FaultSpec:
+        from faults.spec import parse_anchor
+
+        anchor = parse_anchor(text, lambda t: float(t.rstrip("s")) * 1000)
+        return FaultSpec(kind, anchor.plus_s, "driver", anchor=anchor, **kw)
+
+    def test_a_fault_at_a_batch_comes_when_the_query_gets_there(self, tmp_path):
+        """batch 2 after the warm-up: nothing before it, the injection as soon as it commits."""
+        clock = _Clock()
+        spec = self._spec("pause", "batch 2", duration_s=0.05)
+        runner = FaultRunner((spec,), _targets(tmp_path), clock=clock)
+        now = time.time()
+        runner.start(now, send_end=now + 30)
+        clock.warm_at = time.time()
+        clock.batches.append(time.time())
+        time.sleep(0.5)
+        assert _Recorded.calls == [], "injected before its batch"
+        clock.batches.append(time.time())
+        runner.join(10)
+        (record,) = runner.records()
+        assert record.observed and record.at == "batch 2" and record.at_s is not None, record
+
+    def test_an_anchor_that_never_comes_is_missed_not_failed(self, tmp_path):
+        """The workload ended before batch 6 after the warm-up: the fault is missed, with why;
+        the case's problems leave it out (a schedule that did not fit says nothing of the
+        pipeline), and missed() names it."""
+        clock = _Clock()
+        clock.warm_at = time.time()
+        runner = FaultRunner((self._spec("pause", "batch 6", duration_s=1),), _targets(tmp_path), clock=clock)
+        now = time.time()
+        runner.start(now, send_end=now + 0.5)
+        runner.join(10)
+        (record,) = runner.records()
+        assert record.missed and "batch 6 never came while the workload was sent" in record.missed, record
+        assert runner.problems() == [] and len(runner.missed()) == 1 and _Recorded.calls == []
+
+    def test_faults_at_one_anchor_go_in_the_listed_order(self, tmp_path, monkeypatch):
+        """A delay-commit and a kill-driver at the same anchor: the kill is injected only after the
+        delay's request is placed (its injection), whatever the threads' timing."""
+        def slow(self):
+            time.sleep(0.3)   # the delay-commit's injection takes a while
+            self.calls.append(("inject", self.spec.kind))
+
+        monkeypatch.setattr(_Recorded, "_inject", slow)
+        clock = _Clock()
+        clock.warm_at = time.time()
+        clock.batches.append(time.time())
+        specs = (self._spec("delay-commit", "batch 1", duration_s=0.05),
+                 self._spec("kill-driver", "batch 1", downtime_s=0.05))
+        runner = FaultRunner(specs, _targets(tmp_path), clock=clock)
+        now = time.time()
+        runner.start(now, send_end=now + 30)
+        runner.join(10)
+        injected = [kind for call, kind in _Recorded.calls if call == "inject"]
+        assert injected == ["delay-commit", "kill-driver"], _Recorded.calls
+
+    def test_a_fresh_restart_with_too_little_workload_left_is_missed(self, tmp_path):
+        """At-most-once restarts on a fresh checkpoint at the latest offsets: a kill whose new
+        driver would start after the last event is missed, with the figures it rested on."""
+        clock = _Clock(start_s=20.0)
+        clock.warm_at = time.time()
+        runner = FaultRunner((self._spec("kill-driver", "warmup", downtime_s=1.0),), _targets(tmp_path),
+                             clock=clock, fresh_restarts=True)
+        now = time.time()
+        runner.start(now, send_end=now + 10)
+        runner.join(10)
+        (record,) = runner.records()
+        assert record.missed and "the driver's measured start-up of 20.0 s" in record.missed, record
+        assert _Recorded.calls == []

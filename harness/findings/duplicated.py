@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from harness.findings import text
 from harness.findings.compose import batch_read, commit, finding, name, sink_write, window_text
-from harness.findings.history import BatchFacts, History
+from harness.findings.history import BatchFacts, History, kills_driver
 from harness.findings.inputs import Inputs
 from harness.findings.witness import pick
 from harness.results.model import Finding
@@ -91,8 +91,9 @@ def _one_batch(history: History, f: BatchFacts, r: dict, what: str, recorded: bo
         known = [c for c in copies if c is not None]
         seen = f", visible at {text.join(text.seconds(c) for c in known)}" if known else ""
         times = _times(len(copies))
-        return [batch_read(f), how, f"the driver did not die while it ran, so {name(f)} ran once, and its "
-                f"one run wrote {what} {times}{seen}: a write applied {times}", commit(f)]
+        why = [clause for fault, clause in history.explained(f) if not kills_driver(fault)]
+        return [batch_read(f), how, *why, f"the driver did not die while it ran, so {name(f)} ran once, and "
+                f"its one run wrote {what} {times}{seen}: a write applied {times}", commit(f)]
     return _replay(history, f, copies, deaths, what, recorded)
 
 

@@ -4,10 +4,12 @@ if longer), said so. The harness applies this one rule while a case runs (harnes
 faults anchored at "warmup" or "batch N") and after it, to the same batches (the measured
 window: harness/metrics/window.py).
 
-"Settled": the last SETTLE_BATCHES batches with input each took at most SETTLE_SPREAD times
-their median, plus SETTLE_SLACK_MS. A cold query's first batches (class loading, the JIT, the
-backlog of a slow start) take several times its steady ones; a query that cannot keep up takes
-longer and longer, and never settles.
+"Settled": the last SETTLE_BATCHES batches with input agree (each took at most SETTLE_SPREAD
+times their median, plus SETTLE_SLACK_MS), and they are no longer getting faster (their median
+is not below the median of the SETTLE_BATCHES before them divided by SETTLE_SPREAD). A cold
+query's first batches (class loading, the JIT, the backlog of a slow start) take several times
+its steady ones, and may agree with each other: on one core 6.0, 3.9 and 8.4 s, then near 1 s.
+A query that cannot keep up takes longer and longer, and never settles.
 """
 
 from __future__ import annotations
@@ -44,12 +46,16 @@ class Warm:
     why: str
 
 
-def settled(window: list[Done]) -> bool:
-    """Whether these batches' times have settled: the largest within SETTLE_SPREAD of their median."""
-    if len(window) < SETTLE_BATCHES:
+def settled(window: list[Done], before: list[Done]) -> bool:
+    """Whether the batch times of `window` have settled: the largest within SETTLE_SPREAD of their
+    median, and that median not SETTLE_SPREAD times faster than that of the batches `before` them
+    (still getting faster is still warming up)."""
+    if len(window) < SETTLE_BATCHES or len(before) < SETTLE_BATCHES:
         return False
     times = [d.duration_ms for d in window]
-    return max(times) <= SETTLE_SPREAD * statistics.median(times) + SETTLE_SLACK_MS
+    middle = statistics.median(times)
+    earlier = statistics.median(d.duration_ms for d in before)
+    return max(times) <= SETTLE_SPREAD * middle + SETTLE_SLACK_MS and middle * SETTLE_SPREAD >= earlier
 
 
 def warm(done: list[Done], since_ms: float, limit_ms: float, now_ms: float | None = None) -> Warm | None:
@@ -64,7 +70,8 @@ def warm(done: list[Done], since_ms: float, limit_ms: float, now_ms: float | Non
         while k < len(done) and done[k].committed_ms <= t:
             k += 1
         window = done[max(0, k - SETTLE_BATCHES):k]
-        if settled(window):
+        before = done[max(0, k - 2 * SETTLE_BATCHES):max(0, k - SETTLE_BATCHES)]
+        if settled(window, before):
             first, last = window[0], window[-1]
             times = ", ".join(f"{d.duration_ms / 1000:.1f}" for d in window)
             return Warm(t, True, f"batch times settled over batches {_named(first)} to {_named(last)} "

@@ -4,11 +4,10 @@ when the query became warm, and how long any wait for it should be.
 Everything the harness times is anchored to the query's progress, not to constants tuned on
 one machine (ducktape's wait_until with a deadline from the run, Jepsen's generator phases):
 
-- The warm-up ends when batch times have settled: the first moment, at or after `[measure]
-  warmup`, when the last SETTLE_BATCHES batches with input took within SETTLE_SPREAD of their
-  median (plus SETTLE_SLACK_MS); at the latest at half the workload, said so. The measured
-  window starts there (harness/run/collect.py applies the same rule to the same batches after
-  the run), and faults anchored at "warmup" or "batch N" count from it.
+- The warm-up ends when batch times have settled (harness/metrics/warmup.py), at or after
+  `[measure] warmup`; at the latest at half the workload, said so. The measured window starts
+  there (harness/run/collect.py applies the same rule to the same batches after the run), and
+  faults anchored at "warmup" or "batch N" count from it.
 - A wait that decides "not observed" is a number of the query's recent batch times and of its
   driver's measured start-ups (faults/targets.py: Pace), never a fixed 10 s or 120 s.
 

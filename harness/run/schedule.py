@@ -8,11 +8,12 @@ kill-driver inside a delay-commit finds the held batch. Faults due at the same a
 injected in the order the scenario lists them, so that one may count on the one before it
 (the delay-commit's request is placed before the kill that waits for its batch).
 
-A fault is injected only while the workload is being sent, with enough of it left for its
-effect to show: its own length, a restarted driver's measured start-up (a fresh restart must
-see events sent after it starts), and two of the query's batch times. A fault whose moment does
-not come in time is `missed`, with why: the schedule did not fit the run, which says nothing
-about the pipeline (the run's status is schedule-missed, exit 2).
+A fault is injected only while the workload is being sent, and a fault that kills the driver
+only with events left for its successor to read: those sent while it is down, and for a fresh
+restart (at-most-once, which reads only what is sent after it starts) those sent after the
+driver's measured start-up. A fault whose moment does not come in time is `missed`, with why:
+the schedule did not fit the run, which says nothing about the pipeline (the run's status is
+schedule-missed, exit 2).
 
 On an interrupted run `stop(aborted=True)` undoes what can be undone at once (SIGCONT, the
 lock, the commit hold) and starts nothing new (no driver restart).
@@ -37,7 +38,6 @@ from harness.results.model import FaultRecord
 log = logging.getLogger(__name__)
 
 POLL_S = 0.2          # how often a fault due at a progress anchor looks at the query's progress
-BATCHES_AFTER = 2     # the query's batch times a fault needs after it, for its effect to show
 
 
 class FaultRun:
@@ -79,28 +79,29 @@ class FaultRun:
         return None
 
     def _need_s(self) -> float:
-        """Sending the fault needs after it: its own length, and two batch times for its effect
-        to show; a driver restarted on a fresh checkpoint (at-most-once) reads only events sent
-        after it starts, so its measured start-up too."""
+        """Sending the fault needs after it. Any fault must come while the workload is sent.
+        A killed driver must find events its successor has not read: on the same checkpoint,
+        those sent while it is down (its downtime); on a fresh one (at-most-once), which reads
+        only what is sent after it starts, its downtime and the driver's measured start-up."""
         kind = registry.kind(self.spec.kind)
-        need = self.spec.lasts_s + BATCHES_AFTER * self.clock.batch_s
-        if kind.kills_driver and self.fresh_restarts:
-            need += self.clock.start_s
-        return need
+        if not kind.kills_driver:
+            return 0.0
+        return self.spec.lasts_s + (self.clock.start_s if self.fresh_restarts else 0.0)
 
     def _too_late(self, now: float) -> str | None:
         """Why the fault cannot land now (None: it can): too little of the workload left."""
         if self.send_end is None or self.clock is None:
             return None
         left, need = self.send_end - now, self._need_s()
-        if left >= need:
+        if left > need:
             return None
         at = f"at {now - self.t0:.1f} s" + (f" ({self.spec.at})" if self.spec.by_progress else "")
-        restart = (f", the driver's measured start-up of {self.clock.start_s:.1f} s"
-                   if registry.kind(self.spec.kind).kills_driver and self.fresh_restarts else "")
-        ended = "the workload had ended" if left <= 0 else f"{left:.1f} s of the workload were left"
-        return (f"{at} it needed {need:.1f} s of the workload after it (its {self.spec.lasts_s:g} s{restart} "
-                f"and {BATCHES_AFTER} batch times of {self.clock.batch_s:.1f} s), and {ended}")
+        if left <= 0:
+            return f"{at} the workload had ended"
+        start = (f" and the driver's measured start-up of {self.clock.start_s:.1f} s" if self.fresh_restarts
+                 else "")
+        return (f"{at} it needed {need:.1f} s of the workload after it (its {self.spec.lasts_s:g} s down"
+                f"{start}: a new driver must find events it has not read), and {left:.1f} s were left")
 
     # -- the fault ------------------------------------------------------------------------------
     def run(self, stopping: threading.Event, before: FaultRun | None = None) -> None:

@@ -105,11 +105,13 @@ def watching(spark_context, control_dir) -> Iterator[None]:
 
     def rdd(self):
         mark(ITERATOR)
-        return saved["rdd"].fget(self).mapPartitions(_taking(control), preservesPartitioning=True)
+        # rdd is a cached_property and write a property: each read through its own descriptor
+        plain = saved["rdd"].__get__(self, type(self))
+        return plain.mapPartitions(_taking(control), preservesPartitioning=True)
 
     def write(self):
         mark(WRITER)
-        return saved["write"].fget(self)
+        return saved["write"].__get__(self, type(self))
 
     for name in _DRIVER_READS:
         setattr(DataFrame, name, reading(saved[name], DRIVER))
