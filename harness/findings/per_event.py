@@ -10,24 +10,15 @@ import re
 
 import pandas as pd
 
-from harness.findings.history import History
-from harness.findings.inputs import Inputs
+from harness.findings.by_discrepancy import ByDiscrepancy
 from harness.findings.witness import written_by
 
 _ITEM = re.compile(r"^(event_id|record) (-?\d+)$")
 _RECORD_BITS = 40
 
 
-class Events:
+class Events(ByDiscrepancy):
     unit = "events"
-
-    def __init__(self, inputs: Inputs, history: History):
-        self.inputs, self.history = inputs, history
-        self.d = inputs.checked.discrepancies
-        self.wrong_count = 0
-
-    def _items(self, kind: str) -> pd.DataFrame:
-        return self.d[self.d["kind"] == kind] if len(self.d) else self.d
 
     def _truth_of(self, ident: str, n: int) -> pd.DataFrame:
         real = self.inputs.real
@@ -44,7 +35,7 @@ class Events:
         event_id = int(truth["event_id"].iloc[0]) if len(truth) else n
         return sink[sink["event_id"] == event_id] if "event_id" in sink.columns else sink.iloc[:0]
 
-    def _record(self, item: str) -> dict | None:
+    def _record(self, item: str, expected: str = "", actual: str = "") -> dict | None:
         m = _ITEM.match(str(item).strip())
         if not m:
             return None
@@ -65,26 +56,8 @@ class Events:
         else:
             rec["_cause"] = "never-sent"
         rec["written_by"] = written_by(rows, self.inputs.rel_s)
-        rec["_rows"] = rows
+        rec["_rows"], rec["_expected"], rec["_actual"] = rows, expected, actual
         return rec
-
-    def _records(self, kind: str) -> list[dict]:
-        out = []
-        for r in self._items(kind).itertuples(index=False):
-            rec = self._record(r.item)
-            if rec is not None:
-                rec["_expected"], rec["_actual"] = str(r.expected), str(r.actual)
-                out.append(rec)
-        return out
-
-    def lost(self) -> list[dict]:
-        return self._records("lost")
-
-    def duplicated(self) -> list[dict]:
-        out = self._records("duplicated")
-        for rec in out:
-            rec["_cause"] = tuple(w.get("batch_id", -1) for w in rec["written_by"])
-        return out
 
     def unexpected(self) -> list[dict]:
         out = self._records("unexpected")
@@ -94,29 +67,10 @@ class Events:
             rec["row"] = f"event_id {rec['event_id']}"
         return out
 
-    def wrong(self) -> list[dict]:
-        out = self._records("wrong")
-        for rec in out:
-            rec.update(row=f"event_id {rec['event_id']}", expected=rec["_expected"], actual=rec["_actual"])
-            rec["_cause"] = "values"
-        self.wrong_count = wrong_count_from(self.inputs.checked.problems, len(out))
-        return out
-
-    def late_groups(self) -> dict[int, int]:
-        return {}
+    def _named(self, rec: dict) -> dict:
+        return {"row": f"event_id {rec['event_id']}"}
 
     def on_time_lost(self, batch_ids: set[int]) -> list[dict]:
         return [c for c in self.lost() if c.get("read_by_batch") in batch_ids and c["_cause"] != "unread"]
 
 
-_WRONG = re.compile(r"^([\d,]+) (?:events?|rows?|windows?) "
-                    r"(?:came out with wrong values|ha(?:s|ve) the right count but a wrong sum)")
-
-
-def wrong_count_from(problems: list[str], fallback: int) -> int:
-    """The oracle's own count of wrong values, from its sentence; else the rows it kept."""
-    for p in problems:
-        m = _WRONG.match(p)
-        if m:
-            return int(m[1].replace(",", ""))
-    return fallback

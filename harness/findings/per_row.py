@@ -11,9 +11,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from harness.findings.history import History
-from harness.findings.inputs import Inputs
-from harness.findings.per_event import wrong_count_from
+from harness.findings.by_discrepancy import ByDiscrepancy
 from harness.findings.witness import written_by
 
 _PAIR = re.compile(r"(\w+)=(\S+)")
@@ -24,13 +22,8 @@ def parse(item: str) -> dict[str, str]:
     return dict(_PAIR.findall(str(item)))
 
 
-class Rows:
+class Rows(ByDiscrepancy):
     unit = "rows"
-
-    def __init__(self, inputs: Inputs, history: History):
-        self.inputs, self.history = inputs, history
-        self.d = inputs.checked.discrepancies
-        self.wrong_count = 0
 
     def _matching(self, key: dict[str, str]) -> pd.DataFrame:
         sink = self.inputs.sink
@@ -81,35 +74,11 @@ class Rows:
             return "unread", read
         return ("uncommitted" if (rb["batch"] < 0).all() else "read"), read
 
-    def _records(self, kind: str) -> list[dict]:
-        d = self.d[self.d["kind"] == kind] if len(self.d) else self.d
-        return [self._record(r.item, str(r.expected), str(r.actual)) for r in d.itertuples(index=False)]
-
-    def lost(self) -> list[dict]:
-        return self._records("lost")
-
-    def duplicated(self) -> list[dict]:
-        out = self._records("duplicated")
-        for rec in out:
-            rec["_cause"] = tuple(w.get("batch_id", -1) for w in rec["written_by"])
-        return out
-
     def unexpected(self) -> list[dict]:
         out = self._records("unexpected")
         for rec in out:
             rec["actual"] = rec["_actual"]
         return out
-
-    def wrong(self) -> list[dict]:
-        out = self._records("wrong")
-        for rec in out:
-            rec.update(expected=rec["_expected"], actual=rec["_actual"])
-            rec["_cause"] = "values"
-        self.wrong_count = wrong_count_from(self.inputs.checked.problems, len(out))
-        return out
-
-    def late_groups(self) -> dict[int, int]:
-        return {}
 
     def on_time_lost(self, batch_ids: set[int]) -> list[dict]:
         return []
