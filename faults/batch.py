@@ -102,7 +102,7 @@ FAIL_BATCH_FAULT = FaultKind(
     models="a step of foreachBatch that fails after the sink's write (apache/iceberg#8809), and a job "
            "scheduler restarting the failed job",
     keys=(Key("point", "choice", "where in the batch the exception comes", default=AFTER_WRITE,
-              choices=(BEFORE_WRITE, AFTER_WRITE)),
+              choices=(BEFORE_WRITE, AFTER_WRITE), cover=(BEFORE_WRITE, AFTER_WRITE)),
           Key("times", "integer", "how many batches fail, one driver each", default=1, ge=1),
           Key("downtime", "duration", "how long the failed job stays down before it is started again",
               default="3s", draw="short")),

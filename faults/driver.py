@@ -373,7 +373,8 @@ KILL_DRIVER_FAULT = FaultKind(
           "before commits/N), `after-commit` (just after commits/N is written)",
     models="a driver crash: its node lost, its container killed, at any point of a micro-batch",
     keys=(DOWNTIME, Key("point", "choice", "where in the next batch with rows the kill lands", default=None,
-                        choices=(BEFORE_WRITE, AFTER_WRITE, AFTER_COMMIT))),
+                        choices=(BEFORE_WRITE, AFTER_WRITE, AFTER_COMMIT),
+                        cover=(None, BEFORE_WRITE, AFTER_WRITE, AFTER_COMMIT))),
     targets=("driver",), default_target="driver", restarts=True, kills_driver=True,
     recovery_keys=_DRIVER_RECOVERY,
     # a point is the commit gate's: a foreachBatch sink

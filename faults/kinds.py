@@ -61,6 +61,9 @@ class Key:
     ge: float | None = None
     draw: str = "default"
     sample: Any = None     # a value it accepts, where the type's own example is refused
+    # the values the hunt covers, each a choice of its own (None: the key left out): the points
+    # of a batch a kill lands at, the rows a failing task hands over (harness/hunt/plan.py)
+    cover: tuple = ()
 
     def read(self, s: Section) -> Any:
         """The value of this key in `s` (or its default), checked; raises with the dotted path."""
@@ -251,6 +254,10 @@ class FaultKind:
             elif key.draw == "choice":
                 raw[key.name] = rng.choice(key.choices)
         return raw
+
+    def covered(self) -> Key | None:
+        """The key whose values the hunt's coverage enumerates (Key.cover), if the kind has one."""
+        return next((k for k in self.keys if k.cover), None)
 
     def lasts_key(self) -> str | None:
         """The key whose value is how long the fault lasts (duration or downtime)."""

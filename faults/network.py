@@ -23,6 +23,13 @@ _PREFIX = "harness-"   # toxics carry our prefix and the fault's time: heal remo
 
 
 class Network(Fault):
+    server = None
+    proxies: list[str] = []
+    added: list[str] = []      # the toxics this fault put in place
+    cut: list[str] = []        # the proxies it disabled
+    bypass: str | None = None  # how Spark's connections went around the proxy, if they did
+    listed = False
+
     def _inject(self) -> None:
         path = self.spec.target
         if path not in self.targets.network:
@@ -82,20 +89,22 @@ class Network(Fault):
     def _heal(self) -> None:
         """Remove this fault's toxics, and prove they are gone: Toxiproxy serves every case of
         the run, and a toxic left in place would slow the next one without a word."""
-        added = getattr(self, "added", [])
-        for proxy in getattr(self, "cut", []):
-            self.server.enable(proxy, True)
-        for proxy in getattr(self, "proxies", []):
+        added, server = self.added, self.server
+        if server is None:
+            return   # never reached the proxy: nothing to undo
+        for proxy in self.cut:
+            server.enable(proxy, True)
+        for proxy in self.proxies:
             for name in added:
                 try:
-                    self.server.remove_toxic(proxy, name)
+                    server.remove_toxic(proxy, name)
                 except Exception as exc:
                     if "404" not in str(exc):   # already gone is fine; anything else is not
                         raise
-            left = [t["name"] for t in self.server.toxics(proxy) if t["name"] in added]
+            left = [t["name"] for t in server.toxics(proxy) if t["name"] in added]
             if left:
                 raise RuntimeError(f"toxics {left} are still in place on proxy {proxy}")
-            if not self.server.enabled(proxy):
+            if not server.enabled(proxy):
                 raise RuntimeError(f"proxy {proxy} is still cut")
 
     def observe(self) -> Observation:
@@ -111,7 +120,7 @@ class Network(Fault):
             seen.append(f"Toxiproxy listed the {extra['bandwidth_kbps']} KB/s limit as active")
         if before_err:
             return Observation(False, f"{self.target}: the probe failed before the toxics: {before_err}")
-        if getattr(self, "bypass", None):
+        if self.bypass:
             return Observation(False, f"{self.target}: {self.bypass}")
         if not seen:
             took = f"{during:.3f}s" if during is not None else f"failed ({during_err})"

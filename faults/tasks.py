@@ -130,7 +130,7 @@ FAIL_TASK_FAULT = FaultKind(
     models="a task lost mid-write: an executor hiccup, a fetch failure, a speculative duplicate",
     keys=(Key("tasks", "integer", "how many tasks fail", default=1, ge=1),
           Key("rows", "integer", "rows of the partition that go out before the task fails (default: half)",
-              default=None, ge=1)),
+              default=None, ge=1, cover=(None, 1))),
     targets=("tasks",), default_target="tasks", recovery_keys=("tasks_failed", "tasks_retried"),
     details=TaskFailures, prepare=_stage, explain=explain,
     # the stage and the harness share the control directory: executors on this machine

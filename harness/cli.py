@@ -62,6 +62,9 @@ def _parser() -> argparse.ArgumentParser:
     hunt.add_argument("--all", action="store_true", help="go on to --runs after the first violation")
     hunt.add_argument("--out", type=Path, help="run directory (default: results/<run-id>/)")
     hunt.add_argument("--quick", action="store_true", help="apply the scenario's [quick] overrides")
+    hunt.add_argument("--plan-only", action="store_true",
+                      help="print the plans and the ordered pairs they cover, start nothing; with --out DIR, "
+                           "write DIR/plans.json")
     hunt.add_argument("-v", "--verbose", action="store_true", help="log the harness's steps to stderr")
     report = sub.add_parser("report", help="rebuild a run's report.html from its run directory alone")
     report.add_argument("run_dir", type=Path, help="the run directory (holding summary.json)")
@@ -263,10 +266,35 @@ def _sizes(text: str) -> list[int]:
 
 
 def _hunt(args) -> int:
-    """`hunt`: the run's cases are the search's runs and shrinking steps (harness/hunt/)."""
+    """`hunt`: the run's cases are the search's runs and shrinking steps (harness/hunt/); with
+    --plan-only, the plans alone, and nothing started."""
     from harness.hunt.search import HuntSearch
 
-    return _run(args, HuntSearch.of(args.case, args.runs, args.seed, args.kinds, args.budget, args.all))
+    search = HuntSearch.of(args.case, args.runs, args.seed, args.kinds, args.budget, args.all)
+    if args.plan_only:
+        return _plans_only(args, search)
+    return _run(args, search)
+
+
+def _plans_only(args, search) -> int:
+    """The hunt's plans in the order they would run, with the ordered pairs each covers first."""
+    import json
+
+    from harness import scenario as scenario_mod
+    from harness.hunt import plan as hunt_plan
+    from harness.hunt.search import plan_table
+
+    scenario = search.narrow(scenario_mod.load(args.scenario, quick=args.quick))
+    space = search.space(scenario)
+    plans = hunt_plan.plans(space, search.options.seed, search.options.runs)
+    print(plan_table(space, plans))
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        path = args.out / "plans.json"
+        path.write_text(json.dumps({"case": search.spec.name, "seed": search.options.seed, "plans": plans,
+                                    "coverage": hunt_plan.coverage(space, plans)}, indent=2) + "\n")
+        print(f"plans: {path}")
+    return 0
 
 
 def _raise_on_signals() -> None:

@@ -1,23 +1,81 @@
-"""Fault plans drawn from a seed, as TigerBeetle's VOPR and Jepsen's nemesis draw them: the
-same seed and run number give the same plan, every time.
+"""The hunt's fault plans: a covering set first, then seeded draws.
 
-A plan is a plain list of `[[faults]]` tables (FaultKind.draw), so any plan can be
-written out as a scenario and run again by hand.
+A run of the hunt costs minutes, so the plans cover the space systematically before any repeats
+(combinatorial testing's covering arrays, as Microsoft's PICT builds them): every ordered pair
+of choices the case can run appears in some plan, where a choice is a kind with a value of the
+key the hunt covers (kill-driver at after-write, fail-task handing over 1 row: Key.cover), and
+a plan of 2 or 3 faults covers the pairs of its faults in their order. Bugs that need two
+faults need them in an order: partitions added, then a batch replayed.
+
+The pairs are covered in tiers, most telling first: those whose second fault restarts the
+driver (a batch run again is where a sink's exactly-once breaks), then those whose first does,
+then the rest. The seed orders the choices within a tier and draws each plan's times and
+other keys; the same seed and scenario give the same plans. After the covering set, plans are
+drawn at random from the seed, as Jepsen's nemesis draws them.
+
+A plan is a plain list of `[[faults]]` tables (FaultKind.draw), so any plan can be written out
+as a scenario and run again by hand.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache, cached_property
+from typing import Any
 
 from faults.kinds import describe
 from faults.registry import KINDS, drawable
-from faults.spec import RESTART_MARGIN_S
 from harness.errors import ScenarioError
 from harness.scenario import fault_specs
 
 MAX_FAULTS = 3
 MIN_SPAN_S = 1.0
+DRAWS = 20   # tries per fault to draw one the case accepts (a target it has, keys that fit)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One thing a plan's fault can be: a kind, with a value of the key the hunt covers."""
+
+    kind: str
+    key: str | None = None
+    value: Any = None
+
+    @property
+    def label(self) -> str:
+        """"kill-driver", "kill-driver at after-write", "fail-task with rows 1"."""
+        if self.key is None:
+            return self.kind
+        if self.value is None:
+            return f"{self.kind} without {self.key}"
+        joined = "at" if self.key == "point" else f"with {self.key}"
+        return f"{self.kind} {joined} {self.value}"
+
+    @property
+    def replays(self) -> bool:
+        """Whether it kills the driver, which starts again and runs a batch again (or skips it)."""
+        return KINDS[self.kind].kills_driver
+
+
+Pair = tuple[Choice, Choice]
+
+
+def choice_of(table: dict) -> Choice:
+    """The choice a `[[faults]]` table makes."""
+    key = KINDS[table["kind"]].covered()
+    return Choice(table["kind"], key.name, table.get(key.name)) if key else Choice(table["kind"])
+
+
+def tier(pair: Pair) -> int:
+    """0: its second fault restarts the driver; 1: its first does; 2: neither."""
+    return 0 if pair[1].replays else 1 if pair[0].replays else 2
+
+
+def pairs_of(plan: list[Choice] | tuple[Choice, ...]) -> set[Pair]:
+    """The ordered pairs a plan covers: each fault with each that comes after it."""
+    return {(plan[i], plan[j]) for i in range(len(plan)) for j in range(i + 1, len(plan))}
 
 
 @dataclass(frozen=True)
@@ -49,6 +107,21 @@ class Space:
                                 "the harness's own services")
         return cls(tuple(kinds), ctx.workload_s, ctx)
 
+    @cached_property
+    def choices(self) -> tuple[Choice, ...]:
+        """Every choice of the space: each kind once per value of its covered key."""
+        out = []
+        for name in self.kinds:
+            key = KINDS[name].covered()
+            out += [Choice(name, key.name, v) for v in key.cover] if key else [Choice(name)]
+        return tuple(out)
+
+    @cached_property
+    def possible(self) -> set[Pair]:
+        """The ordered pairs some plan of this space can hold: both faults fit the workload, in
+        that order (two restarts need room for both)."""
+        return {(a, b) for a in self.choices for b in self.choices if _fits([a, b], self.workload_s)}
+
 
 def _why_not(name: str, ctx: fault_specs.Context) -> str | None:
     """Why a kind cannot run in the case, trying it on a sample of its draws."""
@@ -72,15 +145,108 @@ def _long(ctx: fault_specs.Context) -> fault_specs.Context:
     """The context with workload enough for any one fault (preconditions are what is asked)."""
     from dataclasses import replace
 
-    return replace(ctx, workload_s=max(ctx.workload_s, RESTART_MARGIN_S * 10))
+    return replace(ctx, workload_s=max(ctx.workload_s, 200.0), warmup_s=0.0)
 
 
-DRAWS = 20   # tries per fault to draw one the case accepts (a target it has, keys that fit)
+def _least_s(plan: list[Choice]) -> float:
+    """The least workload a plan needs: each fault's shortest span and gap, a restart's margin."""
+    need = 1.0
+    for c in plan:
+        need += KINDS[c.kind].margin_s(MIN_SPAN_S) + 2.0
+    return need
+
+
+def _fits(plan: list[Choice], workload_s: float) -> bool:
+    return _least_s(plan) <= workload_s
+
+
+# -- the covering set -------------------------------------------------------------------------------
+def covering(space: Space, seed: int) -> list[list[Choice]]:
+    """Plans of 2 or 3 choices that together cover every possible ordered pair, tier by tier,
+    greedily: each plan the one that covers most pairs not yet covered of the lowest tier left
+    (then of the next tiers), ties broken in the seed's order of the choices."""
+    return [list(p) for p in _covering(space.choices, space.workload_s, seed)]
+
+
+@cache
+def _covering(choices: tuple[Choice, ...], workload_s: float, seed: int) -> tuple[tuple[Choice, ...], ...]:
+    rng = random.Random(f"cover:{seed}")
+    order = list(choices)
+    rng.shuffle(order)
+    left = {(a, b) for a in choices for b in choices if _fits([a, b], workload_s)}
+    plans: list[tuple[Choice, ...]] = []
+    candidates: list[tuple[Choice, ...]] = [t for t in _triples(order) if _fits(list(t), workload_s)]
+    candidates += [(a, b) for a in order for b in order if _fits([a, b], workload_s)]
+    while left:
+        best = max(candidates, key=lambda p: _score(p, left))
+        gained = pairs_of(best) & left
+        if not gained:
+            break
+        plans.append(best)
+        left -= gained
+    return tuple(plans)
+
+
+def _triples(order: list[Choice]) -> Iterator[tuple[Choice, Choice, Choice]]:
+    for a in order:
+        for b in order:
+            for c in order:
+                yield a, b, c
+
+
+def _score(plan: tuple[Choice, ...], left: set[Pair]) -> tuple[int, int, int]:
+    """New pairs per tier, the lowest tier first: a plan that covers a telling pair wins."""
+    new = pairs_of(plan) & left
+    return (sum(tier(p) == 0 for p in new), sum(tier(p) == 1 for p in new), sum(tier(p) == 2 for p in new))
+
+
+# -- plans as fault tables ----------------------------------------------------------------------------
+def plans(space: Space, seed: int, runs: int) -> list[list[dict]]:
+    """The first `runs` plans under `seed`: the covering set's, each timed and keyed from the seed,
+    then drawn ones."""
+    out = []
+    for i, choices in enumerate(covering(space, seed)[:runs]):
+        rng = random.Random(f"hunt:{seed}:{i}")
+        timed = next((p for p in (_timed(space, choices, rng) for _ in range(TIMINGS)) if p is not None),
+                     None) or _timed(space, choices, rng, tight=True)
+        out.append(timed if timed is not None else draw(space, seed, i))
+    out += [draw(space, seed, i) for i in range(len(out), runs)]
+    return out
+
+
+TIMINGS = 5   # seeded timings tried for a covering plan before the tightest one
+
+
+def _timed(space: Space, choices: list[Choice], rng: random.Random, tight: bool = False) -> list[dict] | None:
+    """The choices as fault tables, in that order, at times that fit the workload; keys drawn as
+    each kind draws them, the covered key set to the choice's value. `tight`: the earliest start,
+    the shortest spans and gaps. None: it does not fit."""
+    plan: list[dict] = []
+    at = 1.0 if tight else rng.uniform(1.0, max(1.0, space.workload_s / 4))
+    for c in choices:
+        kind = KINDS[c.kind]
+        room = space.workload_s - at - kind.margin_s(0.0) - 1.0
+        if room < MIN_SPAN_S:
+            return None
+        for _ in range(DRAWS):
+            span = MIN_SPAN_S if tight else round(min(max(MIN_SPAN_S, rng.uniform(1.0, 6.0)), room), 1)
+            table = kind.draw(rng, round(at, 1), span)
+            if c.key is not None:
+                table.pop(c.key, None)
+                if c.value is not None:
+                    table[c.key] = c.value
+            if accepted(table, space):
+                plan.append(table)
+                break
+        else:
+            return None
+        at += span + (2.0 if tight else rng.uniform(2.0, 8.0)) + kind.margin_s(0.0)
+    return plan
 
 
 def draw(space: Space, seed: int, run: int) -> list[dict]:
-    """Run `run`'s plan under `seed`: 1 to MAX_FAULTS faults at times that fit the workload,
-    each kind drawn among those that still fit (a restart needs RESTART_MARGIN_S after it),
+    """A random plan, run `run`'s under `seed`: 1 to MAX_FAULTS faults at times that fit the
+    workload, each kind drawn among those that still fit (a restart needs its margin after it),
     keys drawn by the kind, each one checked as the loader checks it. Faults do not overlap:
     each is over before the next starts."""
     rng = random.Random(f"hunt:{seed}:{run}")
@@ -88,12 +254,12 @@ def draw(space: Space, seed: int, run: int) -> list[dict]:
     plan: list[dict] = []
     at = rng.uniform(1.0, max(1.0, space.workload_s / 4))
     for _ in range(count):
-        fits = [k for k in space.kinds if _fits(k, at, space.workload_s)]
+        fits = [k for k in space.kinds if KINDS[k].fits(at + MIN_SPAN_S, 0.0, space.workload_s - 2.0)]
         if not fits:
             break
         for _ in range(DRAWS):
             name = rng.choice(fits)
-            room = space.workload_s - at - (RESTART_MARGIN_S if KINDS[name].restarts else 1.0)
+            room = space.workload_s - at - KINDS[name].margin_s(0.0) - 1.0
             span = round(min(max(MIN_SPAN_S, rng.uniform(1.0, 6.0)), max(MIN_SPAN_S, room)), 1)
             table = KINDS[name].draw(rng, round(at, 1), span)
             if accepted(table, space):
@@ -101,7 +267,7 @@ def draw(space: Space, seed: int, run: int) -> list[dict]:
                 break
         else:
             break
-        at += span + rng.uniform(2.0, 8.0) + (RESTART_MARGIN_S if KINDS[name].restarts else 0.0)
+        at += span + rng.uniform(2.0, 8.0) + KINDS[name].margin_s(0.0)
     return plan
 
 
@@ -114,9 +280,22 @@ def accepted(table: dict, space: Space) -> bool:
     return True
 
 
-def _fits(name: str, at: float, workload_s: float) -> bool:
-    margin = RESTART_MARGIN_S + 2.0 if KINDS[name].restarts else 2.0
-    return at + MIN_SPAN_S + margin <= workload_s
+def coverage(space: Space, plans_: list[list[dict]]) -> dict:
+    """How much of the space the plans cover: ordered pairs covered out of those possible, and
+    after how many runs each tier was covered whole (None: not within these plans)."""
+    possible = space.possible
+    covered: set[Pair] = set()
+    whole: dict[int, int | None] = {0: None, 1: None, 2: None}
+    for i, plan in enumerate(plans_):
+        covered |= pairs_of([choice_of(t) for t in plan]) & possible
+        for t in whole:
+            if whole[t] is None and all(p in covered for p in possible if tier(p) == t):
+                whole[t] = i + 1
+    return {"pairs_possible": len(possible), "pairs_covered": len(covered),
+            "choices": [c.label for c in space.choices],
+            "tier_covered_by_run": {"second-restarts": whole[0], "first-restarts": whole[1],
+                                    "rest": whole[2]}}
 
 
-__all__ = ["Space", "accepted", "describe", "draw"]
+__all__ = ["Choice", "Pair", "Space", "accepted", "choice_of", "coverage", "covering", "describe", "draw",
+           "pairs_of", "plans"]

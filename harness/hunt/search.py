@@ -1,6 +1,7 @@
-"""The hunt's runs: each a fault plan drawn from the seed, run as a checked case on services
-started once; the first whose verdict breaks the declared guarantee is shrunk to the
-smallest plan that still breaks it, and written out as minimal.toml.
+"""The hunt's runs: each a fault plan of the seed's covering set (harness/hunt/plan.py), run as
+a checked case on services started once; the first whose verdict breaks the declared
+guarantee is shrunk to the smallest plan that still breaks it (harness/hunt/shrink.py), and
+written out as minimal.toml.
 
 A run "breaks the guarantee" when its output does: the observed guarantee is weaker than
 the declared one, or the sink holds rows nothing sent explains. A fault that did not land
@@ -17,8 +18,8 @@ from pathlib import Path
 
 from harness.errors import ScenarioError
 from harness.hunt import tomlw
-from harness.hunt.plan import Space, describe, draw
-from harness.hunt.shrink import Candidate, shrink
+from harness.hunt.plan import Space, coverage, describe, plans
+from harness.hunt.shrink import BUDGET, Candidate, shrink
 from harness.results.model import CaseResult
 from harness.results.rundir import RunDir
 from harness.results.verdict import guarantee_holds
@@ -50,8 +51,10 @@ class Hunt:
         self.scenario, self.spec, self.stack = scenario, spec, stack
         self.run_dir, self.run_id, self.progress, self.registry = run_dir, run_id, progress, registry
         self.options, self.cases = options, cases
-        self.ctx = fault_specs.Context(scenario.workload.duration_s, scenario.services, (spec,))
+        self.ctx = fault_specs.Context(scenario.workload.duration_s, scenario.services, (spec,),
+                                       warmup_s=scenario.measure.warmup_s)
         self.space = Space.of(self.ctx, options.kinds)
+        self.plans = plans(self.space, options.seed, options.runs)
         self.deadline = time.monotonic() + options.budget_s
         self.trials = 0
 
@@ -93,7 +96,7 @@ class Hunt:
                 stopped = "budget"
                 say(f"hunt: the budget of {opts.budget_s:g}s is spent after {i} runs")
                 break
-            plan = draw(self.space, opts.seed, i)
+            plan = self.plans[i]
             say(f"hunt: run {i + 1}/{opts.runs}: {describe(plan)}")
             case = self.trial(plan, self.scenario.workload.duration_s, f"h{i + 1}")
             broke = breaks(case)
@@ -107,33 +110,72 @@ class Hunt:
                     break
         out = {"case": self.spec.name, "seed": opts.seed, "runs": opts.runs, "kinds": list(self.space.kinds),
                "budget_s": opts.budget_s, "all": opts.all, "stopped": stopped, "tried": tried,
+               "coverage": coverage(self.space, [t["plan"] for t in tried]),
                "found": found, "shrink": None, "minimal": None}
         if found is not None:
             out.update(self._shrunk(list(found["plan"])))
+        out["ended"] = ended(out)
         return out
 
     def _shrunk(self, plan: list[dict]) -> dict:
         start = Candidate(tuple(plan), self.scenario.workload.duration_s, "the failing run's plan")
         labels = iter(range(1, 10_000))
 
-        def fails(cand: Candidate) -> bool:
+        def fails(cand: Candidate) -> bool | None:
             if time.monotonic() > self.deadline:
-                return False   # out of budget: what is found so far is the answer
+                return None   # out of budget: not run; what is found so far is the answer
             return breaks(self.trial(cand.plan, cand.workload_s, f"s{next(labels)}"))
 
         done = shrink(start, fails, say=self.progress.step, valid=self.valid)
         small = done.smallest
         path = self.run_dir.path / "minimal.toml"
         path.write_text(minimal_toml(self.scenario, self.spec, list(small.plan), small.workload_s))
-        twice = sum(1 for s in done.steps if len(s["runs"]) == 2)
-        self.progress.step(f"hunt: the smallest plan that still breaks {self.spec.guarantee}: "
+        twice = done.run_twice
+        self.progress.step(f"hunt: the smallest plan that still breaks {self.spec.guarantee}"
+                           f"{' (so far: the budget was spent)' if done.ended == BUDGET else ''}: "
                            f"{describe(list(small.plan))} ({small.workload_s:g}s workload)")
         return {"shrink": {"steps": done.steps, "runs": done.runs, "flaky": done.flaky,
-                           "candidates_run_twice": twice,
+                           "candidates_run_twice": twice, "ended": done.ended,
+                           "not_run": sum(1 for s in done.steps if s["not_run"]),
                            "flake_rate": round(done.flaky / twice, 3) if twice else None},
                 "minimal": {"plan": list(small.plan), "workload_s": small.workload_s, "path": str(path),
                             "faults": len(small.plan)},
                 "reproduce": f"python -m harness run {path}"}
+
+
+def plan_table(space: Space, plans_: list[list[dict]]) -> str:
+    """`hunt --plan-only`: each plan, the ordered pairs it covers first, and the coverage reached."""
+    from harness.hunt.plan import Pair, choice_of, pairs_of
+
+    lines: list[str] = []
+    seen: set[Pair] = set()
+    for i, plan in enumerate(plans_):
+        new = sorted((a.label, b.label) for a, b in pairs_of([choice_of(t) for t in plan]) - seen
+                     if (a, b) in space.possible)
+        seen |= pairs_of([choice_of(t) for t in plan])
+        lines.append(f"plan {i + 1:>3}: {describe(plan)}")
+        lines += [f"            covers {a} -> {b}" for a, b in new]
+    cov = coverage(space, plans_)
+    tiers = cov["tier_covered_by_run"]
+    lines.append(f"coverage: {cov['pairs_covered']} of the {cov['pairs_possible']} ordered pairs of "
+                 f"{len(cov['choices'])} choices ({', '.join(cov['choices'])}); pairs whose second fault "
+                 f"restarts the driver all covered by plan {tiers['second-restarts'] or '-'}, those whose "
+                 f"first does by plan {tiers['first-restarts'] or '-'}, the rest by plan "
+                 f"{tiers['rest'] or '-'}")
+    return "\n".join(lines)
+
+
+def ended(hunt: dict) -> str:
+    """How the hunt ended, in a sentence."""
+    stopped = hunt.get("stopped")
+    shrunk = hunt.get("shrink") or {}
+    if hunt.get("found") is None:
+        return {"budget": "budget spent before any run broke the guarantee",
+                "runs": "every run held the guarantee"}.get(str(stopped), str(stopped))
+    if shrunk.get("ended") == BUDGET:
+        return "budget spent while shrinking; smallest plan so far"
+    how = "stopped at the first violation" if stopped == "violation" else "every run done"
+    return f"{how}; shrunk to the smallest plan that still breaks it"
 
 
 def _tried(run: int, plan: list[dict], case: CaseResult, broke: bool) -> dict:
@@ -204,12 +246,16 @@ class HuntSearch(Search):
                                  budget_s=parse_duration_ms(budget, "--budget") / 1000, all=all_runs))
 
     def narrow(self, scenario):
+        narrowed = super().narrow(scenario)
+        self.space(narrowed)   # --kinds and the case are checked before anything starts
+        return narrowed
+
+    def space(self, scenario) -> Space:
+        """What the hunt's plans may hold for the narrowed scenario's case."""
         from harness.scenario.fault_specs import Context
 
-        narrowed = super().narrow(scenario)
-        # --kinds and the case are checked before anything starts
-        Space.of(Context(narrowed.workload.duration_s, narrowed.services, narrowed.cases), self.options.kinds)
-        return narrowed
+        return Space.of(Context(scenario.workload.duration_s, scenario.services, scenario.cases,
+                                warmup_s=scenario.measure.warmup_s), self.options.kinds)
 
     def search(self, stack, result, run_dir, run_id, progress, registry) -> None:
         hunt = Hunt(self.scenario, self.spec, stack, run_dir, run_id, progress, registry, self.options,

@@ -1,10 +1,15 @@
-"""Shrinking a failing plan by delta debugging: try it without each fault, then with each
-remaining fault earlier or shorter, then with a shorter workload; keep the first candidate
-that still fails, and start over from it; stop when no smaller candidate fails.
+"""Shrinking a failing plan, in two phases.
 
-Fault timing is not exact, so a candidate counts as failing when it fails in either of two
-runs (the second is run only when the first passes); how often the two disagreed is the
-flake rate the search reports.
+1. The smallest set of faults: each fault removed in turn, by removal only; a candidate runs
+   until it fails once or holds twice (fault timing is not exact: a fault at a given second
+   meets whatever batch runs then). The first that fails becomes the plan, and the removals
+   start over from it.
+2. The times, within a budget of runs of its own (MOVE_RUNS): each fault earlier, each fault
+   shorter, the workload shorter. A move cannot make a removed fault needed again, so the
+   removals are not tried again after it.
+
+A candidate the budget cuts off is recorded as not run, never as held. How the shrinking ended
+is said: every candidate tried, or the budget spent (the smallest plan so far is the answer).
 """
 
 from __future__ import annotations
@@ -14,12 +19,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from faults.registry import KINDS
-from faults.spec import RESTART_MARGIN_S
 from harness.hunt.plan import describe
 from workloads.validate import parse_duration_ms
 
 SHORTER = 0.75          # a shorter workload is this share of the last
 MIN_WORKLOAD_S = 10.0
+MOVE_RUNS = 7           # the runs the timing moves may take, after the removals
+SHRUNK, BUDGET = "shrunk", "budget"
 
 
 @dataclass(frozen=True)
@@ -36,16 +42,27 @@ class Candidate:
 @dataclass
 class Shrunk:
     smallest: Candidate
-    steps: list[dict] = field(default_factory=list)    # every candidate tried, failing or not
+    steps: list[dict] = field(default_factory=list)    # every candidate considered, run or not
     runs: int = 0
-    flaky: int = 0       # candidates whose two runs disagreed
+    flaky: int = 0       # candidates whose first run held and second failed
+    ended: str = SHRUNK  # SHRUNK: no smaller candidate fails; BUDGET: the budget cut it short
+
+    @property
+    def run_twice(self) -> int:
+        return sum(1 for s in self.steps if len(s["runs"]) == 2)
 
 
-def candidates(current: Candidate) -> Iterator[Candidate]:
-    """The smaller candidates of `current`, in the order delta debugging tries them."""
+def removals(current: Candidate) -> Iterator[Candidate]:
+    """The plan without each fault, in turn."""
     plan = list(current.plan)
     for i, table in enumerate(plan):
         yield Candidate(tuple(plan[:i] + plan[i + 1:]), current.workload_s, f"without {describe([table])}")
+
+
+def moves(current: Candidate) -> Iterator[Candidate]:
+    """Each fault earlier (half its `at`), each fault shorter (its duration or downtime halved),
+    the workload SHORTER (when every fault still fits)."""
+    plan = list(current.plan)
     for i, table in enumerate(plan):
         at = _seconds(table["at"])
         if at >= 2.0:
@@ -58,41 +75,77 @@ def candidates(current: Candidate) -> Iterator[Candidate]:
                 yield Candidate(tuple(plan[:i] + [shorter] + plan[i + 1:]), current.workload_s,
                                 f"{table['kind']} {key} {shorter[key]} instead of {table[key]}")
     workload = round(current.workload_s * SHORTER, 1)
-    if workload >= MIN_WORKLOAD_S and all(_end(t) <= workload for t in plan):
+    if workload >= MIN_WORKLOAD_S and all(_end(t) <= workload for t in current.plan):
         yield Candidate(current.plan, workload,
                         f"a {workload:g}s workload instead of {current.workload_s:g}s")
 
 
-def shrink(start: Candidate, fails: Callable[[Candidate], bool],
-           say: Callable[[str], None] = lambda _: None, valid: Callable[[Candidate], bool] = lambda _: True,
-           ) -> Shrunk:
-    """The smallest candidate reachable from `start` that still fails. `fails(candidate)` runs
-    it once and says whether its verdict failed; each candidate gets a second run if the
-    first passed. `valid` leaves out candidates the scenario would refuse."""
+# fails(candidate): True (its verdict broke the guarantee), False (it held), None (not run: the
+# budget is spent)
+Fails = Callable[[Candidate], bool | None]
+
+
+def shrink(start: Candidate, fails: Fails, say: Callable[[str], None] = lambda _: None,
+           valid: Callable[[Candidate], bool] = lambda _: True, move_runs: int = MOVE_RUNS) -> Shrunk:
+    """The smallest candidate reachable from `start` that still fails: the fewest faults first,
+    then earlier, shorter faults and a shorter workload within `move_runs` runs. `valid` leaves
+    out candidates the scenario would refuse."""
     out = Shrunk(start)
-    current = start
-    held: set[str] = set()   # candidates that passed both runs: never run again (the empty plan
-    while True:              # came up again after each step that moved a fault)
-        for cand in candidates(current):
+    held: set[str] = set()   # candidates that held twice: never run again
+    current = _phase(out, start, removals, fails, say, valid, held, "remove", None)
+    if out.ended == SHRUNK:
+        current = _phase(out, current, moves, fails, say, valid, held, "move", out.runs + move_runs)
+    out.smallest = current
+    return out
+
+
+def _phase(out: Shrunk, current: Candidate, smaller, fails: Fails, say, valid, held: set[str], phase: str,
+           until_runs: int | None) -> Candidate:
+    """Try `smaller(current)` in order; the first that fails becomes current, and the phase starts
+    over from it; done when none fails, or the runs run out (`until_runs`), or the budget."""
+    while True:
+        for cand in smaller(current):
             if not valid(cand) or _key(cand) in held:
                 continue
-            say(f"shrinking: trying {cand.change} ({len(cand.plan)} fault(s), {cand.workload_s:g}s workload)")
-            first = fails(cand)
-            second = None if first else fails(cand)
-            out.runs += 1 if first else 2
-            failing = first or bool(second)
-            out.flaky += 1 if (not first and second) else 0
-            out.steps.append({"change": cand.change, "plan": list(cand.plan), "workload_s": cand.workload_s,
-                              "failed": failing, "runs": [first] + ([] if second is None else [second])})
-            if not failing:
-                held.add(_key(cand))
+            if until_runs is not None and out.runs >= until_runs:
+                return current   # the moves' own budget: what is found so far is the answer
+            say(f"shrinking ({phase}): trying {cand.change} ({len(cand.plan)} fault(s), "
+                f"{cand.workload_s:g}s workload)")
+            failing = _judge(out, cand, fails, phase)
+            if failing is None:
+                out.ended = BUDGET
+                return current
             if failing:
-                current = cand
                 say(f"shrinking: still fails {cand.change}: {describe(list(cand.plan))}")
+                current = cand
                 break
+            held.add(_key(cand))
         else:
-            out.smallest = current
-            return out
+            return current
+
+
+def _judge(out: Shrunk, cand: Candidate, fails: Fails, phase: str) -> bool | None:
+    """Run `cand` until it fails once or holds twice; record every run. None: the budget was
+    spent before the candidate was settled (recorded as not run, never as held)."""
+    runs: list[bool] = []
+    verdict: bool | None = None
+    for _ in range(2):
+        result = fails(cand)
+        if result is None:
+            break
+        runs.append(result)
+        out.runs += 1
+        if result:
+            verdict = True
+            break
+    else:
+        verdict = False
+    if verdict and runs == [False, True]:
+        out.flaky += 1
+    out.steps.append({"phase": phase, "change": cand.change, "plan": list(cand.plan),
+                      "workload_s": cand.workload_s, "failed": verdict, "runs": runs,
+                      "not_run": verdict is None})
+    return verdict
 
 
 def _key(cand: Candidate) -> str:
@@ -113,5 +166,4 @@ def _lasts(table: dict) -> float:
 
 def _end(table: dict) -> float:
     """When the fault must be over for the workload to hold it (a restart: its margin too)."""
-    margin = RESTART_MARGIN_S if KINDS[table["kind"]].restarts else 1.0
-    return _seconds(table["at"]) + _lasts(table) + margin
+    return _seconds(table["at"]) + KINDS[table["kind"]].margin_s(_lasts(table)) + 1.0

@@ -145,18 +145,24 @@ def render_hunt(hunt: dict) -> str:
     for t in hunt.get("tried", []):
         verdict = "BREAKS" if t["breaks"] else "holds "
         lines.append(f"  run {t['run']:>3}  {verdict}  observed {t['observed']:<13}  {_plan_text(t['plan'])}")
+    cov = hunt.get("coverage")
+    if cov:
+        lines.append(f"coverage: {cov['pairs_covered']} of the {cov['pairs_possible']} ordered pairs of "
+                     f"{len(cov['choices'])} choices covered by these runs")
     ends = {"violation": "stopped at the first violation", "runs": "every run done",
             "budget": "stopped: the budget was spent"}
-    stopped = ends.get(str(hunt.get("stopped")), str(hunt.get("stopped")))
-    lines.append(f"hunt: {stopped}")
+    lines.append(f"hunt: {hunt.get('ended') or ends.get(str(hunt.get('stopped')), str(hunt.get('stopped')))}")
     minimal = hunt.get("minimal")
     if not minimal:
         lines.append("no violation found")
         return "\n".join(lines)
     shrunk = hunt.get("shrink") or {}
     rate = shrunk.get("flake_rate")
-    lines.append(f"shrinking: {len(shrunk.get('steps', []))} candidates in {shrunk.get('runs')} runs; "
-                 f"{shrunk.get('flaky')} failed only on their second run"
+    not_run = shrunk.get("not_run") or 0
+    tried = len(shrunk.get("steps", [])) - not_run
+    lines.append(f"shrinking: {tried} candidates in {shrunk.get('runs')} runs"
+                 + (f" ({not_run} not run: the budget was spent)" if not_run else "")
+                 + f"; {shrunk.get('flaky')} failed only on their second run"
                  + (f" (flake rate {rate:.0%} of those run twice)" if rate is not None else ""))
     lines.append(f"smallest plan ({minimal['faults']} fault{'s' if minimal['faults'] != 1 else ''}, "
                  f"{minimal['workload_s']:g}s workload): {_plan_text(minimal['plan'])}")

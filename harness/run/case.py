@@ -138,7 +138,7 @@ class Case:
         return None
 
     def sink_context(self) -> SinkContext:
-        return SinkContext(name=self.sink_name, guarantee=self.spec.guarantee,
+        return SinkContext(name=self.sink_name, guarantee=self.spec.guarantee, topic=self.topic,
                            columns=dict(self.pipeline.columns),
                            workdir=str(self.dir), postgres_url=self.stack.postgres_url,
                            bootstrap_servers=self.stack.bootstrap_servers)

@@ -1,6 +1,8 @@
 """Sinks: where a pipeline's output goes, and how a consumer reads it back.
 
-A sink is a class built as `Sink(ctx)` from a `SinkContext`. The driver calls
+A sink is a class built as `Sink(ctx)` from a `SinkContext` (its name, the guarantee, the output
+columns, the case's directory, PostgreSQL's URL, Kafka's bootstrap servers and the topic the
+query reads). The driver calls
   setup()                      create what it writes into, before the query starts
   write(batch_df, batch_id)    one micro-batch, through `foreachBatch` (behind the commit gate)
   close()                      release connections, when the query stopped
@@ -37,6 +39,7 @@ class SinkContext:
     postgres_url: str | None = None
     bootstrap_servers: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    topic: str | None = None     # the Kafka topic the case's query reads (its partitions, for one)
 
     def to_dict(self) -> dict:
         return asdict(self)
