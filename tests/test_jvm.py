@@ -1,4 +1,5 @@
-"""JVM artifacts: clear errors when tools or jars are missing, and the connector's jar list."""
+"""JVM artifacts and settings: clear errors when tools or jars are missing, the connector's jar list,
+and the broker's lease."""
 
 import pytest
 
@@ -38,3 +39,18 @@ class TestConnectorJars:
         names = {jvm._artifact_name(p.name) for p in jvm.spark_connector_jars()}
         assert {"spark-sql-kafka-0-10_2.13", "kafka-clients", "commons-pool2"} <= names
         assert "scala-library" not in names
+
+
+@pytest.mark.unit
+class TestBrokerLease:
+    def test_a_broker_alone_keeps_its_lease_through_a_starved_cpu(self, tmp_path):
+        """One core, pinned (taskset -c 0): the broker, its own controller, fenced itself when a
+        heartbeat came past Kafka's 9 s lease, and a micro-batch stalled 32 s with no partition
+        leader. A broker alone holds a 120 s lease; a cluster keeps Kafka's, by which it finds a
+        lost broker (kill-broker)."""
+        from harness.services.kafka import KafkaBroker, KafkaCluster
+
+        alone = KafkaBroker(tmp_path / "alone").properties()
+        assert int(alone["broker.session.timeout.ms"]) >= 60_000
+        cluster = KafkaCluster(tmp_path / "cluster", registry=None, brokers=3)
+        assert all("broker.session.timeout.ms" not in n.properties() for n in cluster.nodes)

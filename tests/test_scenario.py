@@ -465,3 +465,21 @@ class TestWatermarkSweep:
                                           case("exactly-once-postgres-wm1s", 6000.0, 40)])
         assert [(r["watermark_ms"], r["event_time_p99_ms"], r["late_share"]) for r in rows] == [
             (1000, 6000.0, 0.04), (3000, 9000.0, 0.002)]
+
+
+@pytest.mark.unit
+class TestQuickMeasure:
+    def test_quick_measure_replaces_measure_keys_only_with_quick(self, tmp_path):
+        """[quick.measure] warmup_eps is a quick run's warm-up rate; the full run keeps its own,
+        and a bad [quick.measure] key is refused with or without --quick."""
+        path = tmp_path / "s.toml"
+        text = GOOD.replace('duration = "1s"', 'duration = "60s"').replace("[quick.rate]", "[quick]\n")
+        text = text.replace("eps = 5", 'duration = "30s"\nrate = { eps = 5 }')
+        path.write_text(text + '\n[measure]\nwarmup = "5s"\nwarmup_eps = 1000\n\n'
+                        '[quick.measure]\nwarmup_eps = 400\n')
+        assert load(path).measure.warmup_eps == 1000
+        assert load(path, quick=True).measure.warmup_eps == 400
+        assert load(path, quick=True).measure.warmup_s == 5
+        path.write_text(path.read_text().replace("warmup_eps = 400", "warmup_ep = 400"))
+        with pytest.raises(ScenarioError, match="quick.measure.warmup_ep"):
+            load(path)

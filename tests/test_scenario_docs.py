@@ -100,8 +100,9 @@ def test_the_table_s_keys_are_the_documented_ones(table):
 
 
 def test_quick_takes_the_workload_s_keys_and_faults():
-    """[quick] documents what it takes: [workload]'s keys, [[quick.faults]] and [quick.pipeline]."""
-    assert documented()["quick"] == _accepted(PROBES["workload"]) | {"faults", "pipeline"}
+    """[quick] documents what it takes: [workload]'s keys, [[quick.faults]], [quick.pipeline] and
+    [quick.measure]."""
+    assert documented()["quick"] == _accepted(PROBES["workload"]) | {"faults", "pipeline", "measure"}
 
 
 def test_every_documented_table_is_probed():

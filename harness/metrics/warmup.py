@@ -1,8 +1,11 @@
 """When a case's warm-up ended: the first moment, at or after `[measure] warmup`, at which the
-query's batch times had settled; at the latest at half the workload (or the declared warm-up,
-if longer), said so. The harness applies this one rule while a case runs (harness/run/pace.py:
-faults anchored at "warmup" or "batch N") and after it, to the same batches (the measured
-window: harness/metrics/window.py).
+query's batch times had settled; at the latest a third of the workload in (or the declared
+warm-up, if longer), said so: a query that cannot keep up never settles, and the faults
+anchored to the warm-up's end need the rest of the workload (on one core, a 55 s quick case
+that ended its warm-up at 27.5 s had no room left for its restart: run 20261126T055150).
+The harness applies this one rule while a case runs (harness/run/pace.py: faults anchored at
+"warmup" or "batch N") and after it, to the same batches (the measured window:
+harness/metrics/window.py).
 
 "Settled": the last SETTLE_BATCHES batches with input agree (each took at most SETTLE_SPREAD
 times their median, plus SETTLE_SLACK_MS), and they are no longer getting faster (their median
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 SETTLE_BATCHES = 3       # batches with input whose times must agree
 SETTLE_SPREAD = 1.5      # the largest of them at most this share of their median...
 SETTLE_SLACK_MS = 250.0  # ... plus this (a batch of 200 ms and one of 400 ms have settled)
+LIMIT_SHARE = 3          # the warm-up ends at the latest this share of the workload in
 
 
 @dataclass(frozen=True)
@@ -89,5 +93,5 @@ def _named(d: Done) -> str:
 
 
 def limit_ms(t0_ms: float, warmup_s: float, workload_s: float) -> float:
-    """The latest the warm-up may end: half the workload, or the declared warm-up if longer."""
-    return t0_ms + max(warmup_s, workload_s / 2) * 1000
+    """The latest the warm-up may end: a third of the workload, or the declared warm-up if longer."""
+    return t0_ms + max(warmup_s, workload_s / LIMIT_SHARE) * 1000

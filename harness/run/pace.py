@@ -5,7 +5,7 @@ Everything the harness times is anchored to the query's progress, not to constan
 one machine (ducktape's wait_until with a deadline from the run, Jepsen's generator phases):
 
 - The warm-up ends when batch times have settled (harness/metrics/warmup.py), at or after
-  `[measure] warmup`; at the latest at half the workload, said so. The measured window starts
+  `[measure] warmup`; at the latest a third of the workload in, said so. The measured window starts
   there (harness/run/collect.py applies the same rule to the same batches after the run), and
   faults anchored at "warmup" or "batch N" count from it.
 - A wait that decides "not observed" is a number of the query's recent batch times and of its

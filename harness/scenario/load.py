@@ -76,11 +76,12 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     quick_raw = top.raw("quick", {})
     quick_faults = quick_raw.pop("faults", None) if isinstance(quick_raw, dict) else None
     quick_pipeline = quick_raw.pop("pipeline", None) if isinstance(quick_raw, dict) else None
+    quick_measure = quick_raw.pop("measure", None) if isinstance(quick_raw, dict) else None
     workload = _workload(top.raw("workload", {}), quick_raw, quick)
     pipeline = _pipeline(raw, top, path.parent, quick_pipeline, quick)
     cases = _cases(top.raw("cases"), top.table("matrix", ("guarantee", "sink", "watermark")), path.parent,
                    pipeline)
-    measure = _measure(top.table("measure", ("warmup", "warmup_eps", "lag_trend_max", "enabled")), workload)
+    measure = _measures(top, quick_measure, quick, workload)
     quick_duration = quick and isinstance(quick_raw, dict) and "duration" in quick_raw
     ctx = Context(workload.duration_s, services, cases, warmup_s=measure.warmup_s,
                   duration_key="quick.duration" if quick_duration else "workload.duration")
@@ -122,6 +123,20 @@ def _fault_kinds(top: Section, scenario_dir: Path) -> tuple[str, ...]:
         except ValueError as exc:
             raise bad(field, target, str(exc), "give your kind a name of its own") from None
     return tuple(raw)
+
+
+_MEASURE_KEYS = ("warmup", "warmup_eps", "lag_trend_max", "enabled")
+
+
+def _measures(top: Section, quick_raw: Any, quick: bool, workload: WorkloadSpec) -> Measure:
+    """[measure], and with --quick its keys replaced by [quick.measure]'s (a quick run's warm-up
+    at its own rate); a bad [quick.measure] is found with or without --quick."""
+    plain = top.table("measure", _MEASURE_KEYS)
+    if quick_raw is None:
+        return _measure(plain, workload)
+    overlaid = _measure(Section({**plain.data, **Section(quick_raw, "quick.measure", _MEASURE_KEYS).data},
+                                "quick.measure", _MEASURE_KEYS), workload)
+    return overlaid if quick else _measure(plain, workload)
 
 
 def _measure(s: Section, workload: WorkloadSpec) -> Measure:

@@ -35,6 +35,14 @@ logger.state.level = WARN
 """
 
 
+# A broker alone is its own controller: when a starved CPU delays its heartbeat past Kafka's
+# 9 s lease, it fences itself, its partitions have no leader, and every consumer stalls until it
+# is unfenced: 32 s of a stuck micro-batch on one core (run 20261126T055150, "Fencing broker 1
+# ... its session has timed out"). No other broker could take over, so the lease only makes a
+# slow machine look broken. A cluster keeps Kafka's lease: it is how a lost broker is found.
+SINGLE_NODE = {"broker.session.timeout.ms": "120000"}
+
+
 class KafkaBroker(Service):
     """One KRaft node: alone, a single-node cluster (`bootstrap_servers` is valid once ready);
     or node `node_id` of a KafkaCluster, which hands it the cluster id and the voters."""
@@ -84,7 +92,8 @@ class KafkaBroker(Service):
         replicas = str(min(3, len(self.cluster.nodes))) if self.cluster else "1"
         isr = "2" if self.cluster and len(self.cluster.nodes) >= 3 else "1"
         quorum = ({"controller.quorum.voters": self.cluster.voters} if self.cluster
-                  else {"controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}"})
+                  else {"controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}",
+                        **SINGLE_NODE})
         return {
             "process.roles": "broker,controller",
             "node.id": str(self.node_id),
