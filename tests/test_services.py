@@ -14,7 +14,7 @@ from harness import procs
 from harness.services.base import Registry, reap_leftovers
 from harness.services.kafka import KafkaBroker, cluster_answers
 from harness.services.postgres import PostgresServer, server_answers
-from harness.services.spark import SparkDriver
+from harness.services.spark import SparkDriver, spark_home
 from tests.helpers import driver_config
 from workloads.wait import wait_until
 
@@ -114,9 +114,15 @@ class TestSparkDriver:
     def test_request_stop_ends_the_whole_process_tree(self, driver):
         """The STOP file ends the query; no driver, JVM or executor process survives."""
         pids = driver.snapshot_pids()
+        app = driver.app_id()
         driver.request_stop()
         assert _all_dead(pids), f"alive: {[p for p in pids if procs.alive(p)]}"
         assert driver.status()["state"] == "stopped"
+        # the executors' logs are the case's, not left in Spark's home among copied jars
+        kept = driver.workdir / "executor-logs" / app
+        assert {"0", "1"} <= {p.name for p in kept.iterdir()}, list(kept.iterdir())
+        assert (kept / "0" / "stderr").stat().st_size > 0 and not list(kept.rglob("*.jar"))
+        assert not (spark_home() / "work" / app).exists()
 
 
 class TestReapLeftovers:

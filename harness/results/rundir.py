@@ -39,6 +39,8 @@ class CaseDir:
     spark_conf = property(lambda self: self.path / "spark-conf.json")
     progress = property(lambda self: self.path / "progress.jsonl")
     executors = property(lambda self: self.path / "executors.jsonl")
+    # each driver's executors' stdout and stderr (local-cluster), by Spark's app id
+    executor_logs = property(lambda self: self.path / "executor-logs")
     stop = property(lambda self: self.path / "STOP")
     control = property(lambda self: self.path / "control")
     # the query's checkpoint; at-most-once's restarts start fresh ones beside it

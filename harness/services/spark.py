@@ -41,6 +41,15 @@ def _executor_of(pid: int) -> str | None:
     return args[args.index("--app-id") + 1] if "--app-id" in args else ""
 
 
+def spark_home() -> Path:
+    """Where the driver's Spark lives: SPARK_HOME, else the pyspark package (a pip install)."""
+    if os.environ.get("SPARK_HOME"):
+        return Path(os.environ["SPARK_HOME"])
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
 class DriverDied(ServiceError):
     """The driver process is gone, or its query failed, while the case needed it."""
 
@@ -170,3 +179,24 @@ class SparkDriver(Service):
                 **state, "state": "killed" if (self.returncode or 0) < 0 else "exited",
                 "returncode": self.returncode, "how": self.how_it_ended(),
                 "at_ms": time.time_ns() // 1_000_000}))
+        self.keep_executor_logs()
+
+    def keep_executor_logs(self) -> None:
+        """local-cluster's executors write their stdout and stderr under Spark's home
+        (`work/<app id>/<executor>/`), beside a copy of every jar: in a tox env that is
+        site-packages, where they piled up (1.5 GB over a day of runs) and no run directory
+        held them. Each driver's, once it is gone, goes to the case's `executor-logs/<app id>/`
+        without the jars."""
+        import shutil
+
+        app = self.app_id()
+        work = spark_home() / "work" / app if app else None
+        if work is None or not self.config.master.startswith("local-cluster") or not work.is_dir():
+            return
+        kept = CaseDir(self.workdir).executor_logs / app
+        for executor in work.iterdir():
+            for log in ("stdout", "stderr"):
+                if (executor / log).is_file():
+                    (kept / executor.name).mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(executor / log, kept / executor.name / log)
+        shutil.rmtree(work, ignore_errors=True)
