@@ -72,6 +72,18 @@ class TestCommittedThroughput:
         assert committed_eps(batches, start_ms, [4, 8]) is None
 
 
+    def test_a_partition_added_since_the_previous_batch_is_read_from_zero(self, tmp_path):
+        """kafka-partitions adds partition 2 after batch 0: batch 1 reads it from offset 0, its
+        earliest, as Spark does; its rows count those records too (check/replay.py's rule)."""
+        (tmp_path / "sources" / "0").mkdir(parents=True)
+        (tmp_path / "sources" / "0" / "0").write_text('v1\n{"t":{"0":0,"1":0}}')
+        _write_batch(tmp_path, 0, 0, {0: 100, 1: 50})
+        _write_batch(tmp_path, 1, 0, {0: 200, 1: 90, 2: 48})
+        batches = read_batches(tmp_path, "t")
+        assert batches[1].start_offsets == {0: 100, 1: 50}
+        assert batches[1].rows == 100 + 40 + 48
+
+
 class TestJournal:
     """Spark keeps the last 100 batches of its logs; the harness's journal keeps the rest."""
 

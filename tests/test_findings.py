@@ -432,6 +432,12 @@ class TestText:
         assert text.offset_ranges({0: 1200, 1: 812}, {0: 1490, 1: 1153}) == \
             "offsets 1,200-1,489 of partition 0 and 812-1,152 of partition 1"
 
+    def test_a_partition_new_to_the_query_is_read_from_zero(self):
+        """A partition added since the previous batch has no start: the batch read it from 0, and
+        the text names it (issue 27: every duplicate came from partition 2, which the story left out)."""
+        assert text.offset_ranges({0: 62, 1: 31}, {0: 463, 1: 326, 2: 48}) == \
+            "offsets 62-462 of partition 0, 31-325 of partition 1 and 0-47 of partition 2, new to the query"
+
     def test_batch_ids_are_written_as_runs(self):
         """Consecutive ids collapse into a range."""
         assert text.ids([3, 4, 5, 8]) == "3-5 and 8"

@@ -50,9 +50,10 @@ class Batch:
 
     @property
     def rows(self) -> int:
-        """Records the batch read of the topic (its first source): end minus start offsets."""
+        """Records the batch read of the topic (its first source): end minus start offsets (a
+        partition new to the query from 0, its earliest offset, as check/replay.py reads it)."""
         starts = self.start_offsets or {}
-        return sum(max(end - starts.get(p, end), 0) for p, end in self.end_offsets.items())
+        return sum(max(end - starts.get(p, 0), 0) for p, end in self.end_offsets.items())
 
 
 def for_source(batches: list[Batch], source: int) -> list[Batch]:

@@ -22,11 +22,15 @@ def span(first: int, last: int) -> str:
 
 def offset_ranges(starts: dict[int, int], ends: dict[int, int]) -> str:
     """What a batch read, partition by partition: "offsets 1,200-1,489 of partition 0 and
-    812-1,152 of partition 1" (end offsets are exclusive); "no offsets" when it read none."""
-    parts = [(p, starts.get(p, end), end) for p, end in sorted(ends.items()) if end > starts.get(p, end)]
+    812-1,152 of partition 1" (end offsets are exclusive); "no offsets" when it read none.
+    A partition without a start (added to the topic since the query's previous batch) is read
+    from offset 0, as Spark reads a new partition from its earliest offset."""
+    parts = [(p, starts.get(p, 0), end) for p, end in sorted(ends.items()) if end > starts.get(p, 0)]
     if not parts:
         return "no offsets"
-    texts = [f"{span(a, b - 1)} of partition {p}" for p, a, b in parts]
+    new = [p for p, _, _ in parts if starts and p not in starts]
+    texts = [f"{span(a, b - 1)} of partition {p}" + (", new to the query" if p in new else "")
+             for p, a, b in parts]
     return "offsets " + join(texts)
 
 
