@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.hunt import shrink as shrink_mod
 from harness.hunt.plan import Space, choice_of, coverage, covering, describe, draw, plans
 from harness.hunt.shrink import Candidate, shrink
 from harness.scenario import load
@@ -53,17 +54,23 @@ class TestPlans:
 
 class TestShrink:
     def test_a_plan_shrinks_to_the_one_fault_that_fails_it(self):
-        """Fails whenever a replay-batch is in the plan: the rest goes, the replay comes earlier,
-        and the workload gets shorter while the fault still fits."""
+        """Fails whenever a replay-batch is in the plan: the rest goes (6 runs), then the replay
+        comes earlier and shorter until the shrink's 12 runs are spent."""
         start = Candidate(({"kind": "pause", "at": "4s", "target": "driver", "duration": "3s"},
                            {"kind": "replay-batch", "at": "30s", "downtime": "2s"},
                            {"kind": "stall-sink", "at": "60s", "duration": "2s"}), 90.0, "drawn")
         found = shrink(start, lambda c: any(t["kind"] == "replay-batch" for t in c.plan))
         (only,) = found.smallest.plan
-        assert only["kind"] == "replay-batch" and only["at"] == "1.9s" and only["downtime"] == "0.5s"
-        assert found.smallest.workload_s < 90 and found.flaky == 0
+        assert only["kind"] == "replay-batch" and only["at"] == "1.9s" and only["downtime"] == "1s"
+        assert found.runs == 11 and found.flaky == 0
         for step in found.steps:
             assert step["failed"] == any(t["kind"] == "replay-batch" for t in step["plan"])
+
+    def test_the_workload_gets_shorter_while_the_fault_still_fits(self):
+        start = Candidate(({"kind": "replay-batch", "at": "2s", "downtime": "0.5s"},), 90.0, "drawn")
+        found = shrink(start, lambda c: bool(c.plan))
+        assert found.smallest.workload_s < 40 and found.smallest.plan[0]["at"] == "1s"
+        assert all(shrink_mod._end(t) <= found.smallest.workload_s for t in found.smallest.plan)
 
     def test_a_candidate_that_passed_both_runs_is_not_run_again(self):
         """Moving the one fault earlier makes "without it" the empty plan again: a paimon hunt
@@ -166,6 +173,16 @@ class TestTwoPhaseShrink:
         phases = [s["phase"] for s in found.steps]
         assert phases == sorted(phases, key=lambda p: p != "remove"), phases   # removals, then moves
         assert found.runs <= 12 and found.ended == "shrunk", (found.runs, found.ended)
+
+    def test_a_two_fault_plan_shrinks_in_at_most_12_runs_when_every_move_holds(self):
+        """The worst case for the goal: both faults needed (4 runs of removals), and no earlier
+        or shorter fault fails again, each move held twice: the moves stop where a candidate's
+        two runs would pass 12."""
+        start = Candidate(({"kind": "kafka-partitions", "at": "8s", "count": 1},
+                           {"kind": "replay-batch", "at": "20s", "downtime": "2s"}), 60.0, "found")
+        found = shrink(start, lambda c: c == start or c.plan == start.plan and c.workload_s == 60.0)
+        assert found.runs <= 12 and found.smallest == start, found.steps
+        assert [s["phase"] for s in found.steps].count("remove") == 2
 
     def test_a_candidate_the_budget_cuts_off_is_not_run_not_held(self):
         """After the budget is spent, fails() answers None: the candidate is recorded as not run

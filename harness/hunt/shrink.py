@@ -4,9 +4,10 @@
    until it fails once or holds twice (fault timing is not exact: a fault at a given second
    meets whatever batch runs then). The first that fails becomes the plan, and the removals
    start over from it.
-2. The times, within a budget of runs of its own (MOVE_RUNS): each fault earlier, each fault
-   shorter, the workload shorter. A move cannot make a removed fault needed again, so the
-   removals are not tried again after it.
+2. The times, while the shrink has run fewer than SHRINK_RUNS in all and a candidate's two
+   runs still fit: each fault earlier, each fault shorter, the workload shorter. A move cannot
+   make a removed fault needed again, so the removals are not tried again after it. A
+   two-fault plan that needs both faults takes at most 4 runs of removals, so at most 12.
 
 A candidate the budget cuts off is recorded as not run, never as held. How the shrinking ended
 is said: every candidate tried, or the budget spent (the smallest plan so far is the answer).
@@ -24,7 +25,7 @@ from workloads.validate import parse_duration_ms
 
 SHORTER = 0.75          # a shorter workload is this share of the last
 MIN_WORKLOAD_S = 10.0
-MOVE_RUNS = 7           # the runs the timing moves may take, after the removals
+SHRINK_RUNS = 12        # the timing moves stop where a candidate's two runs would pass this
 SHRUNK, BUDGET = "shrunk", "budget"
 
 
@@ -86,15 +87,16 @@ Fails = Callable[[Candidate], bool | None]
 
 
 def shrink(start: Candidate, fails: Fails, say: Callable[[str], None] = lambda _: None,
-           valid: Callable[[Candidate], bool] = lambda _: True, move_runs: int = MOVE_RUNS) -> Shrunk:
+           valid: Callable[[Candidate], bool] = lambda _: True, most_runs: int = SHRINK_RUNS) -> Shrunk:
     """The smallest candidate reachable from `start` that still fails: the fewest faults first,
-    then earlier, shorter faults and a shorter workload within `move_runs` runs. `valid` leaves
+    then earlier, shorter faults and a shorter workload while the runs stay within `most_runs`
+    (the removals are never cut short: the fewest faults come first). `valid` leaves
     out candidates the scenario would refuse."""
     out = Shrunk(start)
     held: set[str] = set()   # candidates that held twice: never run again
     current = _phase(out, start, removals, fails, say, valid, held, "remove", None)
     if out.ended == SHRUNK:
-        current = _phase(out, current, moves, fails, say, valid, held, "move", out.runs + move_runs)
+        current = _phase(out, current, moves, fails, say, valid, held, "move", most_runs)
     out.smallest = current
     return out
 
@@ -107,8 +109,8 @@ def _phase(out: Shrunk, current: Candidate, smaller, fails: Fails, say, valid, h
         for cand in smaller(current):
             if not valid(cand) or _key(cand) in held:
                 continue
-            if until_runs is not None and out.runs >= until_runs:
-                return current   # the moves' own budget: what is found so far is the answer
+            if until_runs is not None and out.runs + 2 > until_runs:
+                return current   # the moves' runs are spent: what is found so far is the answer
             say(f"shrinking ({phase}): trying {cand.change} ({len(cand.plan)} fault(s), "
                 f"{cand.workload_s:g}s workload)")
             failing = _judge(out, cand, fails, phase)
