@@ -239,3 +239,22 @@ class TestPrinting:
         """`recovery (s) 25.7 [26-29]`: the range was printed to the unit, the median to 0.1."""
         row = compare.Row("eo", "recovery", [29.069, 25.559, 25.653], [], None, [])
         assert row.side(row.base) == "25.7 [25.6-29.1]"
+
+
+class TestCommittedBaselines:
+    """The baselines compare and the nightly read were measured on today's bench scenario: a
+    change to bench.toml (its quick settings included) without a new baseline fails here,
+    because compare would refuse every nightly against it (results/baseline/README.md)."""
+
+    @pytest.mark.parametrize(("name", "quick"), [("bench.summary.json", False),
+                                                 ("bench-quick.summary.json", True)])
+    def test_each_baseline_ran_todays_scenario(self, name, quick):
+        from harness import scenario as scenario_mod
+        from harness.paths import REPO_ROOT
+
+        base = json.loads((REPO_ROOT / "results" / "baseline" / name).read_text())
+        bench = scenario_mod.load(REPO_ROOT / "harness/scenario/scenarios/bench.toml", quick=quick)
+        assert base["scenario"].get("quick", False) == quick
+        assert base["scenario"].get("hash") == bench.fingerprint(), (
+            f"results/baseline/{name} was measured on another bench.toml; refresh it as "
+            "results/baseline/README.md says")
