@@ -22,13 +22,25 @@ def describe(spark_master: str, own_kafka: bool) -> dict:
         "java": java_version(),
         "spark": _installed("pyspark") or SPARK_VERSION,
         "kafka": KAFKA_VERSION if own_kafka else "external",
+        "delta": _installed("delta-spark"),
         "spark_master": spark_master,
         "cpus": psutil.cpu_count() or 1,
+        "cpus_usable": cpus_usable(),
         "memory_bytes": psutil.virtual_memory().total,
         "git_sha": git_sha(),
         "git_dirty": git_dirty(),
         "cpu_model": cpu_model(),
     }
+
+
+def cpus_usable() -> int:
+    """The CPUs this process may run on: its affinity (1 under `taskset -c 0` on any machine)."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:   # no affinity on this platform: every CPU
+        return os.cpu_count() or 1
 
 
 def cpu_model() -> str | None:
