@@ -78,6 +78,27 @@ def _parser() -> argparse.ArgumentParser:
                               "(the default); "
                               "metrics: throughput, p50, p99, processing_p99, lost, duplicated, max_lag, "
                               "recovery, batch_p50")
+    compare.add_argument("--base-also", type=Path, action="append", default=[], metavar="RUN",
+                         help="another run of the baseline, its cases taken as repeats (may be given again)")
+    compare.add_argument("--new-also", type=Path, action="append", default=[], metavar="RUN",
+                         help="another run of the new side, its cases taken as repeats (may be given again)")
+    history = sub.add_parser("history", help="the nightly history: add runs, find changes, draw the trend")
+    hsub = history.add_subparsers(dest="history_command", required=True)
+    hadd = hsub.add_parser("add", help="append runs to a history store (a directory; created if missing)")
+    hadd.add_argument("store", type=Path)
+    hadd.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
+    hadd.add_argument("--report-url", default=None,
+                      help="where the run's report.html will be read (a CI artifact's URL); "
+                           "default: its path")
+    hcheck = hsub.add_parser("check", help="change points in speed and correctness; exit 1 on one for the "
+                             "worse in the newest nights")
+    hcheck.add_argument("store", type=Path)
+    hcheck.add_argument("--json", type=Path, default=None, metavar="FILE",
+                        help="also write the changes as JSON")
+    hreport = hsub.add_parser("report", help="write the trend page")
+    hreport.add_argument("store", type=Path)
+    hreport.add_argument("--out", type=Path, default=Path("trend.html"),
+                         help="the page (default: trend.html)")
     sub.add_parser("fetch-jvm", help="fetch the pinned Kafka and Spark-connector jars with mvn (once)")
     sub.add_parser("fetch", help="fetch-jvm, then build the pinned Toxiproxy with go install (once)")
     return parser
@@ -125,6 +146,8 @@ def _command(args) -> int:
             return _report(args)
         if args.command == "compare":
             return _compare(args)
+        if args.command == "history":
+            return _history(args)
         return _run(args)
     except Problem as exc:   # the harness's errors and the generator's
         print(f"error: {exc}", file=sys.stderr)
@@ -157,12 +180,34 @@ def _compare(args) -> int:
     from harness.report import compare
 
     rules = compare.parse_rules(args.fail_on if args.fail_on is not None else compare.DEFAULT_RULES)
-    new = compare.load(args.new)
-    base = compare.load_base(args.base, new)
+    new = compare.with_repeats(compare.load(args.new), [compare.load(p) for p in args.new_also])
+    base = compare.with_repeats(compare.load_base(args.base, new), [compare.load(p) for p in args.base_also])
     compare.check_same_workload(base, new)
     rows = compare.compare(base, new, rules)
     print(compare.render(base, new, rows, compare.tests(base, new, rules)))
     return 1 if compare.regressed(base, new, rows) else 0
+
+
+def _history(args) -> int:
+    """`history add|check|report` (harness/history/)."""
+    from harness.history import check, trend
+    from harness.history.store import Store
+
+    store = Store(args.store)
+    if args.history_command == "add":
+        for run_dir in args.run_dirs:
+            entries = store.add(run_dir, args.report_url)
+            print(f"added run {entries[0].run_id}: {len(entries)} case(s) of {entries[0].scenario} "
+                  f"(hash {entries[0].scenario_hash}, commit {(entries[0].commit or '?')[:7]})")
+        return 0
+    if args.history_command == "check":
+        checked = check.check(store.require())
+        print(check.render(checked))
+        if args.json is not None:
+            check.write_json(checked, args.json)
+        return 1 if checked.alarms else 0
+    print(trend.write(store, args.out))
+    return 0
 
 
 def _fetch_jvm() -> int:

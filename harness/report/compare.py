@@ -165,6 +165,29 @@ def check_same_workload(base: RunResult, new: RunResult) -> None:
                            "the same scenario: results/baseline/)")
 
 
+def with_repeats(first: RunResult, others: list[RunResult]) -> RunResult:
+    """`first` with the cases of `others` as more runs of the same series (the confirmation
+    job's interleaved runs: before, after, before, after). Each must be of the same workload."""
+    from dataclasses import replace
+
+    if not others:
+        return first
+    cases = list(first.cases)
+    for other in others:
+        why = workload_difference(first, other)
+        if why is not None:
+            raise HarnessError(f"run {other.run_id} is of another workload than {first.run_id}: {why}",
+                               "give runs of one scenario on each side")
+        cases += other.cases
+    counts: dict[str, int] = {}
+    renumbered = []
+    for c in cases:
+        name = c.series or c.name
+        counts[name] = counts.get(name, 0) + 1
+        renumbered.append(replace(c, series=name, repeat=counts[name]))
+    return replace(first, cases=renumbered, run_id=f"{first.run_id}+{len(others)}")
+
+
 def series(result: RunResult) -> dict[str, list[CaseResult]]:
     """The cases of a run grouped by series (a repeated case's runs together), in run order."""
     out: dict[str, list[CaseResult]] = {}

@@ -218,3 +218,58 @@ def percentile_chart(title: str, curves: Mapping[str, Sequence[tuple[float, floa
     out += _legend(list(curves), width)
     out.append("</svg>")
     return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A vertical line at night `at` of a nights chart, labelled: a change point ("change"), a
+    dependency version changed ("version"), a verdict that flipped ("flip")."""
+
+    at: float
+    label: str
+    kind: str = "change"
+
+
+MARK_STYLE = {"change": ("#d62728", ""), "version": ("#7f7f7f", ' stroke-dasharray="4 3"'),
+              "flip": ("#8e1b1b", ' stroke-dasharray="1 2"')}
+
+
+def nights_chart(title: str, values: Sequence[float | None], *, y_label: str, labels: Sequence[str],
+                 links: Sequence[str | None] = (), band: tuple[float, float] | None = None,
+                 marks: Sequence[Mark] = (), width: int = WIDTH, height: int = HEIGHT) -> str:
+    """One figure night by night: a point a night (a link to its report where given), the
+    noise band shaded across, and marks: change points, version changes, verdict flips."""
+    ys = _finite(values) + (list(band) if band else [])
+    if not _finite(values):
+        return "\n".join([*_open(title, width, height),
+                          f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle">not measured</text>',
+                          "</svg>"])
+    n = len(values)
+    y_ticks = nice_ticks(0.0, max(ys) if max(ys) > 0 else 1.0, 4)
+    f = _Frame((-0.5, n - 0.5), (0.0, max(y_ticks[-1], max(ys))), width, height)
+    out = _open(title, width, height)
+    if band:
+        lo, hi = f.y(band[1]), f.y(band[0])
+        out.append(f'<rect class="noise" x="{LEFT}" y="{lo}" width="{width - LEFT - RIGHT}" '
+                   f'height="{round(max(hi - lo, 1.0), 1)}" fill="#9ecae1" fill-opacity="0.35">'
+                   f'<title>A/A noise band</title></rect>')
+    step = max(1, math.ceil(n / 12))
+    x_ticks = [(float(i), labels[i]) for i in range(0, n, step)]
+    out += _axes(f, x_ticks, y_ticks, "night", y_label)
+    for k, m in enumerate(marks):
+        color, dash = MARK_STYLE.get(m.kind, MARK_STYLE["change"])
+        x = f.x(m.at)
+        out.append(f'<line class="{m.kind}" x1="{x}" y1="{f.top}" x2="{x}" y2="{height - BOTTOM}" '
+                   f'stroke="{color}" stroke-width="1.5"{dash}><title>{escape(m.label)}</title></line>')
+        out.append(f'<text x="{x + 3}" y="{f.top + 10 + 11 * (k % 3)}" font-size="10" '
+                   f'fill="{color}">{escape(m.label)}</text>')
+    out += _polylines(f, range(n), values, PALETTE[0], connect=True)
+    for i, v in enumerate(values):
+        if v is None or not math.isfinite(float(v)):
+            continue
+        dot = (f'<circle class="night" cx="{f.x(i)}" cy="{f.y(float(v))}" r="3" fill="{PALETTE[0]}">'
+               f'<title>{escape(labels[i])}: {_label(float(v))}</title></circle>')
+        link = links[i] if i < len(links) else None
+        out.append(f'<a href="{escape(link)}">{dot}</a>' if link else dot)
+    out.append("</svg>")
+    return "\n".join(out)
