@@ -267,13 +267,23 @@ def _run(args, search=None) -> int:
     finally:
         _write_report(run_dir, progress)
         progress.step(f"results: {run_dir.path}")
-    print(table.render(result))
+    _out(table.render(result))
     if search is not None:
-        print(search.render(result))
+        _out(search.render(result))
         return search.exit_code(result)
     if not result.holds:
         return 1
     return 2 if result.status == "schedule-missed" else 0
+
+
+def _out(text: str) -> None:
+    """The run's table on stdout; a reader that went away (a killed test runner, `| head`) does
+    not turn a finished run's exit code into a crash: its results are in the run directory."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Python's advice: point stdout at devnull, so that the flush at exit does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _write_report(run_dir, progress) -> None:
