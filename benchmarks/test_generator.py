@@ -117,3 +117,33 @@ def test_pacing_error(benchmark, kafka, new_topic, tmp_path, pacing_seconds, eps
     report = benchmark.pedantic(_generate_all, args=(spec, kafka.bootstrap_servers, new_topic(f"pace-{eps}"),
                                                      tmp_path / "truth", True), rounds=1, iterations=1)
     benchmark.extra_info.update({"duration_s": pacing_seconds, **pacing_numbers(report), "goal_error": 0.01})
+
+
+@pytest.mark.benchmark(group="encoding")
+@pytest.mark.parametrize("kind", ["events", "nexmark"])
+def test_cost_per_event_without_kafka(benchmark, kind):
+    """What each event costs the generator before Kafka: its plan's blocks (2,000 events/s for
+    100 s) encoded for the wire, and, for Nexmark, its fields for ground truth. Nexmark's model
+    draws every field per event; docs/pipelines-and-sinks.md ("Nexmark") has both figures."""
+    from workloads.generator import nexmark
+    from workloads.generator.encode import encoder_for
+    from workloads.generator.plan import Planner
+    from workloads.generator.spec import parse
+
+    spec = parse({"kind": kind, "duration": "100s", "seed": 1, "rate": {"eps": 2000}})
+    planner = Planner(spec, 1_700_000_000_000, (0, 1), ())
+    blocks = list(planner)
+    encoder = encoder_for(spec, planner.keys.names)
+    model = nexmark.Model(spec.nexmark, spec.seed, spec.mean_eps) if kind == "nexmark" else None
+
+    def encode_all() -> int:
+        for block in blocks:
+            encoder.keys_of(block)
+            encoder.values(block)
+            if model is not None:
+                nexmark.truth_columns(model.columns(block.event_id, block.event_time_ms))
+        return sum(len(b.event_id) for b in blocks)
+
+    events = benchmark.pedantic(encode_all, rounds=3, iterations=1)
+    assert events == 200_000
+    benchmark.extra_info["us_per_event"] = round(benchmark.stats.stats.min / events * 1e6, 3)

@@ -22,9 +22,19 @@ EVENT_TIME_MS = "event_time_ms"
 PAYLOAD = {"user": "STRING", "item": "STRING", "amount": "LONG", "type": "STRING"}
 PAD = "pad"
 
-# every field a pipeline can read; a field the workload did not list parses as null
+# Nexmark's event (a workload of kind "nexmark"): its kind and one of its Person, Auction or Bid
+# (workloads/generator/nexmark.py), nested as nexmark/nexmark's Kafka DDL nests them
+NEXMARK = ("event_type INT, "
+           "person STRUCT<id: BIGINT, name: STRING, emailAddress: STRING, creditCard: STRING, city: STRING, "
+           "state: STRING, extra: STRING>, "
+           "auction STRUCT<id: BIGINT, itemName: STRING, description: STRING, initialBid: BIGINT, "
+           "reserve: BIGINT, expires: BIGINT, seller: BIGINT, category: BIGINT, extra: STRING>, "
+           "bid STRUCT<auction: BIGINT, bidder: BIGINT, price: BIGINT, channel: STRING, url: STRING, "
+           "extra: STRING>")
+
+# every field a pipeline can read; a field the workload did not send parses as null
 SPARK_SCHEMA = ", ".join([f"{EVENT_ID} LONG", f"{KEY} STRING", f"{EVENT_TIME_MS} LONG",
-                          *(f"{name} {kind}" for name, kind in PAYLOAD.items())])
+                          *(f"{name} {kind}" for name, kind in PAYLOAD.items()), NEXMARK])
 
 # The harness's own events: warm-up (event time 0) and watermark flush (far ahead). Their
 # output is set aside by the checker by this key and their exact event times, nothing else.

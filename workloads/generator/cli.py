@@ -28,6 +28,14 @@ from workloads.progress import Progress
 # (path in [workload], metavar, parser, help with its unit)
 _NUM, _INT, _STR = "number", "integer", "string"
 KNOBS: list[tuple[str, str, str, str]] = [
+    ("kind", "KIND", _STR,
+     "events | nexmark: Nexmark's Person, Auction and Bid events (default: events)"),
+    ("proportions", "P,A,B", "ints",
+     "nexmark: people, auctions and bids in each P+A+B events (default: 1,3,46)"),
+    ("hot_auction_ratio", "N", _INT, "nexmark: a bid's auction is hot with probability 1 - 1/N (default: 2)"),
+    ("hot_seller_ratio", "N", _INT,
+     "nexmark: an auction's seller is hot with probability 1 - 1/N (default: 4)"),
+    ("hot_bidder_ratio", "N", _INT, "nexmark: a bid's bidder is hot with probability 1 - 1/N (default: 4)"),
     ("topic", "NAME", _STR, "Kafka topic (default: events)"),
     ("partitions", "N", _INT,
      "partition count of the topic; key rank mod N picks the partition (default: 2)"),
@@ -172,6 +180,12 @@ def _convert(kind: str, value: Any, path: str) -> Any:
         return parts[0] if len(parts) == 1 else parts
     if kind == "list":
         return [p.strip() for p in value.split(",") if p.strip()]
+    if kind == "ints":
+        try:
+            return [int(p) for p in value.split(",")]
+        except ValueError:
+            raise SpecError(f"{option(path)} {value!r}: not integers",
+                            f"write e.g. {option(path)} 1,3,46") from None
     if kind == "idle":
         out = []
         for item in value:
@@ -327,12 +341,12 @@ def _preview(spec, args) -> int:
     import pyarrow as pa
 
     from workloads.generator import truth
-    from workloads.generator.encode import Encoder
+    from workloads.generator.encode import encoder_for
     from workloads.generator.plan import Planner
 
     start_ms = args.start_ms if args.start_ms is not None else time.time_ns() // 1_000_000 + 500
     planner = Planner(spec, start_ms)
-    encoder = Encoder(spec.payload, planner.keys.names)
+    encoder = encoder_for(spec, planner.keys.names)
     writer = truth.TruthWriter(args.output, planner.keys.names, pa.schema([("value", pa.string())]))
     n, status = 0, Progress()
     try:

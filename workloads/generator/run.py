@@ -21,9 +21,9 @@ import numpy as np
 
 from workloads import wire
 from workloads.errors import Problem
-from workloads.generator import shapes, truth
+from workloads.generator import nexmark, shapes, truth
 from workloads.generator.anchors import Locator, prepare
-from workloads.generator.encode import Encoder
+from workloads.generator.encode import Encoder, encoder_for
 from workloads.generator.histogram import LogHistogram
 from workloads.generator.plan import Planner, most_partitions, partition_steps
 from workloads.generator.producer import PARTITIONS_TIMEOUT_S, Sender, make_producer
@@ -94,7 +94,11 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
         raise
     start_ms = start_ms if start_ms is not None else time.time_ns() // 1_000_000 + START_LEAD_MS
     planner = Planner(spec, start_ms, share, steps)
-    writer = truth.TruthWriter(truth.part_path(truth_dir, share[0]), planner.keys.names)
+    nexmark_model = None
+    if spec.kind == "nexmark":   # every Nexmark field in ground truth too (the oracles read them)
+        nexmark_model = nexmark.Model(spec.nexmark, spec.seed, spec.mean_eps)
+    writer = truth.TruthWriter(truth.part_path(truth_dir, share[0]), planner.keys.names,
+                               nexmark.TRUTH_SCHEMA if nexmark_model is not None else None)
     stats = _Stats(spec, start_ms, steps)
     locator = Locator(partitions)
 
@@ -102,9 +106,11 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
         offset, append = locator.place(block.partition, seq, reports)
         done = (block, sent_us, offset, append, anchors & (offset >= 0))
         stats.add(*done)
-        writer.write(*done)
+        extra = (None if nexmark_model is None
+                 else nexmark.truth_columns(nexmark_model.columns(block.event_id, block.event_time_ms)))
+        writer.write(*done, extra=extra)
 
-    feeder = Feeder(_prepared(planner, Encoder(spec.payload, planner.keys.names)), "plan-encode")
+    feeder = Feeder(_prepared(planner, encoder_for(spec, planner.keys.names)), "plan-encode")
     recorder = Drain(record, "truth")
     try:
         for item in feeder:

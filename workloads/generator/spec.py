@@ -5,7 +5,9 @@ are read by the same `parse()` from the same nested table, so both accept exactl
 same knobs with the same checks; the CLI names an option after its path in the table
 (workload.delay.mean is --delay-mean).
 
-    [workload]            topic, partitions, duration, seed
+    [workload]            kind = events | nexmark, topic, partitions, duration, seed;
+                          with kind = "nexmark": proportions, hot_auction_ratio,
+                          hot_seller_ratio, hot_bidder_ratio (workloads/generator/nexmark.py)
     [workload.rate]       shape = constant | ramp | steps | square | sine | burst | custom
     [workload.keys]       distribution = zipf | uniform, count, zipf_s, hot_share, hot_keys
     [workload.delay]      distribution = none | uniform | exponential | lognormal | pareto
@@ -34,7 +36,10 @@ TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")  # Kafka's own rule for topic names
 PAYLOAD_FIELDS = ("user", "item", "amount", "type")
 FORMATS = ("json",)
 
-_TOP = ("topic", "partitions", "duration", "seed", "rate", "keys", "delay", "time", "payload", "duplicates")
+_TOP = ("kind", "topic", "partitions", "duration", "seed", "rate", "keys", "delay", "time", "payload",
+        "duplicates", "proportions", "hot_auction_ratio", "hot_seller_ratio", "hot_bidder_ratio")
+KINDS = ("events", "nexmark")
+NEXMARK_KEYS = ("proportions", "hot_auction_ratio", "hot_seller_ratio", "hot_bidder_ratio")
 # the keys each rate shape uses (besides `shape`)
 RATE_KEYS = {
     "constant": ("eps",),
@@ -103,6 +108,13 @@ class WorkloadSpec:
     time: TimeSpec = field(default_factory=TimeSpec)
     payload: PayloadSpec = field(default_factory=PayloadSpec)
     duplicates: DuplicatesSpec = field(default_factory=DuplicatesSpec)
+    kind: str = "events"                      # events, or nexmark: Person, Auction and Bid
+    nexmark: Any = None                       # a nexmark.NexmarkSpec when kind is nexmark
+
+    @property
+    def mean_eps(self) -> float:
+        """The events per second the whole workload offers on average."""
+        return shapes.expected_count(self.shape) / self.duration_s if self.duration_s else 0.0
 
     @property
     def shape(self) -> shapes.Bounded:
@@ -110,9 +122,12 @@ class WorkloadSpec:
 
     def describe(self) -> dict:
         """Plain JSON types, for summaries and reports."""
-        return {"topic": self.topic, "partitions": self.partitions, "duration_s": self.duration_s,
-                "seed": self.seed, "rate": shapes.describe(self.rate),
-                **{k: asdict(getattr(self, k)) for k in ("keys", "delay", "time", "payload", "duplicates")}}
+        out = {"topic": self.topic, "partitions": self.partitions, "duration_s": self.duration_s,
+               "seed": self.seed, "rate": shapes.describe(self.rate),
+               **{k: asdict(getattr(self, k)) for k in ("keys", "delay", "time", "payload", "duplicates")}}
+        if self.kind != "events":
+            out.update(kind=self.kind, nexmark=asdict(self.nexmark))
+        return out
 
 
 def parse(raw: Any, path: str = "workload") -> WorkloadSpec:
@@ -131,9 +146,37 @@ def parse(raw: Any, path: str = "workload") -> WorkloadSpec:
         time=_time(s.table("time", ("dilation", "clock_skew", "idle")), partitions, duration_ms),
         payload=_payload(s.table("payload", ("format", "fields", "size", "users", "items"))),
         duplicates=_duplicates(s.table("duplicates", ("share", "after"))),
+        kind=s.choice("kind", KINDS, "events"),
+        nexmark=_nexmark(s),
     )
     _check_sends_events(spec, path)
     return spec
+
+
+def _nexmark(s: Section):
+    """Nexmark's knobs, read only with kind = "nexmark" (elsewhere they would be ignored)."""
+    from workloads.generator.nexmark import NexmarkSpec
+
+    kind = s.choice("kind", KINDS, "events")
+    given = [k for k in NEXMARK_KEYS if k in s]
+    if kind != "nexmark":
+        if given:
+            raise SpecError(f"{s.field(given[0])} is a Nexmark knob, and {s.field('kind')} is {kind!r}",
+                            f'write kind = "nexmark", or remove {s.field(given[0])}')
+        return None
+    if "payload" in s:
+        raise SpecError(f"{s.field('payload')} does not apply to kind = \"nexmark\": each Nexmark event "
+                        "carries its own fields, padded to Nexmark's sizes by `extra`",
+                        f"remove {s.field('payload')}")
+    raw = s.raw("proportions", [1, 3, 46])
+    if (not isinstance(raw, list) or len(raw) != 3 or not all(isinstance(x, int) and not isinstance(x, bool)
+                                                              for x in raw) or min(raw) < 1):
+        raise bad(s.field("proportions"), raw, "is not three positive integers (person, auction, bid)",
+                  "write proportions = [1, 3, 46], Nexmark's")
+    return NexmarkSpec(proportions=(raw[0], raw[1], raw[2]),
+                       hot_auction_ratio=s.integer("hot_auction_ratio", 2, ge=1, le=1_000_000),
+                       hot_seller_ratio=s.integer("hot_seller_ratio", 4, ge=1, le=1_000_000),
+                       hot_bidder_ratio=s.integer("hot_bidder_ratio", 4, ge=1, le=1_000_000))
 
 
 def _duplicates(s: Section) -> DuplicatesSpec:

@@ -104,7 +104,9 @@ def read(truth_dir: Path, columns: list[str] | None = None, *, categorical: bool
         return _read_in_place(files, list(columns))
     # event_id is read even when not asked for: the order is by it
     wanted = None if columns is None else list(dict.fromkeys(["event_id", *columns]))
-    tables = [pq.read_table(f, columns=wanted, schema=SCHEMA if wanted is None else None) for f in files]
+    # a column some parts lack (Nexmark's fields: not in control.parquet) is null there
+    tables = [pq.read_table(f, columns=None if wanted is None else [c for c in wanted if c in _names(f)],
+                            schema=SCHEMA if wanted is None else None) for f in files]
     table = pa.concat_tables(tables, promote_options="default")
     del tables
     # sorted and narrowed in Arrow, then converted column by column as Arrow lets go of each
@@ -116,6 +118,10 @@ def read(truth_dir: Path, columns: list[str] | None = None, *, categorical: bool
     if "event_type" in df:   # only when read: assigning None would add a column nobody asked for
         df["event_type"] = df["event_type"].astype(str)
     return df
+
+
+def _names(path: Path) -> set[str]:
+    return set(pq.read_schema(path).names)
 
 
 def _read_in_place(files: list[Path], columns: list[str]) -> pd.DataFrame:
