@@ -59,10 +59,19 @@ def pytest_addoption(parser):
                          "[quick] overrides")
     group.addoption("--out", default=None, help="the scenario run's directory (default: results/<run-id>/)")
     group.addoption("--repeat", type=int, default=1, help="run each case of the scenario N times")
+    group.addoption("--nexmark", action="store_true",
+                    help="also run Nexmark's queries against their oracles, without and under faults "
+                         "(benchmarks/test_nexmark.py: about 20 minutes with --quick)")
 
 
 def pytest_collection_modifyitems(config, items):
-    """--quick is the scenario and the quick sizes: the end-to-end variations wait for a full run."""
+    """--quick is the scenario and the quick sizes: the end-to-end variations wait for a full run.
+    Nexmark's runs wait for --nexmark."""
+    if not config.getoption("--nexmark"):
+        ask = pytest.mark.skip(reason="Nexmark's queries end to end: tox -e bench -- --nexmark runs them")
+        for item in items:
+            if item.get_closest_marker("nexmark"):
+                item.add_marker(ask)
     if not config.getoption("--quick"):
         return
     skip = pytest.mark.skip(reason="an end-to-end variation: tox -e bench without --quick runs it")

@@ -1,6 +1,7 @@
 """`python -m harness.docs`: write the generated parts of the docs from what defines them: the
-fault kinds' table from the registry, README's example output from the committed quick
-baseline (results/baseline/bench-quick.summary.json, a real run), rendered by today's table.
+fault kinds' table from the registry, Nexmark's queries from their module, README's example
+output from the committed quick baseline (results/baseline/bench-quick.summary.json, a real
+run), rendered by today's table.
 
 A generated part sits between `<!-- NAME:begin -->` and `<!-- NAME:end -->`; the tests
 (tests/test_docs.py) fail when a part differs from what this would write.
@@ -33,10 +34,24 @@ def _quick_bench() -> str:
     return "```\n" + table.render(summary.load(QUICK_BASELINE)) + "\n```"
 
 
+def _nexmark_queries() -> str:
+    """Nexmark's queries: each the harness runs, its form and what it writes; then the others."""
+    from workloads.pipelines import nexmark
+
+    lines = ["| query | form | what it writes | columns |", "|---|---|---|---|"]
+    for name, q in sorted(nexmark.QUERIES.items(), key=lambda kv: int(kv[0][1:])):
+        lines.append(f"| {name} | {q.form} | {q.note} | {', '.join(q.columns)} |")
+    lines += ["", "| query | not run here: why |", "|---|---|"]
+    others = sorted(nexmark.NOT_HERE.items(), key=lambda kv: int(kv[0][1:]))
+    lines += [f"| {name} | {why} |" for name, why in others]
+    return "\n".join(lines)
+
+
 # (file, from the repository's root; block name) -> what the block holds
 GENERATED: dict[tuple[str, str], Callable[[], str]] = {
     ("docs/faults.md", "fault-kinds"): _fault_kinds,
     ("README.md", "quick-bench"): _quick_bench,
+    ("docs/pipelines-and-sinks.md", "nexmark-queries"): _nexmark_queries,
 }
 
 

@@ -28,11 +28,10 @@ def check(expected: pd.DataFrame, sink: pd.DataFrame, key: list[str], produced: 
     # a key may be expected more than once (a join of a re-sent record): a multiset
     wanted = expected.groupby(key, sort=False).size()
     exp = expected.drop_duplicates(key)
-    e_keys = pd.MultiIndex.from_frame(exp[key])
-    s_keys = pd.MultiIndex.from_frame(sink[key]) if len(sink) else pd.MultiIndex.from_tuples([], names=key)
+    e_keys = _keys(exp, key)
+    s_keys = _keys(sink, key)
     known = s_keys.isin(e_keys)
-    is_open = (s_keys.isin(pd.MultiIndex.from_frame(open_rows[key])) if len(open_rows)
-               else np.zeros(len(sink), bool))
+    is_open = s_keys.isin(_keys(open_rows, key)) if len(open_rows) else np.zeros(len(sink), bool)
     got = sink[known]
     copies = got.groupby(key, sort=False).size().reindex(wanted.index, fill_value=0)
     short = (wanted - copies).clip(lower=0)
@@ -73,6 +72,13 @@ def check(expected: pd.DataFrame, sink: pd.DataFrame, key: list[str], produced: 
     event_time = (timed["first_ms"] - timed[time_col]).to_numpy(dtype=float) if time_col else np.array([])
     at_ms = timed["first_ms"].to_numpy(np.int64) if time_col else np.array([], np.int64)
     return CheckResult(counts, event_time, np.array([]), problems, found, unit="rows", event_time_at_ms=at_ms)
+
+
+def _keys(frame: pd.DataFrame, key: list[str]) -> pd.Index:
+    """The frame's keys as groupby(key) indexes them: one column, a plain Index; more, a MultiIndex."""
+    if len(key) == 1:
+        return pd.Index(frame[key[0]], name=key[0])
+    return pd.MultiIndex.from_frame(frame[key]) if len(frame) else pd.MultiIndex.from_tuples([], names=key)
 
 
 def _index_text(counts: pd.Series, key: list[str]) -> pd.Series:

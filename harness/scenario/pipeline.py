@@ -37,7 +37,7 @@ COLUMN_TYPES = ("STRING", "LONG", "INT", "DOUBLE", "BOOLEAN")
 def parse(top: Section, scenario_dir: Path, where: str = "pipeline") -> Pipeline:
     """The `pipeline` table of `top` (the scenario, or a case with its own), named `where`."""
     raw = top.raw("pipeline", {})
-    every_key = (*_OWN, *_CUSTOM, *(p.key for p in param_mod.COMMON))
+    every_key = (*_OWN, *_CUSTOM, *dict.fromkeys(p.key for k in PIPELINES.values() for p in k.params))
     kind = Section(raw, where, every_key).choice("kind", (*PIPELINES, CUSTOM), "tumbling_count")
     if kind == CUSTOM:
         return _custom(top.table("pipeline", (*_OWN, *_CUSTOM, *(p.key for p in param_mod.COMMON))),
@@ -51,11 +51,11 @@ def parse(top: Section, scenario_dir: Path, where: str = "pipeline") -> Pipeline
         plugins.function(build, s.field("build"), ("events_df", "params"), scenario_dir)
     spark = _spark(s, registered.state_stores)
     trigger, trigger_ms = _trigger(s)
-    if trigger == "real-time" and not registered.stateless:
+    if trigger == "real-time" and not registered.stateless_for(values):
         raise bad(s.field("trigger"), "real-time", f"Spark's real-time mode runs stateless queries only, "
                   f"and {kind} keeps state", 'use trigger = "1s" or "available-now", or the passthrough kind')
     return Pipeline(kind=kind, values=MappingProxyType(values), trigger=trigger, trigger_ms=trigger_ms,
-                    build=build, columns=MappingProxyType(registered.columns), spark=spark)
+                    build=build, columns=MappingProxyType(registered.columns_for(values)), spark=spark)
 
 
 def _custom(s: Section, scenario_dir: Path) -> Pipeline:

@@ -162,7 +162,7 @@ def _progress_listener(path: Path):
 
 def _start_query(spark, config: DriverConfig, sink):
     if config.source == "rate":
-        events = rate_events(spark, config.rows_per_batch)
+        events = rate_events(spark, config.rows_per_batch, nexmark=config.pipeline == "nexmark")
     else:
         options = {"startingOffsets": config.starting_offsets, **config.source_options}
         events = parse_events(read_kafka(spark, config.bootstrap_servers, config.topic, options))

@@ -20,7 +20,8 @@ class Param:
     """One scenario key of a pipeline."""
 
     key: str                 # the key under [pipeline]
-    unit: str                # "duration": a text with a unit ("5s"), passed as <key>_ms; "count": an int
+    unit: str                # "duration": a text with a unit ("5s"), passed as <key>_ms; "count": an int;
+                             # "text": a string, passed as it is (a Nexmark query's name)
     default: Any = REQUIRED  # a duration text or an int; "=other" takes the value of key `other`
     help: str = ""
 
@@ -35,6 +36,8 @@ class Param:
             default = s.raw(default[1:], REQUIRED)
         if self.unit == "duration":
             return s.duration_ms(self.key, default, **({"ge": 0} if self.key == "watermark" else {"gt": 0}))
+        if self.unit == "text":
+            return s.string(self.key, default)
         return s.integer(self.key, default, ge=1)
 
     def given(self, s: Section) -> bool:

@@ -1,0 +1,52 @@
+"""Nexmark on Structured Streaming (docs/pipelines-and-sinks.md, "Nexmark"): every query the
+harness runs, exactly-once into PostgreSQL, checked against its oracle (harness/check/nexmark.py),
+first without faults (nexmark.toml), then under kill-executor, fail-task and kill-driver after
+the write (nexmark-faults.toml). Together they take about 20 minutes with --quick and 40
+without, so they run only when asked: `tox -e bench -- --nexmark [--quick] -k nexmark`.
+
+Setup: nothing; each run starts its own Kafka, PostgreSQL and Spark local-cluster.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers import REPO, assert_nothing_left, run_cli
+
+pytestmark = [pytest.mark.integration, pytest.mark.nexmark]
+
+SCENARIOS = REPO / "harness" / "scenario" / "scenarios"
+
+
+def _run(tmp_path, request, name: str) -> dict:
+    run_dir = tmp_path / "run"
+    quick = ["--quick"] if request.config.getoption("--quick") else []
+    proc = run_cli("run", str(SCENARIOS / name), *quick, "--out", str(run_dir), timeout=3 * 3600)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    failed = {c["name"]: (c["verdict"]["detail"], c.get("findings")) for c in summary["cases"]
+              if not c["verdict"]["holds"]}
+    assert proc.returncode == 0 and not failed, failed or proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert_nothing_left(run_dir)
+    return summary
+
+
+def test_every_query_matches_its_oracle(tmp_path, request):
+    """nexmark.toml: each query's rows equal its oracle's, and some windowed query dropped late
+    bids as Spark does (1% of the events come 10 s late)."""
+    summary = _run(tmp_path, request, "nexmark.toml")
+    for case in summary["cases"]:
+        events = case["events"]
+        assert events["lost"] == events["duplicated"] == events["unexpected"] == 0, (case["name"], events)
+        assert events["expected"] > 0, (case["name"], events)
+    assert any(c["events"].get("dropped_late", 0) > 0 for c in summary["cases"])
+
+
+def test_every_query_holds_under_faults(tmp_path, request):
+    """nexmark-faults.toml: each query stays exact through an executor killed, a task failed
+    after the sink took a row, and the driver killed between a batch's write and its commit;
+    every fault is seen."""
+    summary = _run(tmp_path, request, "nexmark-faults.toml")
+    for case in summary["cases"]:
+        assert all(f["observed"] for f in case["faults"]), (case["name"], case["faults"])

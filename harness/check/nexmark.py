@@ -1,0 +1,416 @@
+"""The oracles of Nexmark's queries (workloads/pipelines/nexmark.py), in pandas over ground
+truth, which holds every field of every event (workloads/generator/nexmark.py): no Spark.
+
+Each builds the rows its query must write, with Spark's semantics where they differ from the
+SQL text:
+  - a windowed query drops the bids Spark drops as late: an (event, window) pair whose window
+    ended at or before the watermark of the batch that read it (the one rule of
+    harness/check/windows.py); a session window replays Spark's session rules
+    (harness/check/sessions.py);
+  - output is append mode: a window the last watermark had not passed when the run ended,
+    and that is not in the sink, is open, not lost;
+  - the joins without a time bound keep every row of both sides for the run: every pair
+    in truth is expected.
+The rows are then matched with the sink's as a multiset by the query's key columns
+(harness/check/rows.py): lost, duplicated, unexpected and wrong values, as for any query.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from harness.check import rows, sessions
+from harness.check.checkpoint import Batch
+from harness.check.replay import last_watermark, late_watermarks, real_events
+from harness.check.result import CheckResult
+from workloads.generator.nexmark import AUCTION, BID, PERSON, TRUTH_COLUMNS
+from workloads.pipelines import nexmark as queries
+
+NEEDED = ["event_id", "event_time_ms", "partition", "offset", "append_ms", *TRUTH_COLUMNS]
+RANKS = queries.RANKS
+DAY_MS = 86_400_000
+
+
+class Expected:
+    """What a query must write: its rows, the columns that identify one, when each became
+    possible (event time), the late events Spark rightly dropped, and the rows still open."""
+
+    def __init__(
+        self,
+        frame: pd.DataFrame,
+        key: list[str],
+        time_col: str | None,
+        dropped_late: int = 0,
+        open_rows: pd.DataFrame | None = None,
+    ):
+        self.frame, self.key, self.time_col = frame, key, time_col
+        self.dropped_late, self.open_rows = dropped_late, open_rows
+
+
+def final_watermark_ms(max_event_time_ms: int, params: dict) -> int | None:
+    """The watermark at which every window of the run is final (None: a query without one)."""
+    q = queries.QUERIES[params["query"]]
+    if q.stateless or params["query"] in ("q3", "q20"):
+        return None
+    reach = {"q11": params["gap_ms"], "q15": DAY_MS, "q16": DAY_MS, "q17": DAY_MS}.get(
+        params["query"], params["window_ms"]
+    )
+    return max_event_time_ms + reach + 1
+
+
+def check(truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch], params: dict) -> CheckResult:
+    real = real_events(truth, batches, [c for c in NEEDED if c in truth.columns])
+    exp = ORACLES[params["query"]](real, batches, params)
+    columns = list(queries.QUERIES[params["query"]].columns)
+    frame = exp.frame[columns + ([exp.time_col] if exp.time_col and exp.time_col not in columns else [])]
+    return rows.check(
+        frame,
+        sink,
+        exp.key,
+        len(real),
+        dropped_late=exp.dropped_late,
+        open_rows=exp.open_rows,
+        time_col=exp.time_col,
+    )
+
+
+def _kind(real: pd.DataFrame, kind: int) -> pd.DataFrame:
+    return real[real["nx_type"].to_numpy() == kind]
+
+
+def bids(real: pd.DataFrame) -> pd.DataFrame:
+    b = _kind(real, BID)
+    return b.assign(date_time_ms=b["event_time_ms"])
+
+
+def _utc(ms: pd.Series, fmt: str) -> pd.Series:
+    return pd.to_datetime(ms, unit="ms", utc=True).dt.strftime(fmt)
+
+
+# -- stateless --------------------------------------------------------------------------------------------
+def _all(columns: list[str]):
+    def oracle(real, batches, params) -> Expected:
+        b = bids(real)
+        return Expected(b[columns], columns, "date_time_ms")
+
+    return oracle
+
+
+def q1(real, batches, params) -> Expected:
+    b = bids(real)
+    out = b.assign(price=b["price"].astype(np.float64) * 0.908)
+    return Expected(out, list(queries.QUERIES["q1"].columns), "date_time_ms")
+
+
+def q2(real, batches, params) -> Expected:
+    b = bids(real)
+    b = b[b["auction"] % 123 == 0]
+    return Expected(b, ["auction", "price"], "date_time_ms")
+
+
+def q10(real, batches, params) -> Expected:
+    b = bids(real)
+    out = b.assign(dt=_utc(b["event_time_ms"], "%Y-%m-%d"), hm=_utc(b["event_time_ms"], "%H:%M"))
+    return Expected(out, list(queries.QUERIES["q10"].columns), "date_time_ms")
+
+
+def q13(real, batches, params) -> Expected:
+    b = bids(real)
+    out = b.assign(value=(b["auction"] % 10_000).astype(str))
+    return Expected(out, list(queries.QUERIES["q13"].columns), "date_time_ms")
+
+
+def q14(real, batches, params) -> Expected:
+    b = bids(real)
+    euros = b["price"].astype(np.float64) * 0.908
+    b = b[(euros > 1_000_000) & (euros < 50_000_000)]
+    hour = pd.to_datetime(b["event_time_ms"], unit="ms", utc=True).dt.hour
+    kind = np.where(
+        (hour >= 8) & (hour <= 18), "dayTime", np.where((hour <= 6) | (hour >= 20), "nightTime", "otherTime")
+    )
+    out = b.assign(
+        price=b["price"].astype(np.float64) * 0.908,
+        bid_time_type=kind,
+        c_counts=b["extra"].str.count("c").astype(np.int64),
+    )
+    return Expected(out, list(queries.QUERIES["q14"].columns), "date_time_ms")
+
+
+_CHANNEL_ID = re.compile(r"(&|^)channel_id=([^&]*)")
+_HOT_IDS = {"apple": "0", "google": "1", "facebook": "2", "baidu": "3"}
+
+
+def q21(real, batches, params) -> Expected:
+    b = bids(real)
+    found = b["url"].str.extract(_CHANNEL_ID)[1].fillna("")
+    lower = b["channel"].str.lower()
+    hot = lower.isin(list(_HOT_IDS))
+    keep = (found != "") | hot
+    out = b.assign(channel_id=np.where(hot, lower.map(_HOT_IDS), found))[keep]
+    return Expected(out, list(queries.QUERIES["q21"].columns), "date_time_ms")
+
+
+def q22(real, batches, params) -> Expected:
+    b = bids(real)
+    parts = b["url"].str.split("/", expand=True)
+    out = b.assign(dir1=parts[3], dir2=parts[4], dir3=parts[5])
+    return Expected(out, list(queries.QUERIES["q22"].columns), "date_time_ms")
+
+
+# -- joins ------------------------------------------------------------------------------------------------
+def q3(real, batches, params) -> Expected:
+    a = _kind(real, AUCTION)
+    a = a[a["category"] == 10][["auction_id", "seller", "event_time_ms"]]
+    p = _kind(real, PERSON)
+    p = p[p["state"].isin(["OR", "ID", "CA"])][["person_id", "name", "city", "state", "event_time_ms"]]
+    out = a.merge(p, left_on="seller", right_on="person_id", suffixes=("_a", "_p"))
+    out = out.assign(
+        id=out["auction_id"], ready_ms=np.maximum(out["event_time_ms_a"], out["event_time_ms_p"])
+    )
+    return Expected(out, ["name", "city", "state", "id"], "ready_ms")
+
+
+def q20(real, batches, params) -> Expected:
+    b = bids(real).rename(columns={"extra": "bid_extra"})
+    b = b.assign(bid_date_time_ms=b["event_time_ms"])[
+        ["auction", "bidder", "price", "channel", "url", "bid_date_time_ms", "bid_extra"]
+    ]
+    a = _kind(real, AUCTION)
+    a = a[a["category"] == 10].rename(columns={"extra": "auction_extra"})
+    a = a.assign(auction_date_time_ms=a["event_time_ms"])[
+        [
+            "auction_id",
+            "item_name",
+            "description",
+            "initial_bid",
+            "reserve",
+            "auction_date_time_ms",
+            "expires_ms",
+            "seller",
+            "category",
+            "auction_extra",
+        ]
+    ]
+    out = b.merge(a, left_on="auction", right_on="auction_id")
+    out = out.assign(ready_ms=np.maximum(out["bid_date_time_ms"], out["auction_date_time_ms"]))
+    return Expected(out, list(queries.QUERIES["q20"].columns), "ready_ms")
+
+
+# -- windows ------------------------------------------------------------------------------------------------
+def _pairs(events: pd.DataFrame, batches: list[Batch], window_ms: int, slide_ms: int) -> pd.DataFrame:
+    """(event, window) pairs, Spark's window(ts, size, slide), with `late` where Spark drops them:
+    the window ended at or before the watermark of the batch that read the event."""
+    t = events["event_time_ms"].to_numpy()
+    last_start = t - (t % slide_ms)
+    parts = [events.assign(window_start_ms=last_start - k * slide_ms) for k in range(window_ms // slide_ms)]
+    pairs = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
+    pairs["window_end_ms"] = pairs["window_start_ms"] + window_ms
+    marks = late_watermarks(batches)
+    wm = pairs["batch"].map(marks).fillna(-1).astype(np.int64)
+    pairs["late"] = (pairs["batch"].to_numpy() >= 0) & (pairs["window_end_ms"].to_numpy() <= wm.to_numpy())
+    return pairs
+
+
+def _windowed(
+    rows_: pd.DataFrame,
+    pairs: pd.DataFrame,
+    batches: list[Batch],
+    key: list[str],
+    end_col: str = "window_end_ms",
+) -> Expected:
+    """The rows of closed windows, and those of windows the last watermark left open."""
+    final = last_watermark(batches)
+    open_mask = rows_[end_col].to_numpy() > final
+    late = int(pairs["late"].sum())
+    return Expected(rows_[~open_mask], key, end_col, dropped_late=late, open_rows=rows_[open_mask])
+
+
+def q5(real, batches, params) -> Expected:
+    pairs = _pairs(bids(real), batches, params["window_ms"], params["slide_ms"])
+    kept = pairs[~pairs["late"]]
+    counts = kept.groupby(["window_start_ms", "window_end_ms", "auction"]).size().rename("num").reset_index()
+    most = counts.groupby("window_start_ms")["num"].transform("max")
+    out = counts[counts["num"] >= most].rename(
+        columns={"window_start_ms": "starttime_ms", "window_end_ms": "endtime_ms"}
+    )
+    return _windowed(out, pairs, batches, ["starttime_ms", "auction"], "endtime_ms")
+
+
+def q7(real, batches, params) -> Expected:
+    pairs = _pairs(bids(real), batches, params["window_ms"], params["window_ms"])
+    kept = pairs[~pairs["late"]]
+    most = kept.groupby("window_start_ms")["price"].transform("max")
+    out = kept[kept["price"] == most].assign(date_time_ms=lambda f: f["event_time_ms"])
+    return _windowed(out, pairs, batches, [*queries.BID_COLUMNS, "window_end_ms"])
+
+
+def q8(real, batches, params) -> Expected:
+    w = params["window_ms"]
+    p = _kind(real, PERSON)[["person_id", "name", "event_time_ms", "batch"]].rename(
+        columns={"person_id": "id"}
+    )
+    a = _kind(real, AUCTION)[["seller", "event_time_ms", "batch"]].rename(columns={"seller": "id"})
+    pp, ap = _pairs(p, batches, w, w), _pairs(a, batches, w, w)
+    people = pp[~pp["late"]].groupby(["window_start_ms", "window_end_ms", "id"])["name"].max().reset_index()
+    sellers = ap[~ap["late"]][["window_start_ms", "id"]].drop_duplicates()
+    out = people.merge(sellers, on=["window_start_ms", "id"]).rename(
+        columns={"window_start_ms": "starttime_ms"}
+    )
+    return _windowed(out, pd.concat([pp, ap]), batches, ["id", "starttime_ms"])
+
+
+def q11(real, batches, params) -> Expected:
+    b = bids(real)
+    # Spark's session rules replayed (harness/check/sessions.py), the bidder as the key
+    as_keys = pd.DataFrame(
+        {
+            "key": b["bidder"].astype(str),
+            "event_time_ms": b["event_time_ms"],
+            "amount": np.zeros(len(b), np.int64),
+            "partition": b["partition"],
+            "offset": b["offset"],
+        }
+    )
+    emitted, stored, late, _ = sessions.replay(as_keys, batches, params["gap_ms"])
+
+    def shaped(s: pd.DataFrame) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "bidder": s["key"].astype(np.int64),
+                "bid_count": s["count"].astype(np.int64),
+                "starttime_ms": s["session_start_ms"].astype(np.int64),
+                "endtime_ms": s["session_end_ms"].astype(np.int64),
+            }
+        )
+
+    return Expected(
+        shaped(emitted),
+        ["bidder", "starttime_ms"],
+        "endtime_ms",
+        dropped_late=int(len(late)),
+        open_rows=shaped(stored),
+    )
+
+
+def q12(real, batches, params) -> Expected:
+    w = params["window_ms"]
+    pairs = _pairs(bids(real), batches, w, w)
+    kept = pairs[~pairs["late"]]
+    out = (
+        kept.groupby(["window_start_ms", "window_end_ms", "bidder"])
+        .size()
+        .rename("bid_count")
+        .reset_index()
+        .rename(columns={"window_start_ms": "starttime_ms", "window_end_ms": "endtime_ms"})
+    )
+    return _windowed(out, pairs, batches, ["bidder", "starttime_ms"], "endtime_ms")
+
+
+def _ranked(kept: pd.DataFrame) -> pd.DataFrame:
+    """`kept` with rank1-rank3: 1 where the bid's price falls in that rank."""
+    price = kept["price"].to_numpy()
+    out = kept.copy()
+    for i, (lo, hi) in enumerate(RANKS):
+        cond = np.ones(len(kept), bool)
+        if lo is not None:
+            cond &= price >= lo
+        if hi is not None:
+            cond &= price < hi
+        out[f"rank{i + 1}"] = cond.astype(np.int64)
+    return out
+
+
+def _day_counts(kept: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """q15's twelve figures per group of `by`: bids, distinct bidders and distinct auctions, in
+    all and within each price rank."""
+    kept = _ranked(kept)
+    out = kept.groupby(by).agg(
+        total_bids=("price", "size"),
+        rank1_bids=("rank1", "sum"),
+        rank2_bids=("rank2", "sum"),
+        rank3_bids=("rank3", "sum"),
+        total_bidders=("bidder", "nunique"),
+        total_auctions=("auction", "nunique"),
+    )
+    for i in range(3):
+        inside = kept[kept[f"rank{i + 1}"] == 1].groupby(by)
+        for col, name in (("bidder", "bidders"), ("auction", "auctions")):
+            out[f"rank{i + 1}_{name}"] = inside[col].nunique()
+    return out.fillna(0).astype(np.int64).reset_index()
+
+
+def q15(real, batches, params) -> Expected:
+    pairs = _pairs(bids(real), batches, DAY_MS, DAY_MS)
+    out = _day_counts(pairs[~pairs["late"]], ["window_start_ms", "window_end_ms"])
+    out["day"] = _utc(out["window_start_ms"], "%Y-%m-%d")
+    return _windowed(out, pairs, batches, ["day"])
+
+
+def q16(real, batches, params) -> Expected:
+    pairs = _pairs(bids(real), batches, DAY_MS, DAY_MS)
+    kept = pairs[~pairs["late"]]
+    by = ["window_start_ms", "window_end_ms", "channel"]
+    out = _day_counts(kept, by)
+    minute = kept.assign(m=_utc(kept["event_time_ms"], "%H:%M")).groupby(by)["m"].max()
+    out = out.merge(minute.rename("minute").reset_index(), on=by)
+    out["day"] = _utc(out["window_start_ms"], "%Y-%m-%d")
+    return _windowed(out, pairs, batches, ["channel", "day"])
+
+
+def q17(real, batches, params) -> Expected:
+    pairs = _pairs(bids(real), batches, DAY_MS, DAY_MS)
+    kept = _ranked(pairs[~pairs["late"]])
+    g = kept.groupby(["window_start_ms", "window_end_ms", "auction"])
+    out = g.agg(
+        total_bids=("price", "size"),
+        rank1_bids=("rank1", "sum"),
+        rank2_bids=("rank2", "sum"),
+        rank3_bids=("rank3", "sum"),
+        min_price=("price", "min"),
+        max_price=("price", "max"),
+        sum_price=("price", "sum"),
+        mean=("price", "mean"),
+    ).reset_index()
+    # Spark's avg is a double, cast to BIGINT: truncated toward zero
+    out["avg_price"] = np.trunc(out["mean"]).astype(np.int64)
+    out["day"] = _utc(out["window_start_ms"], "%Y-%m-%d")
+    return _windowed(out, pairs, batches, ["auction", "day"])
+
+
+def q19(real, batches, params) -> Expected:
+    w = params["window_ms"]
+    pairs = _pairs(bids(real), batches, w, w)
+    kept = pairs[~pairs["late"]].assign(date_time_ms=lambda f: f["event_time_ms"], neg=lambda f: -f["price"])
+    # Spark's array_sort of struct(-price, date_time_ms, bidder, price, extra): ascending, field by field
+    kept = kept.sort_values(
+        ["window_start_ms", "auction", "neg", "date_time_ms", "bidder", "price", "extra"], kind="stable"
+    )
+    kept["rank_number"] = kept.groupby(["window_start_ms", "auction"]).cumcount() + 1
+    out = kept[kept["rank_number"] <= 10]
+    return _windowed(out, pairs, batches, ["auction", "window_end_ms", "rank_number"])
+
+
+ORACLES = {
+    "q0": _all(list(queries.BID_COLUMNS)),
+    "q1": q1,
+    "q2": q2,
+    "q3": q3,
+    "q5": q5,
+    "q7": q7,
+    "q8": q8,
+    "q10": q10,
+    "q11": q11,
+    "q12": q12,
+    "q13": q13,
+    "q14": q14,
+    "q15": q15,
+    "q16": q16,
+    "q17": q17,
+    "q19": q19,
+    "q20": q20,
+    "q21": q21,
+    "q22": q22,
+}

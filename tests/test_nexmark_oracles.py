@@ -1,0 +1,116 @@
+"""The oracles of Nexmark's queries (harness/check/nexmark.py) without Spark: each writes its
+query's columns, a sink holding them passes and one short of a row fails, Spark's late rule
+drops exactly the (bid, window) pairs whose window had closed, and q15's distinct counts are
+the hand-counted ones. benchmarks/test_nexmark.py checks them against Spark itself."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.check import nexmark as oracle
+from harness.check.checkpoint import Batch
+from workloads.generator import nexmark as nx
+from workloads.pipelines import nexmark as queries
+
+pytestmark = pytest.mark.unit
+
+T0 = 1_700_000_000_000
+PARAMS = {"window_ms": 10_000, "slide_ms": 2_000, "gap_ms": 10_000, "watermark_ms": 4_000}
+
+
+def _truth(n: int = 4000, eps: float = 100.0) -> pd.DataFrame:
+    """n events at `eps`, in one partition in id order, with their Nexmark fields."""
+    ids = np.arange(n)
+    ts = T0 + (ids * 1000 / eps).astype(np.int64)
+    cols = nx.truth_columns(nx.Model(nx.NexmarkSpec(), 3, eps).columns(ids, ts))
+    frame = pd.DataFrame({k: (v.to_pylist() if hasattr(v, "to_pylist") else v) for k, v in cols.items()})
+    return frame.assign(event_id=ids, event_time_ms=ts, partition=0, offset=ids, append_ms=ts, control=False)
+
+
+def _batches(truth: pd.DataFrame, watermark_ms: int) -> list[Batch]:
+    """Two committed batches: the first half with no watermark, the rest at `watermark_ms`."""
+    half = len(truth) // 2
+    return [Batch(0, -1, {0: half}, True), Batch(1, watermark_ms, {0: len(truth)}, True)]
+
+
+def _sink(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.assign(committed_ms=T0)
+
+
+@pytest.mark.parametrize("name", sorted(queries.QUERIES))
+def test_each_oracle_writes_its_query_s_columns_and_a_short_sink_fails(name):
+    truth = _truth()
+    final = int(truth["event_time_ms"].max()) + 86_400_000 + 1
+    batches = _batches(truth, -1) + [Batch(2, final, {0: len(truth)}, True)]
+    params = {**PARAMS, "query": name}
+    exp = oracle.ORACLES[name](oracle.real_events(truth, batches), batches, params)
+    columns = list(queries.QUERIES[name].columns)
+    assert set(columns) <= set(exp.frame.columns), (name, set(columns) - set(exp.frame.columns))
+    assert len(exp.frame) > 0, name
+    rows = exp.frame[columns]
+    good = oracle.check(truth, _sink(rows), batches, params).counts
+    assert good["lost"] == good["duplicated"] == good["unexpected"] == 0, (name, good)
+    short = oracle.check(truth, _sink(rows.iloc[1:]), batches, params).counts
+    assert short["lost"] >= 1, (name, short)
+
+
+def test_a_bid_read_after_its_window_closed_is_dropped_as_spark_drops_it():
+    """q12 (10 s tumbling): the second batch sets the watermark to T0 + 30 s, and the third
+    drops its late rows by it (Spark filters by the previous batch's watermark): its bids of
+    windows ending at or before it are late, exactly those pairs, no others."""
+    truth = _truth()
+    wm, third = T0 + 30_000, len(truth) * 3 // 4
+    batches = [
+        Batch(0, -1, {0: len(truth) // 2}, True),
+        Batch(1, wm, {0: third}, True),
+        Batch(2, wm, {0: len(truth)}, True),
+    ]
+    real = oracle.real_events(truth, batches)
+    exp = oracle.q12(real, batches, {**PARAMS, "query": "q12"})
+    bids = real[(real["nx_type"] == nx.BID)]
+    end = bids["event_time_ms"] - bids["event_time_ms"] % 10_000 + 10_000
+    late = int(((bids["batch"] == 2) & (end <= wm)).sum())
+    assert late == 0 and exp.dropped_late == 0, "events in order are never late"
+    # the third batch's events 20 s older: their windows had closed
+    shifted = truth.assign(
+        event_time_ms=np.where(
+            truth["offset"] >= third, truth["event_time_ms"] - 20_000, truth["event_time_ms"]
+        )
+    )
+    real = oracle.real_events(shifted, batches)
+    exp = oracle.q12(real, batches, {**PARAMS, "query": "q12"})
+    bids = real[(real["nx_type"] == nx.BID)]
+    end = bids["event_time_ms"] - bids["event_time_ms"] % 10_000 + 10_000
+    late = int(((bids["batch"] == 2) & (end <= wm)).sum())
+    assert late > 0 and exp.dropped_late == late
+    kept = exp.frame["bid_count"].sum() + (
+        exp.open_rows["bid_count"].sum() if exp.open_rows is not None else 0
+    )
+    assert int(kept) == len(bids) - late
+
+
+def test_q15_counts_bids_bidders_and_auctions_per_price_rank():
+    """Five bids on one day, hand-counted: prices 5,000 and 7,000 rank 1, 20,000 rank 2,
+    2,000,000 rank 3; bidder 1 bids twice in rank 1 on two auctions."""
+    rows = [(1, 10, 5_000), (1, 11, 7_000), (2, 10, 20_000), (3, 12, 2_000_000), (2, 12, 20_000)]
+    kept = pd.DataFrame(rows, columns=["bidder", "auction", "price"]).assign(
+        window_start_ms=0, window_end_ms=1
+    )
+    got = oracle._day_counts(kept, ["window_start_ms", "window_end_ms"]).iloc[0]
+    want = {
+        "total_bids": 5,
+        "rank1_bids": 2,
+        "rank2_bids": 2,
+        "rank3_bids": 1,
+        "total_bidders": 3,
+        "rank1_bidders": 1,
+        "rank2_bidders": 1,
+        "rank3_bidders": 1,
+        "total_auctions": 3,
+        "rank1_auctions": 2,
+        "rank2_auctions": 2,
+        "rank3_auctions": 1,
+    }
+    assert {k: int(got[k]) for k in want} == want
