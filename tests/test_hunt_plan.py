@@ -196,3 +196,22 @@ class TestTwoPhaseShrink:
         cut = found.steps[-1]
         assert cut["not_run"] and cut["runs"] == [] and cut["failed"] is None, cut
         assert found.runs == 1
+
+
+def test_minimal_toml_reruns_a_plan_of_a_user_s_own_kind_from_anywhere(tmp_path):
+    """The hunt's minimal.toml lands in the run directory: it names the scenario's directory
+    once in `imports`, and keeps `fault_kinds`, so a plan holding the user's own kind loads
+    there (examples/fault-kinds/)."""
+    from harness.hunt.search import minimal_toml
+
+    scenario = load(REPO / "examples" / "fault-kinds" / "scenario.toml")
+    plan = [{"kind": "delete-last-commit", "at": "3s", "downtime": "1s"}]
+    path = tmp_path / "run" / "minimal.toml"
+    path.parent.mkdir()
+    path.write_text(minimal_toml(scenario, scenario.cases[0], plan, 40.0))
+    again = load(path)
+    assert [f.kind for f in again.faults] == ["delete-last-commit"]
+    assert again.fault_kinds == scenario.fault_kinds
+    import tomllib
+
+    assert tomllib.loads(path.read_text())["imports"] == [str(REPO / "examples" / "fault-kinds")]

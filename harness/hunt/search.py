@@ -204,13 +204,17 @@ def minimal_toml(scenario, spec, plan: list[dict], workload_s: float) -> str:
     if listed is not None and "pipeline" in listed:
         case["pipeline"] = listed["pipeline"]
     raw["cases"] = [case]
-    raw["imports"] = [str(p) for p in scenario.imports or (Path(scenario.path).parent,)]
+    # the scenario's directory and its imports, once each (its own "." is that directory again)
+    raw["imports"] = list(dict.fromkeys(str(p) for p in scenario.imports or (Path(scenario.path).parent,)))
+    if scenario.fault_kinds:   # the user's own kinds, which the plan may hold
+        raw["fault_kinds"] = list(scenario.fault_kinds)
     raw["faults"] = plan
     head = (f"minimal.toml: the smallest fault plan `python -m harness hunt` found that breaks "
             f"{spec.guarantee}\n"
             f"for case {spec.name} of {scenario.path}.\nReproduce: python -m harness run <this file>")
-    ordered = {k: raw[k] for k in ("name", "description", "imports", "drain_timeout", "services", "workload",
-                                   "pipeline", "measure", "cases", "faults") if k in raw}
+    keys = ("name", "description", "imports", "fault_kinds", "drain_timeout", "services", "workload",
+            "pipeline", "measure", "cases", "faults")
+    ordered = {k: raw[k] for k in keys if k in raw}
     return tomlw.dumps(ordered, head)
 
 
