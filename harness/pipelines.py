@@ -162,7 +162,7 @@ PIPELINES: dict[str, PipelineKind] = _register(
     # Nexmark's queries: `query` picks one; each has its own columns and oracle (harness/check/nexmark.py)
     PipelineKind("nexmark", "workloads.pipelines.nexmark", "harness.check.nexmark",
                  extra_truth_columns=(
-                     "append_ms", "nx_type", "person_id", "name", "email", "credit_card", "city",
+                     "nx_type", "person_id", "name", "email", "credit_card", "city",
                      "state", "auction_id", "item_name", "description", "initial_bid", "reserve",
                      "expires_ms", "seller", "category", "auction", "bidder", "price", "channel",
                      "url", "extra")),

@@ -38,7 +38,7 @@ def truth_columns(pipeline) -> list[str] | None:
     entry = pipelines.of(pipeline)
     if isinstance(entry, pipelines.CustomPipeline):
         return None
-    return [*TRUTH_COLUMNS, *entry.extra_truth_columns]
+    return list(dict.fromkeys([*TRUTH_COLUMNS, *entry.extra_truth_columns]))   # each once
 
 
 def check(pipeline, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch],
