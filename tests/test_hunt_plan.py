@@ -215,3 +215,25 @@ def test_minimal_toml_reruns_a_plan_of_a_user_s_own_kind_from_anywhere(tmp_path)
     import tomllib
 
     assert tomllib.loads(path.read_text())["imports"] == [str(REPO / "examples" / "fault-kinds")]
+
+
+def test_a_query_spark_stopped_is_no_violation_unless_it_wrote_copies():
+    """kafka-retention under the default failOnDataLoss: Spark fails the query (outcome refused)
+    and the events it never read are not in the sink. The hunt's seed 4 called that a violation
+    (observed at-most-once); copies written before the stop still are one."""
+    from harness.hunt.search import breaks
+    from harness.results.model import CaseResult, FaultRecord, Verdict
+
+    def case(lost: int, duplicated: int, outcome: str | None) -> CaseResult:
+        observed = "none" if lost and duplicated else ("at-most-once" if lost else
+                                                       ("at-least-once" if duplicated else "exactly-once"))
+        fault = FaultRecord("kafka-retention", 1.5, 1.5, 1.6, "topic t", True, outcome=outcome)
+        return CaseResult("c", "exactly-once", "passthrough", "custom",
+                          {"lost": lost, "duplicated": duplicated, "unexpected": 0},
+                          Verdict("exactly-once", observed, not (lost or duplicated), ""), {}, {}, {},
+                          faults=[fault])
+
+    assert not breaks(case(lost=17_000, duplicated=0, outcome="refused"))
+    assert breaks(case(lost=17_000, duplicated=5, outcome="refused"))
+    assert breaks(case(lost=3, duplicated=0, outcome=None))
+    assert breaks(case(lost=3, duplicated=0, outcome="accepted"))
