@@ -18,6 +18,8 @@ stay at or below 1 in 30 nights; its detection is measured at that setting. Two 
     # the methods (an env with ruptures, apache-otava and signal-processing-algorithms,
     # the last two installed with --no-deps: their pins would downgrade numpy)
     python benchmarks/changepoints.py measure noise.json
+    # PELT's level length and penalty: false alarms and detection at each
+    python benchmarks/changepoints.py sweep noise.json
     # the chosen method at one penalty: false alarms, and the smallest step caught 95%
     python benchmarks/changepoints.py calibrate noise.json 2
 """
@@ -36,6 +38,7 @@ FAMILIES = {"throughput": ("throughput",), "p99": ("p99", "processing_p99")}
 LOWER_IS_WORSE = {"throughput"}
 BASE_NIGHTS, AA_NIGHTS, AFTER = 30, 30, 3
 MIN_AFTER = int(__import__("os").environ.get("MIN_AFTER", "2"))   # nights after a change before it alarms
+MIN_SIZE = int(__import__("os").environ.get("MIN_SIZE", "2"))     # nights a level lasts at least (PELT)
 HISTORIES = 200
 
 
@@ -79,7 +82,7 @@ def pelt(x: np.ndarray, sd: float, c: float) -> list[int]:
     import ruptures as rpt
 
     y = x / np.median(x) - 1
-    search = rpt.KernelCPD(kernel="linear", min_size=1, jump=1).fit(y)
+    search = rpt.KernelCPD(kernel="linear", min_size=MIN_SIZE, jump=1).fit(y)
     found = search.predict(pen=c * sd * sd * math.log(len(y)))
     return [int(b) for b in found if b < len(y)]
 
@@ -211,6 +214,27 @@ def calibrate(noise_file: str, penalty: float) -> None:
               flush=True)
 
 
+def sweep(noise_file: str) -> None:
+    """PELT with levels of at least 1 and 2 nights, at penalties 1.5, 2 and 3: false alarms and
+    detection per family, to choose both (docs/results.md, "Which change-point method, measured")."""
+    global MIN_SIZE
+    families = json.loads(open(noise_file).read())
+    goals = {"throughput": 0.05, "p99": 0.10}
+    for size in (1, 2):
+        MIN_SIZE = size
+        for penalty in (1.5, 2, 3):
+            row = [f"| {size} night{'s' if size > 1 else ''} | {penalty:g}"]
+            for family, info in families.items():
+                residuals, sd = np.array(info["residuals"]), info["sd"]
+                lower = family in LOWER_IS_WORSE
+                rate = false_alarm_rate(pelt, penalty, sd, residuals, lower, seed=1)
+                sign = -1 if lower else 1
+                det = [detection_rate(pelt, penalty, sd, residuals, lower, sign * step, seed=2)
+                       for step in (goals[family], 0.2, 0.3, 0.5)]
+                row.append(f"{rate * AA_NIGHTS:.2f} | " + " / ".join(f"{d:.0%}" for d in det))
+            print(" | ".join(row) + " |", flush=True)
+
+
 def _speed(method: Method, t: float, sd: float, residuals: np.ndarray) -> float:
     """Seconds to check 120 series of 365 nights (10 cases x 12 figures), as `history check` would."""
     rng = np.random.default_rng(3)
@@ -226,6 +250,8 @@ if __name__ == "__main__":
         print(json.dumps(noise(sys.argv[2:]), indent=1))
     elif sys.argv[1:2] == ["measure"]:
         measure(sys.argv[2])
+    elif sys.argv[1:2] == ["sweep"]:
+        sweep(sys.argv[2])
     elif sys.argv[1:2] == ["calibrate"]:
         calibrate(sys.argv[2], float(sys.argv[3]))
     else:

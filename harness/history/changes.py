@@ -17,19 +17,25 @@ import statistics
 from dataclasses import dataclass
 
 from harness.history.noise import Noise
-from harness.history.store import VERSIONS, Night, Series
+from harness.history.store import Night, Series, moved_versions
 from harness.results import figures
 
-# calibrated on planted histories of real noise (benchmarks/changepoints.py calibrate, the
-# quick bench's noise at 9c8ce19): 0.52 false alarms in 30 A/A nights of throughput and 0.38 of
-# p99 (a penalty of 1 made 1.67 and 1.26) ...
-PENALTY = 1.5
-# ... at which a step of 3.4 noise sd is caught within NEWEST nights in 95% of the histories
-# (4% for the quick bench's throughput, at 1.2% noise; 39% for its p99, at 11.6%)
-DETECTABLE_SDS = 3.4
+# calibrated on planted histories of real noise (benchmarks/changepoints.py, the quick bench's
+# noise from ten two-core runs and the full baseline's repeats: throughput 1.3%, p99 9.1%), with
+# levels of at least MIN_SIZE nights: 0.31 false alarms in 30 A/A nights of throughput and 0.26
+# of p99 (a penalty of 1.5 made 0.69 and 0.60, and caught a 10% p99 step in 38% of histories
+# where 2 catches it in 26%) ...
+PENALTY = 2.0
+# ... at which a step of 3.2 noise sd is caught within NEWEST nights in 95% of the histories
+# (4% for the quick bench's throughput; 29% for its p99)
+DETECTABLE_SDS = 3.2
 # a change alarms once this many nights are past it: a single night off is an outlier as often
 # as a step (one night of 3 sd made a false alarm in 40 A/A nights)
 MIN_AFTER = 2
+# a level lasts at least this many nights: one night off alone is never a level of its own
+# (the real history of ten A/A quick benches, results/history, had a night 4 sd off in four
+# figures at once, which a level of one night made four false alarms)
+MIN_SIZE = 2
 NEWEST = 3          # a change among the newest NEWEST nights is a change `check` alarms on
 MIN_NIGHTS = 4      # fewer nights than this: no change point is looked for
 
@@ -71,8 +77,8 @@ class Change:
         a, b = self.previous, self.run
         parts = [f"commits {_short(a.commit)}..{_short(b.commit)}" if a.commit != b.commit
                  else f"the same commit {_short(b.commit)}"]
-        moved = [f"{k} {a.versions.get(k)} -> {b.versions.get(k)}" for k in VERSIONS
-                 if a.versions.get(k) != b.versions.get(k)]
+        moved = [f"{k} {a.versions.get(k)} -> {b.versions.get(k)}"
+                 for k in moved_versions(a.versions, b.versions)]
         return "; ".join(parts + moved)
 
 
@@ -90,7 +96,7 @@ def detect(values: list[float], sd: float) -> list[int]:
     pen = PENALTY * max(sd, 1e-4) ** 2 * math.log(len(y))
     # KernelCPD with a linear kernel is PELT with the l2 cost, in C: the same change points as
     # Pelt(model="l2"), 0.4 ms for 365 nights where Pelt's Python cost takes 110-260 ms
-    search = rpt.KernelCPD(kernel="linear", min_size=1, jump=1).fit(y)
+    search = rpt.KernelCPD(kernel="linear", min_size=MIN_SIZE, jump=1).fit(y)
     return [int(b) for b in search.predict(pen=pen) if b < len(y)]
 
 

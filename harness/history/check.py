@@ -46,7 +46,8 @@ def check(store: Store) -> Checked:
     for key, group in by_machine.items():
         out.noise[key] = noise.calibrate(group)
         for s in group:
-            out.speed += changes_mod.speed_changes(s, out.noise[key])
+            own = noise.wider(out.noise[key], noise.calibrate([s]))
+            out.speed += changes_mod.speed_changes(s, own)
             out.flips += correctness.flips(s)
     return out
 

@@ -78,3 +78,16 @@ def _repeats(night, figure: str) -> list[float]:
         return []
     mean, k = statistics.fmean(values), len(values)
     return [(v / mean - 1) * math.sqrt(k / (k - 1)) for v in values]
+
+
+def wider(pooled: dict[str, Noise], own: dict[str, Noise]) -> dict[str, Noise]:
+    """Per figure, the wider of a series' own A/A noise and its machine's pooled noise: a case
+    noisier than the others (an at-most-once case's throughput moves with what it lost) is
+    judged by its own, a quiet one never by less than the pool's."""
+    out = dict(pooled)
+    for name, n in own.items():
+        base = pooled.get(name)
+        if n.source == AA and n.sd is not None and (base is None or base.sd is None or n.sd > base.sd):
+            out[name] = n
+    return out
+

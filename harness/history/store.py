@@ -26,6 +26,12 @@ FORMAT = 1
 VERSIONS = ("spark", "kafka", "delta", "python", "java", "harness")
 
 
+def moved_versions(a: dict, b: dict) -> list[str]:
+    """The versions that changed from `a` to `b`; one an older summary.json did not record
+    (delta before schema 3) is unknown there, not a change."""
+    return [k for k in VERSIONS if a.get(k) is not None and a.get(k) != b.get(k)]
+
+
 @dataclass(frozen=True)
 class Entry:
     """One case of one run, as the history keeps it."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness.history import changes as changes_mod
 from harness.history.check import Checked, check
-from harness.history.store import VERSIONS, Series, Store
+from harness.history.store import Series, Store, moved_versions
 from harness.report import svg
 from harness.results import figures
 
@@ -89,7 +89,7 @@ def _version_marks(s: Series) -> list[svg.Mark]:
     marks = []
     for i in range(1, len(s.nights)):
         a, b = s.nights[i - 1].versions, s.nights[i].versions
-        moved = [f"{k} {b.get(k)}" for k in VERSIONS if a.get(k) != b.get(k)]
+        moved = [f"{k} {b.get(k)}" for k in moved_versions(a, b)]
         if moved:
             marks.append(svg.Mark(i - 0.5, ", ".join(moved), "version"))
     return marks

@@ -253,7 +253,9 @@ def nights_chart(title: str, values: Sequence[float | None], *, y_label: str, la
         out.append(f'<rect class="noise" x="{LEFT}" y="{lo}" width="{width - LEFT - RIGHT}" '
                    f'height="{round(max(hi - lo, 1.0), 1)}" fill="#9ecae1" fill-opacity="0.35">'
                    f'<title>A/A noise band</title></rect>')
-    step = max(1, math.ceil(n / 12))
+    # as many labels as fit side by side (about 6 px a character at the axis's font size)
+    fit = max(1, (width - LEFT - RIGHT) // (6 * max((len(t) for t in labels), default=1) + 12))
+    step = max(1, math.ceil(n / fit))
     x_ticks = [(float(i), labels[i]) for i in range(0, n, step)]
     out += _axes(f, x_ticks, y_ticks, "night", y_label)
     for k, m in enumerate(marks):
