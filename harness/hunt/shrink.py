@@ -5,9 +5,13 @@
    meets whatever batch runs then). The first that fails becomes the plan, and the removals
    start over from it.
 2. The times, while the shrink has run fewer than SHRINK_RUNS in all and a candidate's two
-   runs still fit: each fault earlier, each fault shorter, the workload shorter. A move cannot
-   make a removed fault needed again, so the removals are not tried again after it. A
-   two-fault plan that needs both faults takes at most 4 runs of removals, so at most 12.
+   runs still fit, one run kept back: each fault earlier, each fault shorter, the workload
+   shorter. A move cannot make a removed fault needed again, so the removals are not tried
+   again after it. A two-fault plan that needs both faults takes at most 4 runs of removals,
+   so at most 12.
+3. A confirmation: where the moves ended, the plan runs once more; if it holds (it sat on the
+   edge of its timing), the move before it is the answer, confirmed the same way while runs
+   are left.
 
 A candidate the budget cuts off is recorded as not run, never as held. How the shrinking ended
 is said: every candidate tried, or the budget spent (the smallest plan so far is the answer).
@@ -96,15 +100,44 @@ def shrink(start: Candidate, fails: Fails, say: Callable[[str], None] = lambda _
     held: set[str] = set()   # candidates that held twice: never run again
     current = _phase(out, start, removals, fails, say, valid, held, "remove", None)
     if out.ended == SHRUNK:
-        current = _phase(out, current, moves, fails, say, valid, held, "move", most_runs)
+        accepted = [current]
+        # one run is kept back to confirm where the moves end
+        current = _phase(out, current, moves, fails, say, valid, held, "move", most_runs - 1, accepted)
+        if out.ended == SHRUNK:
+            current = _confirm(out, accepted, fails, say, most_runs)
     out.smallest = current
     return out
 
 
+def _confirm(out: Shrunk, accepted: list[Candidate], fails: Fails, say, most_runs: int) -> Candidate:
+    """A moved plan failed once; moved as far as it went, it may sit on the edge of its timing
+    (the two-fault hunt's last move, a kill 0.7 s after partitions were added, held when its
+    minimal.toml ran again). Run it once more: if it holds, the move before it is the answer,
+    confirmed the same way while runs are left."""
+    while len(accepted) > 1 and out.runs < most_runs:
+        cand = accepted[-1]
+        say(f"shrinking (confirm): running {describe(list(cand.plan))} again")
+        result = fails(cand)
+        if result is None:
+            out.ended = BUDGET
+            break
+        out.runs += 1
+        out.steps.append({"phase": "confirm", "change": f"again: {cand.change}", "plan": list(cand.plan),
+                          "workload_s": cand.workload_s, "failed": result, "runs": [result],
+                          "not_run": False})
+        if result:
+            return cand
+        out.flaky += 1
+        say(f"shrinking: {cand.change} held when run again; back to the plan before it")
+        accepted.pop()
+    return accepted[-1]
+
+
 def _phase(out: Shrunk, current: Candidate, smaller, fails: Fails, say, valid, held: set[str], phase: str,
-           until_runs: int | None) -> Candidate:
-    """Try `smaller(current)` in order; the first that fails becomes current, and the phase starts
-    over from it; done when none fails, or the runs run out (`until_runs`), or the budget."""
+           until_runs: int | None, accepted: list[Candidate] | None = None) -> Candidate:
+    """Try `smaller(current)` in order; the first that fails becomes current (appended to
+    `accepted`), and the phase starts over from it; done when none fails, or the runs run out
+    (`until_runs`), or the budget."""
     while True:
         for cand in smaller(current):
             if not valid(cand) or _key(cand) in held:
@@ -120,6 +153,8 @@ def _phase(out: Shrunk, current: Candidate, smaller, fails: Fails, say, valid, h
             if failing:
                 say(f"shrinking: still fails {cand.change}: {describe(list(cand.plan))}")
                 current = cand
+                if accepted is not None:
+                    accepted.append(cand)
                 break
             held.add(_key(cand))
         else:
