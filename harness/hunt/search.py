@@ -112,9 +112,12 @@ class Hunt:
             case = self.trial(plan, self.scenario.workload.duration_s, f"h{i + 1}")
             broke = breaks(case)
             tried.append(_tried(i + 1, plan, case, broke))
-            said = "BREAKS" if broke else ("refused: Spark stopped the query" if refused(case) else "holds")
-            say(f"hunt: run {i + 1}: {said} {case.guarantee} "
-                f"(observed {case.verdict.observed}); {sum(t['breaks'] for t in tried)} violation(s) so far")
+            if not broke and refused(case):
+                said = (f"refused: Spark stopped the query after a fault (observed {case.verdict.observed} "
+                        f"of {case.guarantee}, not counted)")
+            else:
+                said = f"{'BREAKS' if broke else 'holds'} {case.guarantee} (observed {case.verdict.observed})"
+            say(f"hunt: run {i + 1}: {said}; {sum(t['breaks'] for t in tried)} violation(s) so far")
             if broke and found is None:
                 found = {"run": i + 1, "plan": plan, "case": case.name}
                 stopped = "violation"
@@ -192,7 +195,7 @@ def ended(hunt: dict) -> str:
 
 def _tried(run: int, plan: list[dict], case: CaseResult, broke: bool) -> dict:
     return {"run": run, "plan": plan, "case": case.name, "breaks": broke, "holds": case.verdict.holds,
-            "observed": case.verdict.observed, "detail": case.verdict.detail,
+            "refused": refused(case), "observed": case.verdict.observed, "detail": case.verdict.detail,
             "findings": [{"class": f.cls, "count": f.count, "story": f.story} for f in case.findings]}
 
 

@@ -143,7 +143,7 @@ def render_hunt(hunt: dict) -> str:
     kinds = ", ".join(hunt.get("kinds", []))
     lines = [f"hunt: case {hunt['case']}, seed {hunt.get('seed')}, kinds {kinds}"]
     for t in hunt.get("tried", []):
-        verdict = "BREAKS" if t["breaks"] else "holds "
+        verdict = "BREAKS" if t["breaks"] else ("refused" if t.get("refused") else "holds ")
         lines.append(f"  run {t['run']:>3}  {verdict}  observed {t['observed']:<13}  {_plan_text(t['plan'])}")
     cov = hunt.get("coverage")
     if cov:
