@@ -1,8 +1,9 @@
 """Nexmark's views as Spark plans them (local Spark, Nexmark's wire records read as text):
-each view's filter stays above the watermark. Spark pushes a filter below withWatermark when
-it does not name the event-time column, and pushed below it, the harness's control events
-(no event_type) never moved the watermark: in the first nexmark.toml run every windowed case
-waited out its drain, 14 s short of its last window, and failed."""
+no filter sits below the watermark. Spark pushes a filter below withWatermark when it does not
+name the event-time column, and pushed below it, the harness's control events (no event_type)
+never moved the watermark: in the first nexmark.toml run every windowed case waited out its
+drain, 14 s short of its last window, and failed; in the second, q8, whose join keys' inferred
+`IS NOT NULL` went below it."""
 
 from __future__ import annotations
 
@@ -58,8 +59,11 @@ def _optimized(spark, query: str, tmp_path) -> str:
         q.stop()
 
 
-@pytest.mark.parametrize("query", ["q5", "q3"])   # one view; two views joined
-def test_each_view_s_filter_stays_above_the_watermark(spark, query, tmp_path):
+@pytest.mark.parametrize("query", ["q5", "q8", "q11"])   # chained windows; a join after them; sessions
+def test_no_filter_is_below_the_watermark_of_a_windowed_query(spark, query, tmp_path):
+    """Below withWatermark a filter drops the control events that flush the last windows: the
+    views' own (event_type) and the `key IS NOT NULL` Spark infers for a join's keys (q8's
+    first run: its watermark stayed 14.3 s short)."""
     lines = _optimized(spark, query, tmp_path).splitlines()
     marks = [i for i, line in enumerate(lines) if "EventTimeWatermark" in line]
     assert marks, "\n".join(lines)
@@ -70,7 +74,7 @@ def test_each_view_s_filter_stays_above_the_watermark(spark, query, tmp_path):
             if _depth(line) <= depth:
                 break
             below.append(line)
-        assert not any("Filter" in line and "event_type" in line for line in below), "\n".join(lines)
+        assert not any("Filter" in line for line in below), "\n".join(lines)
 
 
 def _depth(line: str) -> int:
