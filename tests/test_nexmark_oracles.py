@@ -143,3 +143,21 @@ def test_fields_stay_integers_when_truth_has_parts_without_them():
         assert counts["lost"] == counts["unexpected"] == 0, (name, counts)
     value = oracle.q13(oracle.real_events(truth, batches), batches, {**PARAMS, "query": "q13"}).frame["value"]
     assert not value.str.contains(".", regex=False).any()
+
+
+def test_the_watermark_rule_is_checked_where_it_holds():
+    """A windowed query's filters stay above withWatermark, so its watermark is the newest
+    event time read minus the delay, and a batch off by a second is a problem; a stateless
+    query's own filters go below it (q14's first run: 13 of 22 batches 4-123 ms behind), and
+    its watermark is not judged."""
+    truth = _truth()
+    half = len(truth) // 2
+    newest = int(truth["event_time_ms"][:half].max())
+    off = [Batch(0, 0, {0: half}, True), Batch(1, newest - 4_000 - 1_000, {0: len(truth)}, True)]
+    def empty(name: str) -> pd.DataFrame:
+        return _sink(pd.DataFrame(columns=list(queries.QUERIES[name].columns)))
+
+    windowed = oracle.check(truth, empty("q12"), off, {**PARAMS, "query": "q12"})
+    assert any("watermark is not the declared one" in p for p in windowed.problems)
+    stateless = oracle.check(truth, empty("q14"), off, {**PARAMS, "query": "q14"})
+    assert not any("watermark" in p for p in stateless.problems)
