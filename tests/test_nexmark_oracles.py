@@ -161,3 +161,20 @@ def test_the_watermark_rule_is_checked_where_it_holds():
     assert any("watermark is not the declared one" in p for p in windowed.problems)
     stateless = oracle.check(truth, empty("q14"), off, {**PARAMS, "query": "q14"})
     assert not any("watermark" in p for p in stateless.problems)
+
+
+def test_windows_the_flush_closed_have_no_latency():
+    """q12's windows that only the harness's end-of-run flush closed became visible before their
+    end in wall-clock time: they were half its rows, and the table printed a p50 of 0. Only the
+    windows the workload's own events closed are timed; a stateless query's every row is."""
+    truth = _truth()
+    newest = int(truth["event_time_ms"].max())
+    batches = _batches(truth, -1) + [Batch(2, newest + 86_400_000, {0: len(truth)}, True)]
+    exp = oracle.q12(oracle.real_events(truth, batches), batches, {**PARAMS, "query": "q12"})
+    sink = _sink(exp.frame[list(queries.QUERIES["q12"].columns)])
+    result = oracle.check(truth, sink, batches, {**PARAMS, "query": "q12"})
+    closable = int((exp.frame["endtime_ms"] <= newest - PARAMS["watermark_ms"]).sum())
+    assert 0 < len(result.event_time_latency_ms) == closable < len(exp.frame)
+    exp0 = oracle.ORACLES["q0"](oracle.real_events(truth, batches), batches, {**PARAMS, "query": "q0"})
+    q0 = oracle.check(truth, _sink(exp0.frame[list(queries.BID_COLUMNS)]), batches, {**PARAMS, "query": "q0"})
+    assert len(q0.event_time_latency_ms) == len(exp0.frame)
