@@ -332,6 +332,15 @@ def q12(real, batches, params) -> Expected:
     return _windowed(out, pairs, batches, ["bidder", "starttime_ms"], "endtime_ms")
 
 
+# q15's, q16's and q17's counts of bids, in all and per price rank (columns of _ranked)
+RANKED_BIDS = {
+    "total_bids": ("price", "size"),
+    "rank1_bids": ("rank1", "sum"),
+    "rank2_bids": ("rank2", "sum"),
+    "rank3_bids": ("rank3", "sum"),
+}
+
+
 def _ranked(kept: pd.DataFrame) -> pd.DataFrame:
     """`kept` with rank1-rank3: 1 where the bid's price falls in that rank."""
     price = kept["price"].to_numpy()
@@ -351,10 +360,7 @@ def _day_counts(kept: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     all and within each price rank."""
     kept = _ranked(kept)
     out = kept.groupby(by).agg(
-        total_bids=("price", "size"),
-        rank1_bids=("rank1", "sum"),
-        rank2_bids=("rank2", "sum"),
-        rank3_bids=("rank3", "sum"),
+        **RANKED_BIDS,
         total_bidders=("bidder", "nunique"),
         total_auctions=("auction", "nunique"),
     )
@@ -388,10 +394,7 @@ def q17(real, batches, params) -> Expected:
     kept = _ranked(pairs[~pairs["late"]])
     g = kept.groupby(["window_start_ms", "window_end_ms", "auction"])
     out = g.agg(
-        total_bids=("price", "size"),
-        rank1_bids=("rank1", "sum"),
-        rank2_bids=("rank2", "sum"),
-        rank3_bids=("rank3", "sum"),
+        **RANKED_BIDS,
         min_price=("price", "min"),
         max_price=("price", "max"),
         sum_price=("price", "sum"),

@@ -482,14 +482,19 @@ def q8(v: Views, params: dict):
 def q11(v: Views, params: dict):
     from pyspark.sql import functions as F
 
-    s = v.bid.groupBy(F.session_window("event_time", _dur(params["gap_ms"])), "bidder").agg(
-        F.count(F.lit(1)).alias("bid_count")
-    )
-    return s.select(
+    return _bids_per_bidder(v, F.session_window("event_time", _dur(params["gap_ms"])), "session_window")
+
+
+def _bids_per_bidder(v: Views, window, name: str):
+    """Each bidder's bids per window (`name`: the window column's name), with its bounds."""
+    from pyspark.sql import functions as F
+
+    counts = v.bid.groupBy(window, "bidder").agg(F.count(F.lit(1)).alias("bid_count"))
+    return counts.select(
         "bidder",
         "bid_count",
-        _ms(F.col("session_window.start")).alias("starttime_ms"),
-        _ms(F.col("session_window.end")).alias("endtime_ms"),
+        _ms(F.col(f"{name}.start")).alias("starttime_ms"),
+        _ms(F.col(f"{name}.end")).alias("endtime_ms"),
     )
 
 
@@ -504,15 +509,7 @@ def q11(v: Views, params: dict):
 def q12(v: Views, params: dict):
     from pyspark.sql import functions as F
 
-    w = v.bid.groupBy(F.window("event_time", _dur(params["window_ms"])), "bidder").agg(
-        F.count(F.lit(1)).alias("bid_count")
-    )
-    return w.select(
-        "bidder",
-        "bid_count",
-        _ms(F.col("window.start")).alias("starttime_ms"),
-        _ms(F.col("window.end")).alias("endtime_ms"),
-    )
+    return _bids_per_bidder(v, F.window("event_time", _dur(params["window_ms"])), "window")
 
 
 RANKS = ((None, 10_000), (10_000, 1_000_000), (1_000_000, None))
