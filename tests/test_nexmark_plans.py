@@ -59,7 +59,9 @@ def _optimized(spark, query: str, tmp_path) -> str:
         q.stop()
 
 
-@pytest.mark.parametrize("query", ["q5", "q8", "q11"])   # chained windows; a join after them; sessions
+# q8 has both: two views' filters, and the keys of the join after their windows (q5 and q11, a
+# view each, passed too: 29 s for the three, where tox -e test has little to spare)
+@pytest.mark.parametrize("query", ["q8"])
 def test_no_filter_is_below_the_watermark_of_a_windowed_query(spark, query, tmp_path):
     """Below withWatermark a filter drops the control events that flush the last windows: the
     views' own (event_type) and the `key IS NOT NULL` Spark infers for a join's keys (q8's
