@@ -300,3 +300,38 @@ class TestAnchors:
         (record,) = runner.records()
         assert record.missed and "the driver's measured start-up of 20.0 s" in record.missed, record
         assert _Recorded.calls == []
+
+
+class TestWaitsWhileTheDriverIsDown:
+    """A wait for a batch counts only the time the query could run one (nexmark-faults' q7: a
+    fail-task armed just before a kill-driver timed out at 20 s while no driver ran)."""
+
+    def _targets(self, tmp_path, paused):
+        from dataclasses import replace
+
+        from faults.targets import FixedPace
+
+        return replace(_targets(tmp_path), pace=FixedPace(batch_s=0.01, start_s=0.05), query_paused=paused)
+
+    def test_the_time_the_driver_was_down_does_not_count(self, tmp_path, monkeypatch):
+        import faults.targets as targets_mod
+
+        waits = {"batch": 0.3, "restart": 5.0}
+        monkeypatch.setattr(targets_mod, "pace_wait_s", lambda what, b, s: waits[what])
+        start = time.monotonic()
+        down_until = start + 0.6      # the driver is down for 0.6 s, twice the batch wait
+        found = self._targets(tmp_path, lambda: time.monotonic() < down_until).wait(
+            lambda: time.monotonic() > start + 0.7 or None, "batch", "no batch", 0.02)
+        assert found is True   # it came 0.1 s after the driver was back: within the 0.3 s counted
+
+    def test_a_driver_that_never_comes_back_is_waited_for_a_restart_s_time_at_most(self, tmp_path,
+                                                                                  monkeypatch):
+        import faults.targets as targets_mod
+        from workloads.wait import WaitTimeout
+
+        waits = {"batch": 0.2, "restart": 0.3}
+        monkeypatch.setattr(targets_mod, "pace_wait_s", lambda what, b, s: waits[what])
+        start = time.monotonic()
+        with pytest.raises(WaitTimeout, match="while the driver was down or restarting"):
+            self._targets(tmp_path, lambda: True).wait(lambda: None, "batch", "no batch", 0.02)
+        assert 0.45 < time.monotonic() - start < 2.0

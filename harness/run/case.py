@@ -51,6 +51,7 @@ class Case:
     running_from_ms: float = 0.0
     stopping_ms: float | None = None
     expect_down: bool = False      # a fault killed the driver on purpose: not a failure
+    restarting: bool = False       # a new driver is being started after a fault
     driver_up: threading.Event = field(default_factory=threading.Event)   # clear while it restarts
     checkpoints: list[Path] = field(default_factory=list)   # one per query; at-most-once restarts fresh
     started_at: float = 0.0        # monotonic seconds the first driver was started
@@ -207,14 +208,18 @@ class Case:
         self.progress.step(f"case {self.name}: restarting the driver "
                            f"({'a fresh checkpoint at the latest offsets' if fresh else 'same checkpoint'})")
         started = time.monotonic()
-        self.driver = SparkDriver(self.dir, config, self.registry).start()   # stopped even if never ready
+        self.restarting = True
         try:
-            self.driver.wait_ready()
-            self.pace.started(time.monotonic() - started)   # to its query's start: at least this long
-        except Exception as exc:
-            self.failure = f"the driver of case {self.name} did not come back after a fault: {exc}"
-            self.driver.stop()
-            raise
+            self.driver = SparkDriver(self.dir, config, self.registry).start()   # stopped even if never ready
+            try:
+                self.driver.wait_ready()
+                self.pace.started(time.monotonic() - started)   # to its query's start: at least this long
+            except Exception as exc:
+                self.failure = f"the driver of case {self.name} did not come back after a fault: {exc}"
+                self.driver.stop()
+                raise
+        finally:
+            self.restarting = False
 
     def targets(self) -> Targets:
         """What the fault injectors may act on: this run's services and this case's driver."""
@@ -236,7 +241,12 @@ class Case:
             services=services,
             postgres_url=self.stack.postgres_url, sink_table=self.sink_name,
             seed=self.scenario.workload.seed, network=self._network(), spark_ports=self._kafka_ports(),
-            topic=self.topic, bootstrap_servers=self.stack.bootstrap_servers, pace=self.pace)
+            topic=self.topic, bootstrap_servers=self.stack.bootstrap_servers, pace=self.pace,
+            query_paused=self.query_paused)
+
+    def query_paused(self) -> bool:
+        """Whether the query cannot run a batch now: its driver dead, or a new one starting."""
+        return self.restarting or self.driver is None or not self.driver.running
 
     def _brokers(self) -> list:
         """The harness's own brokers whose Spark listener is behind a proxy."""
