@@ -9,6 +9,12 @@ from faults.spec import FaultSpec
 from faults.targets import Targets
 
 
+class Missed(Exception):
+    """The run offered the fault nothing to act on (a fail-task whose query never wrote two rows
+    to one sink partition in a batch): the schedule did not fit the run, as a progress anchor
+    that never came does (the fault is missed: status schedule-missed), not a failure of the job."""
+
+
 @dataclass
 class Details:
     """A kind's own fields in its summary.json record (`cases[].faults[]`), beside the fields

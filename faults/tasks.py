@@ -7,7 +7,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from faults.base import Details, Fault, Observation
+from faults.base import Details, Fault, Missed, Observation
 from faults.kinds import BatchView, FaultKind, Key, Preparation, RecordView
 from faults.spec import FaultSpec
 from workloads.pipelines.taskfault import (
@@ -19,6 +19,7 @@ from workloads.pipelines.taskfault import (
     WRITER,
     failed_tasks,
     retried_tasks,
+    small_batches,
 )
 from workloads.wait import WaitTimeout
 
@@ -45,11 +46,21 @@ class FailTask(Fault):
         control = self.targets.control_dir
         self.tasks = int(self.spec.get("tasks", 1))
         self.seen_failed, self.seen_retried = len(failed_tasks(control)), len(retried_tasks(control))
+        small_before = small_batches(control)
         (control / REQUEST).write_text(json.dumps({"tasks": self.tasks, "rows": self.spec.get("rows")}))
         self.target = "the tasks of the next batch with rows"
-        self.targets.wait(lambda: len(failed_tasks(control)) >= self.seen_failed + self.tasks, "batch",
-                          f"no {self.tasks} task(s) of a batch with rows failed (is the stage in the query? "
-                          "the driver adds it for a scenario with fail-task)")
+        try:
+            self.targets.wait(lambda: len(failed_tasks(control)) >= self.seen_failed + self.tasks, "batch",
+                              f"no {self.tasks} task(s) of a batch with rows failed (is the stage in the "
+                              "query? the driver adds it for a scenario with fail-task)")
+        except WaitTimeout as exc:
+            small = sorted(small_batches(control) - small_before)
+            if not small or failed_tasks(control)[self.seen_failed:]:
+                raise
+            raise Missed(f"the batches with rows that came ({', '.join(small)}) wrote one row to each "
+                         "sink partition: a task fails after the sink took some of its rows, so it needs "
+                         "two; fail-task fits a query that writes more rows a batch (or fewer shuffle "
+                         f"partitions) ({exc})") from None
         self.failed = failed_tasks(control)[self.seen_failed:]
 
     def _heal(self) -> None:

@@ -335,3 +335,31 @@ class TestWaitsWhileTheDriverIsDown:
         with pytest.raises(WaitTimeout, match="while the driver was down or restarting"):
             self._targets(tmp_path, lambda: True).wait(lambda: None, "batch", "no batch", 0.02)
         assert 0.45 < time.monotonic() - start < 2.0
+
+
+class TestFailTaskOnOneRowPartitions:
+    """A fail-task on a query whose batches write one row to each sink partition (nexmark's q7:
+    a window's highest bid) cannot fail a task after the sink took some rows: it is missed, with
+    why, not 'not observed' (which failed the case)."""
+
+    def test_one_row_tasks_are_recorded_by_their_batch(self, tmp_path):
+        from workloads.pipelines import taskfault
+
+        taskfault._too_small(tmp_path, {"batch": "7", "partition": 1}, 1)
+        taskfault._too_small(tmp_path, {"batch": "8", "partition": 0}, 3)   # could fail: not recorded
+        assert taskfault.small_batches(tmp_path) == {"7"}
+
+    def test_the_fault_is_missed_when_only_one_row_tasks_came(self, tmp_path, monkeypatch):
+        from dataclasses import replace
+
+        import faults.targets as targets_mod
+        import faults.tasks as tasks_mod
+        from faults.base import Missed
+
+        calls = iter([set(), {"7", "9"}])
+        monkeypatch.setattr(tasks_mod, "small_batches", lambda control: next(calls))
+        monkeypatch.setattr(targets_mod, "pace_wait_s", lambda what, b, s: 0.2)   # a short wait
+        targets = replace(_targets(tmp_path), pace=targets_mod.FixedPace())
+        fault = tasks_mod.FailTask(FaultSpec("fail-task", 0, "tasks", extra={"rows": 1}), targets)
+        with pytest.raises(Missed, match=r"batches with rows that came \(7, 9\) wrote one row"):
+            fault._inject()

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from faults import registry
-from faults.base import Fault, Observation
+from faults.base import Fault, Missed, Observation
 from faults.spec import START, FaultSpec
 from faults.targets import Targets
 from harness.results.model import FaultRecord
@@ -140,6 +140,10 @@ class FaultRun:
                 self.observation = self.fault.observe()
                 seen = "seen" if self.observation.observed else "NOT SEEN"
                 self.say(f"fault {self.spec.kind}: {seen}: {self.observation.detail}")
+        except Missed as exc:   # the run offered it nothing to act on: the schedule did not fit
+            self.missed = str(exc)
+            self.say(f"fault {self.spec.kind} ({self.spec.at}): MISSED: {exc}")
+            self.release()
         except Exception as exc:  # noqa: BLE001 - recorded, and the case fails its run check
             self.error = f"{type(exc).__name__}: {exc}"
             log.error("fault %s failed: %s\n%s", self.spec.kind, exc, traceback.format_exc())

@@ -26,6 +26,7 @@ the driver does:
   fail-tasks               request: {"tasks": k, "rows": r or null}
   fail-task-batch          the batch that took the request (created once, O_EXCL)
   fail-task-slot-<i>       one per task that failed (created once each, O_EXCL)
+  fail-task-small-<batch>-<partition>     a task of a batch with rows that had one row only
   task-failed-<stage>-<partition>.json    what a failing task did: batch, attempt, rows out,
                                           consumer
   task-retried-<stage>-<partition>.json   the retry of a failed task, once it went through
@@ -42,6 +43,7 @@ from pathlib import Path
 
 PROBE = "harness.probe"   # pipelines/control.py marks its own jobs with it
 REQUEST = "fail-tasks"
+SMALL = "fail-task-small-"
 BATCH = "fail-task-batch"
 BATCH_KEY = "streaming.sql.batchId"   # the local property Spark sets on a micro-batch's jobs
 SINK_READS = "harness.sink-reads"     # a local property: how the sink read the batch (watching)
@@ -173,6 +175,7 @@ def _taking(control_dir: str):
         rows = list(rows)
         # a task with one row could only fail before it: nothing would be written twice
         if len(rows) < 2 or not _take(control, where):
+            _too_small(control, where, len(rows))
             yield from rows
             return
         out = _rows_out(control, len(rows))
@@ -198,6 +201,7 @@ def _stage(control_dir: str, consumer: str):
         whole = pd.concat(rows, ignore_index=True) if rows else None
         # a task with one row could only fail before it: nothing would be written twice
         if whole is None or len(whole) < 2 or not _take(control, where):
+            _too_small(control, where, 0 if whole is None else len(whole))
             if whole is not None:
                 yield whole
             return
@@ -205,6 +209,18 @@ def _stage(control_dir: str, consumer: str):
         yield whole.iloc[:out]
         raise _fail(control, where, out, len(whole), reads)
     return run
+
+
+def _too_small(control: Path, where: dict, rows: int) -> None:
+    """A batch with rows passed while a request waited, but this task of it had one row: the
+    fault's wait says so when no task could be failed (fail-task-small-<batch>-<partition>)."""
+    if rows == 1:
+        _create(control / f"{SMALL}{where['batch']}-{where['partition']}", json.dumps(where))
+
+
+def small_batches(control_dir: Path) -> set[str]:
+    """The batches whose tasks had one row each while a request waited."""
+    return {p.name[len(SMALL):].rsplit("-", 1)[0] for p in Path(control_dir).glob(f"{SMALL}*")}
 
 
 def _take(control: Path, where: dict) -> bool:
