@@ -20,14 +20,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.nexmark]
 SCENARIOS = REPO / "harness" / "scenario" / "scenarios"
 
 
-def _run(tmp_path, request, name: str) -> dict:
+def _run(tmp_path, request, name: str, codes: tuple[int, ...] = (0,)) -> dict:
     run_dir = tmp_path / "run"
     quick = ["--quick"] if request.config.getoption("--quick") else []
     proc = run_cli("run", str(SCENARIOS / name), *quick, "--out", str(run_dir), timeout=3 * 3600)
     summary = json.loads((run_dir / "summary.json").read_text())
     failed = {c["name"]: (c["verdict"]["detail"], c.get("findings")) for c in summary["cases"]
               if not c["verdict"]["holds"]}
-    assert proc.returncode == 0 and not failed, failed or proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode in codes and not failed, failed or proc.stdout[-3000:] + proc.stderr[-3000:]
     assert_nothing_left(run_dir)
     return summary
 
@@ -46,7 +46,11 @@ def test_every_query_matches_its_oracle(tmp_path, request):
 def test_every_query_holds_under_faults(tmp_path, request):
     """nexmark-faults.toml: each query stays exact through an executor killed, a task failed
     after the sink took a row, and the driver killed between a batch's write and its commit;
-    every fault is seen."""
-    summary = _run(tmp_path, request, "nexmark-faults.toml")
+    every fault is seen, but a fail-task on a query whose batches write one row to each sink
+    partition (q7's window maximum, q15's one row a day), which is missed with that reason
+    (the run's exit 2, schedule-missed)."""
+    summary = _run(tmp_path, request, "nexmark-faults.toml", codes=(0, 2))
     for case in summary["cases"]:
-        assert all(f["observed"] for f in case["faults"]), (case["name"], case["faults"])
+        for f in case["faults"]:
+            assert f["observed"] or (f["kind"] == "fail-task" and "wrote one row to each sink partition"
+                                     in (f.get("missed") or "")), (case["name"], f)
