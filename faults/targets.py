@@ -9,7 +9,6 @@ pid that was reused by another process (psutil compares start times).
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any, Protocol, TypeVar
 import psutil
 
 from workloads.pipelines import progress_log
-from workloads.wait import WaitTimeout, wait_until
+from workloads.wait import wait_until
 
 T = TypeVar("T")
 
@@ -178,27 +177,12 @@ class Targets:
         down or restarting it stands still (nexmark-faults' q7: a fail-task armed just before a
         kill-driver timed out while no driver ran), for at most a restart's wait."""
         timeout_s = self.pace.wait_s(what)
-        if what != "batch":
-            return wait_until(condition, timeout_s, every_s,
-                              lambda: f"{message} within {timeout_s:g} s ({self.pace.basis(what)})")
-        most_paused_s = self.pace.wait_s("restart")
-        counted = paused = 0.0
-        last = time.monotonic()
-        while True:
-            result = condition()
-            if result:
-                return result
-            now = time.monotonic()
-            if paused < most_paused_s and self.query_paused():
-                paused += now - last
-            else:
-                counted += now - last
-            last = now
-            if counted >= timeout_s:
-                waited = (f"; it also waited {paused:.0f} s while the driver was down or restarting"
-                          if paused else "")
-                raise WaitTimeout(f"{message} within {timeout_s:g} s ({self.pace.basis(what)}){waited}")
-            time.sleep(every_s)
+        batch = what == "batch"
+        return wait_until(condition, timeout_s, every_s,
+                          lambda: f"{message} within {timeout_s:g} s ({self.pace.basis(what)})",
+                          paused=self.query_paused if batch else None,
+                          most_paused_s=self.pace.wait_s("restart") if batch else 0.0,
+                          paused_means="the driver was down or restarting")
 
     def batches_after(self, at: float) -> list[dict]:
         """Progress records of batches that ended after wall-clock time `at`."""
