@@ -130,7 +130,7 @@ class Views:
         # one predicate that names the event time: Spark pushes a filter below withWatermark
         # unless it references the event-time column, and pushed below it, the harness's
         # control events (no event_type) would never move the watermark, nor flush the windows
-        kind = F.when(F.col("event_time").isNotNull(), F.col("event_type") == event_type)
+        kind = _timed("event_type") == event_type
         return self.events.where(kind).select(
             *(s[field].alias(alias) for field, alias in fields),
             F.col("event_time_ms").alias("date_time_ms"),
