@@ -86,6 +86,11 @@ class PipelineKind:
         """The state stores it runs on, when not every one (transformWithState: RocksDB)."""
         return getattr(self.query, "STATE_STORES", None)
 
+    def state_stores_for(self, values: Mapping[str, Any]) -> tuple[str, ...] | None:
+        """The state stores it runs on with these keys (a Nexmark query on transformWithState)."""
+        own = getattr(self.query, "state_stores_for", None)
+        return own(dict(values)) if own is not None else self.state_stores
+
     def check_params(self, values: dict) -> None:
         """Raise SpecError when its keys contradict each other (a window shorter than its slide)."""
         check = getattr(self.query, "check_params", None)

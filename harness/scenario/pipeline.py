@@ -49,7 +49,7 @@ def parse(top: Section, scenario_dir: Path, where: str = "pipeline") -> Pipeline
     build = s.string("build", None)
     if build is not None:
         plugins.function(build, s.field("build"), ("events_df", "params"), scenario_dir)
-    spark = _spark(s, registered.state_stores)
+    spark = _spark(s, registered.state_stores_for(values))
     trigger, trigger_ms = _trigger(s)
     if trigger == "real-time" and not registered.stateless_for(values):
         raise bad(s.field("trigger"), "real-time", f"Spark's real-time mode runs stateless queries only, "
@@ -84,13 +84,18 @@ def _custom(s: Section, scenario_dir: Path) -> Pipeline:
                     build=build, oracle=oracle, key=key, columns=MappingProxyType(columns), spark=_spark(s))
 
 
+def _what(s: Section) -> str:
+    """The pipeline a scenario names: its kind, and its query when it has one."""
+    return f"{s.raw('kind')} {s.raw('query')}" if "query" in s else str(s.raw("kind"))
+
+
 def _spark(s: Section, stores: tuple[str, ...] | None = None) -> SparkSettings:
     """state_store, shuffle_partitions, max_offsets_per_trigger; `stores`: the state stores
     the kind can run on (transformWithState needs RocksDB)."""
     default = stores[0] if stores else "hdfs"
     store = s.choice("state_store", tuple(STATE_STORES), default)
     if stores and store not in stores:
-        raise bad(s.field("state_store"), store, f"{s.raw('kind')} runs only on {', '.join(stores)}",
+        raise bad(s.field("state_store"), store, f"{_what(s)} runs only on {', '.join(stores)}",
                   f'write state_store = "{stores[0]}", or leave it out')
     offsets = s.integer("max_offsets_per_trigger", None, ge=1) if "max_offsets_per_trigger" in s else None
     return SparkSettings(state_store=store, shuffle_partitions=s.integer("shuffle_partitions", 2, ge=1),

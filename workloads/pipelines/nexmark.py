@@ -14,7 +14,9 @@ Every query writes in append mode, and its rows are final. Each one is marked wi
   native      the query as Nexmark writes it, in Spark's operators;
   rewrite     Spark refuses Nexmark's form (COUNT DISTINCT, a GROUP BY without a window,
               processing-time windows, ROW_NUMBER), or (q7) the form's oracle is not written
-              yet, so the query is written another way, named in its note.
+              yet, so the query is written another way, named in its note;
+  transformWithState  Nexmark's updating result (a Top-1, an average over all time) as rows
+              that stay true: final ones, or numbered versions (workloads/pipelines/nexmark_state.py).
 Column names are Nexmark's in snake case; times are epoch milliseconds (`date_time_ms`).
 The oracles are harness/check/nexmark.py; docs/pipelines-and-sinks.md has the table.
 """
@@ -28,7 +30,7 @@ from workloads.errors import SpecError
 from workloads.pipelines.params import GAP, SLIDE, WATERMARK, WINDOW, Param
 
 NAME = "nexmark"
-NATIVE, REWRITE = "native", "rewrite"
+NATIVE, REWRITE, TWS = "native", "rewrite", "transformWithState"
 
 BID_COLUMNS = {
     "auction": "LONG",
@@ -77,6 +79,12 @@ _ = (GAP, SLIDE, WATERMARK, WINDOW)  # the shared keys these stand for
 
 def columns_for(params: dict) -> dict[str, str]:
     return dict(QUERIES[params["query"]].columns)
+
+
+def state_stores_for(params: dict) -> tuple[str, ...] | None:
+    """transformWithState runs on RocksDB only: the state stores of a query in that form."""
+    q = QUERIES.get(params.get("query", ""))
+    return ("rocksdb", "rocksdb-changelog") if q is not None and q.form == TWS else None
 
 
 def stateless_for(params: dict) -> bool:
@@ -666,14 +674,123 @@ def q19(v: Views, params: dict):
     )
 
 
+# -- transformWithState: Nexmark's updating results as rows that stay true ------------------------
+def _winners(v: Views):
+    """q9's winning bid of each auction, emitted at its expiry (nexmark_state.Winner)."""
+    from pyspark.sql import functions as F
+
+    from workloads.pipelines.nexmark_state import WINNER_COLUMNS, Winner
+
+    a, b = F.col("auction"), F.col("bid")
+    is_auction = F.col("event_type") == 1
+    rows = v.events.where(_timed("event_type").isin(1, 2)).select(
+        F.when(is_auction, a["id"]).otherwise(b["auction"]).alias("id"),
+        F.col("event_type").alias("kind"),
+        a["itemName"].alias("item_name"),
+        a["description"].alias("description"),
+        a["initialBid"].alias("initial_bid"),
+        a["reserve"].alias("reserve"),
+        F.col("event_time_ms").alias("date_time_ms"),
+        a["expires"].alias("expires_ms"),
+        a["seller"].alias("seller"),
+        a["category"].alias("category"),
+        F.when(is_auction, a["extra"]).otherwise(b["extra"]).alias("extra"),
+        b["bidder"].alias("bidder"),
+        b["price"].alias("price"),
+        "event_time",
+    )
+    schema = ", ".join(f"{n} {k}" for n, k in WINNER_COLUMNS.items())
+    return rows.groupBy("id").transformWithState(Winner(), outputStructType=schema, outputMode="Append",
+                                                 timeMode="EventTime")
+
+
+def _running(v: Views, by: str, out: str, last: int | None):
+    from workloads.pipelines.nexmark_state import Running
+
+    schema = f"{'id' if by == 'category' else by} LONG, {out} LONG, auctions LONG, as_of_ms LONG"
+    return _winners(v).groupBy(by).transformWithState(
+        Running("id" if by == "category" else by, out, last), outputStructType=schema, outputMode="Append",
+        timeMode="None")
+
+
+RUNNING = {"auctions": "LONG", "as_of_ms": "LONG"}
+
+
+@query(
+    "q4",
+    {"id": "LONG", "final": "LONG", **RUNNING},
+    form=TWS,
+    note="the average closing price per category (id): q9's winners, then per category a running average "
+    "over its closed auctions in the order of their expiry, one row per closing (`auctions`: how many, "
+    "`as_of_ms`: the last one's expiry), where Nexmark's GROUP BY category updates one row; truncated to an "
+    "integer, as Flink's BIGINT AVG",
+)
+def q4(v: Views, params: dict):
+    return _running(v, "category", "final", None)
+
+
+@query(
+    "q6",
+    {"seller": "LONG", "avg_price": "LONG", **RUNNING},
+    form=TWS,
+    note="the average selling price of each seller's last 10 closed auctions (Beam's Nexmark model; "
+    "nexmark/nexmark's SQL is unsupported on Flink, FLINK-19059): q9's winners, then per seller one row "
+    "per closing, in the order of expiry",
+)
+def q6(v: Views, params: dict):
+    from workloads.pipelines.nexmark_state import LAST_N
+
+    return _running(v, "seller", "avg_price", LAST_N)
+
+
+@query(
+    "q9",
+    {
+        "id": "LONG",
+        "item_name": "STRING",
+        "description": "STRING",
+        "initial_bid": "LONG",
+        "reserve": "LONG",
+        "date_time_ms": "LONG",
+        "expires_ms": "LONG",
+        "seller": "LONG",
+        "category": "LONG",
+        "extra": "STRING",
+        "auction": "LONG",
+        "bidder": "LONG",
+        "price": "LONG",
+        "bid_date_time_ms": "LONG",
+        "bid_extra": "STRING",
+    },
+    form=TWS,
+    note="each auction with its winning bid (the highest within its life, then the earliest): kept per "
+    "auction and written once, at its expiry, by an event-time timer, where Nexmark's ROW_NUMBER over an "
+    "unbounded join updates the row with each better bid",
+)
+def q9(v: Views, params: dict):
+    return _winners(v)
+
+
+@query(
+    "q18",
+    {"auction": "LONG", "bidder": "LONG", "price": "LONG", "channel": "STRING", "url": "STRING",
+     "date_time_ms": "LONG", "extra": "STRING"},
+    form=TWS,
+    note="the last bid per bidder and auction, as the changelog micro-batches emit: per pair, a batch's "
+    "newest bid when it is newer than the last one written, where Nexmark's ROW_NUMBER updates one row",
+)
+def q18(v: Views, params: dict):
+    from workloads.pipelines.nexmark_state import NEWEST_COLUMNS, Newest
+
+    # without the event-time column: the processor keeps no timers, and nothing is dropped as late
+    bids = v.bid.select("auction", "bidder", "price", "channel", "url", "date_time_ms", "extra")
+    schema = ", ".join(f"{n} {k}" for n, k in NEWEST_COLUMNS.items())
+    return bids.groupBy("bidder", "auction").transformWithState(
+        Newest(), outputStructType=schema, outputMode="Append", timeMode="None")
+
+
 COLUMNS = BID_COLUMNS  # a query's own are columns_for(params); this is q0's, the default
 
 
 # the queries nexmark/nexmark defines that do not run here, with why
-NOT_HERE = {
-    "q4": "an unbounded join, a Top-1 per auction and an average per category: each stage an updating result",
-    "q6": "unsupported in nexmark/nexmark itself (FLINK-19059: an OVER window over a retracting input)",
-    "q9": "the highest bid of each auction within its life: a Top-1 over an unbounded join, "
-    "an updating result",
-    "q18": "the last bid per bidder and auction over all time: an updating result",
-}
+NOT_HERE: dict[str, str] = {}
