@@ -356,6 +356,19 @@ class TestSparkSettings:
         text = GOOD.replace("[pipeline]\n", '[pipeline]\nstate_store = "leveldb"\n', 1)
         assert "pipeline.state_store" in _error(_write(tmp_path, text)).problem
 
+    NEXMARK = ('name = "t"\n[[cases]]\nname = "c"\nguarantee = "exactly-once"\n'
+               '[workload]\nkind = "nexmark"\nduration = "10s"\n[workload.rate]\neps = 100\n'
+               '[pipeline]\nkind = "nexmark"\nquery = "q9"\n')
+
+    def test_a_nexmark_query_on_transform_with_state_runs_on_rocksdb(self, tmp_path):
+        """q9 keeps its state in transformWithState, which runs on RocksDB only: its default
+        store is RocksDB, and hdfs is refused naming the query; q5 keeps Spark's default."""
+        assert load(_write(tmp_path, self.NEXMARK)).pipeline.spark.state_store == "rocksdb"
+        err = _error(_write(tmp_path, self.NEXMARK + 'state_store = "hdfs"\n'))
+        assert "nexmark q9 runs only on rocksdb" in err.problem, err.problem
+        q5 = self.NEXMARK.replace('"q9"', '"q5"')
+        assert load(_write(tmp_path, q5)).pipeline.spark.state_store == "hdfs"
+
 
 class TestTrigger:
     def test_a_duration_is_a_processing_time_trigger(self, tmp_path):
