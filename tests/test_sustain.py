@@ -100,3 +100,23 @@ class TestScalingCurve:
         text = render_sustain({"case": "c", **found})
         assert "speed-up (vs 1)" in text and text.splitlines()[-1].split() == [
             "4", "3,000", "1.50", "0.38", "16,000", "1.60"]
+
+
+def test_spark_cores_are_the_driver_s_and_executors_cpu_over_the_measured_window():
+    """Nexmark's Cores: the CPU of the processes that run the query (Spark's driver and
+    executors, not Kafka nor the harness), averaged over the measured window only."""
+    import pandas as pd
+
+    from harness.metrics.flow import spark_cores
+
+    t0 = 1_700_000_000_000
+    timeline = pd.DataFrame({
+        "at_ms": [t0 + 1000 * (s + 1) for s in range(6)],
+        "cpu_percent:driver": [5.0, 5.0, 40.0, 60.0, 50.0, 1.0],
+        "cpu_percent:executor:0": [0.0, 0.0, 80.0, 90.0, 100.0, 0.0],
+        "cpu_percent:executor:1": [0.0, None, 70.0, 60.0, 80.0, 0.0],
+        "cpu_percent:kafka": [90.0] * 6,
+    })
+    assert spark_cores(timeline, 2, 5) == pytest.approx((190 + 210 + 230) / 3 / 100, abs=1e-3)
+    assert spark_cores(timeline, 10, 12) is None
+    assert spark_cores(timeline.drop(columns=[c for c in timeline if c.startswith("cpu")]), 0, 6) is None

@@ -158,3 +158,17 @@ def _resources_per_second(used: pd.DataFrame, start_ms: float) -> pd.DataFrame:
     cpu.columns = [f"cpu_percent:{c}" for c in cpu.columns]
     rss.columns = [f"rss_bytes:{c}" for c in rss.columns]
     return cpu.join(rss).reset_index()
+
+
+def spark_cores(timeline: pd.DataFrame, from_s: float, to_s: float) -> float | None:
+    """The cores Spark's own processes (the driver and its executors) used on average over
+    the seconds [from_s, to_s) of the timeline (its `cpu_percent:` columns): what Nexmark
+    counts as Cores (its TaskManagers' CPU). None without samples in that span."""
+    cols = [c for c in timeline.columns if c == "cpu_percent:driver" or c.startswith("cpu_percent:executor:")]
+    if not cols or not len(timeline):
+        return None
+    second = (timeline["at_ms"] - timeline["at_ms"].min()) // 1000   # the timeline starts at second 0
+    inside = timeline[(second >= from_s) & (second < to_s)]
+    if not len(inside):
+        return None
+    return round(float(inside[cols].fillna(0).sum(axis=1).mean()) / 100, 3)

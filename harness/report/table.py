@@ -112,6 +112,9 @@ def render_sustain(sustain: dict) -> str:
         lines.append(f"Spark's ceiling for the query (rate source, noop sink): {top:,.0f} events/s")
     lines.append(f"sustained: {found:,.0f} events/s" if found is not None
                  else "sustained: none of the rates tried")
+    if sustain.get("eps_per_spark_core"):
+        lines.append(f"per Spark core: {sustain['eps_per_spark_core']:,.0f} events/s "
+                     f"(Spark's driver and executors used {sustain['spark_cores']} cores)")
     return "\n".join(lines)
 
 

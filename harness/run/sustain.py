@@ -24,6 +24,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from harness.errors import ScenarioError
+from harness.metrics import flow
 from harness.results.model import CaseResult
 from harness.results.rundir import RunDir
 from harness.run import ceiling
@@ -93,14 +94,18 @@ def search(scenario, spec, stack, run_dir: RunDir, run_id: str, progress, regist
         cases.append(case)
         trials.append({"eps": eps, "sustained": ok, "why_not": why or None, "case": name,
                        "processed_eps": case.throughput, "p99_ms": case.p99_ms,
-                       "lag_trend_records_per_s": case.backpressure.get("lag_trend_records_per_s")})
+                       "lag_trend_records_per_s": case.backpressure.get("lag_trend_records_per_s"),
+                       "spark_cores": _spark_cores(run_dir, case)})
         progress.step(f"sustain: {eps:,.0f} events/s " + ("kept up" if ok else f"did not: {why}"))
     found = max(passed, default=None)
     reference = ceiling.measure(Case.create(scenario, replace(spec, name=f"{spec.name}-ceiling"), stack,
                                             run_dir, run_id, progress, registry))
     progress.step(f"sustain: Spark's ceiling for the query {reference['eps']} events/s")
     ratio = round(found / reference["eps"], 3) if found and reference["eps"] else None
-    return {"rate_eps": found, "spark_ceiling": reference, "rate_of_ceiling": ratio, "bounds": {
+    cores = next((t["spark_cores"] for t in trials if t["eps"] == found), None)
+    return {"rate_eps": found, "spark_ceiling": reference, "rate_of_ceiling": ratio,
+            "spark_cores": cores, "eps_per_spark_core": round(found / cores, 1) if found and cores else None,
+            "bounds": {
         "p99_ms": bounds.p99_ms, "lag_trend_max": scenario.measure.lag_trend_max,
         "min_eps": bounds.min_eps, "max_eps": bounds.max_eps, "steps": bounds.steps},
         "trials": sorted(trials, key=lambda t: t["eps"])}
@@ -168,6 +173,17 @@ def curve(sizes: list[dict]) -> dict:
     return {"rate_eps": max(rates, default=None), "executors": [s["executors"] for s in sizes],
             "speedup_base_executors": base["executors"], "scaling": sizes, "bounds": base["bounds"],
             "trials": trials}
+
+
+def _spark_cores(run_dir: RunDir, case: CaseResult) -> float | None:
+    """The cores Spark's driver and executors used over the trial's measured window."""
+    window = case.sections.get("measured_window") or {}
+    path = run_dir.case(case.name).timeline
+    if window.get("from_s") is None or window.get("to_s") is None or not path.exists():
+        return None
+    import pandas as pd
+
+    return flow.spark_cores(pd.read_parquet(path), window["from_s"], window["to_s"])
 
 
 def write(run_dir: RunDir, found: dict) -> Path:

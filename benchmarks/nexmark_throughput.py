@@ -1,0 +1,108 @@
+"""Nexmark's throughput per core on Structured Streaming, beside nexmark/nexmark's published
+Flink figures (docs/performance.md, "Nexmark throughput per core").
+
+For each query, `python -m harness sustain` on nexmark.toml's case: the highest constant rate
+that keeps up (exactly-once into PostgreSQL, Kafka in between), the cores Spark's driver and
+executors used at it (Nexmark's Cores: its TaskManagers' CPU), and Spark's own ceiling for
+the query in the same run (the rate source into noop, no Kafka, no sink). Rates count all
+three streams (person, auction and bid), as Nexmark does.
+
+    python -m benchmarks.nexmark_throughput --out DIR [--queries q0,q1] [--quick] [--repeat N]
+
+Prints the table in Markdown and writes DIR/throughput.json; each search's run directory is
+DIR/<query>[-rN].
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.paths import REPO_ROOT
+
+SCENARIO = REPO_ROOT / "harness" / "scenario" / "scenarios" / "nexmark.toml"
+STATELESS = ("q0", "q1", "q2", "q14", "q21", "q22")
+# nexmark/nexmark GUIDE_V1.md, "Nexmark Benchmark Result" (Flink 1.13 ~ 2.0): Throughput/Cores,
+# thousands of events per second per core of its TaskManagers; q6 has no row
+FLINK_K_PER_CORE = {"q0": 155.02, "q1": 157.94, "q2": 175.21, "q3": 152.12, "q4": 34.33, "q5": 22.14,
+                    "q7": 12.33, "q8": 146.14, "q9": 14.24, "q10": 57.81, "q11": 39.7, "q12": 75.67,
+                    "q13": 130.73, "q14": 161.23, "q15": 72.42, "q16": 18.65, "q17": 116.8, "q18": 53.7,
+                    "q19": 44.04, "q20": 18.98, "q21": 98.49, "q22": 129.96}
+# where a search starts: the stateless queries above 2,000 events/s, the rest lower
+START_EPS = {q: 2000 for q in STATELESS}
+
+
+def search(query: str, out: Path, quick: bool) -> dict:
+    """One sustain search of `query`: its sustain section of summary.json."""
+    args = [sys.executable, "-m", "harness", "sustain", str(SCENARIO), "--case", query, "--out", str(out),
+            "--min-eps", str(START_EPS.get(query, 500)), "--max-eps", "64000", "--steps", "2"]
+    if quick:
+        args.append("--quick")
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.run(args, cwd=REPO_ROOT, env=env, text=True, capture_output=True)
+    print(proc.stdout[-1500:], file=sys.stderr)
+    summary = out / "summary.json"
+    if not summary.exists():
+        raise SystemExit(f"{query}: sustain wrote no summary (exit {proc.returncode}): {proc.stderr[-2000:]}")
+    return json.loads(summary.read_text())["sustain"]
+
+
+def row(query: str, searches: list[dict]) -> dict:
+    """The median over the repeats of each figure."""
+    def med(values):
+        values = [v for v in values if v is not None]
+        return statistics.median(values) if values else None
+
+    rate = med([s.get("rate_eps") for s in searches])
+    ceiling = med([(s.get("spark_ceiling") or {}).get("eps") for s in searches])
+    cores = med([s.get("spark_cores") for s in searches])
+    per_core = med([s.get("eps_per_spark_core") for s in searches])
+    machine = rate / (os.cpu_count() or 1) if rate else None
+    return {"query": query, "repeats": len(searches), "sustained_eps": rate, "spark_cores": cores,
+            "eps_per_spark_core": per_core, "eps_per_machine_core": machine,
+            "ceiling_eps": ceiling, "of_ceiling": round(rate / ceiling, 3) if rate and ceiling else None,
+            "flink_eps_per_core": FLINK_K_PER_CORE.get(query, 0) * 1000 or None,
+            "rates": [s.get("rate_eps") for s in searches]}
+
+
+def table(rows: list[dict]) -> str:
+    def n(v, fmt="{:,.0f}"):
+        return "-" if v is None else fmt.format(v)
+
+    lines = ["| query | sustained events/s | Spark cores used | per Spark core | per machine core "
+             "| Spark's ceiling events/s | sustained / ceiling | Flink per core (nexmark/nexmark) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['query']} | {n(r['sustained_eps'])} | {n(r['spark_cores'], '{:.2f}')} "
+                     f"| {n(r['eps_per_spark_core'])} | {n(r['eps_per_machine_core'])} "
+                     f"| {n(r['ceiling_eps'])} | {n(r['of_ceiling'], '{:.2f}')} "
+                     f"| {n(r['flink_eps_per_core'])} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--queries", default=",".join(STATELESS))
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--repeat", type=int, default=1)
+    a = p.parse_args(argv)
+    a.out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for query in a.queries.split(","):
+        searches = [search(query, a.out / (query if a.repeat == 1 else f"{query}-r{i + 1}"), a.quick)
+                    for i in range(a.repeat)]
+        rows.append(row(query, searches))
+        (a.out / "throughput.json").write_text(json.dumps(rows, indent=2))
+        print(table(rows[-1:]).splitlines()[-1], flush=True)
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
