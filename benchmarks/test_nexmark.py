@@ -54,3 +54,23 @@ def test_every_query_holds_under_faults(tmp_path, request):
         for f in case["faults"]:
             assert f["observed"] or (f["kind"] == "fail-task" and "wrote one row to each sink partition"
                                      in (f.get("missed") or "")), (case["name"], f)
+
+
+# the kinds that attack the process and the commit window, not the data: under them an
+# exactly-once query must hold (retention and a corrupted checkpoint destroy input or state,
+# and a verdict of loss is then right)
+HUNT_KINDS = "kill-driver,kill-executor,fail-task,fail-batch,replay-batch,delay-commit,pause,restart-broker"
+
+
+@pytest.mark.parametrize("query", ["q5", "q20"], ids=["windowed-q5", "join-q20"])
+def test_the_hunt_on_a_windowed_and_a_join_query_holds(query, tmp_path, request):
+    """`hunt --quick` from seed 1 on q5 (two chained window aggregations) and q20 (an
+    unbounded stream-stream join): 3 plans each of the process and commit-window kinds; each
+    run holds exactly-once, or the hunt stops with a finding and its story."""
+    run_dir = tmp_path / "hunt"
+    proc = run_cli("hunt", str(SCENARIOS / "nexmark-faults.toml"), "--case", query, "--seed", "1",
+                   "--runs", "3", "--kinds", HUNT_KINDS, "--quick", "--out", str(run_dir), timeout=3600)
+    hunt = json.loads((run_dir / "hunt.json").read_text())
+    assert proc.returncode == 0 and hunt["found"] is None, (hunt.get("found"), proc.stdout[-3000:])
+    assert len(hunt["tried"]) == 3, hunt["tried"]
+    assert_nothing_left(run_dir)
