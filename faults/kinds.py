@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from faults.base import Details
 from faults.spec import RESTART_MARGIN_S, FaultSpec
-from workloads.validate import REQUIRED, Section, bad
+from workloads.validate import REQUIRED, Section, bad, parse_duration_ms
 
 # the keys every fault has besides its own: kind, and `at` (from the first event sent)
 COMMON_KEYS = ("kind", "at")
@@ -69,8 +69,12 @@ class Key:
         """The value of this key in `s` (or its default), checked; raises with the dotted path."""
         bounds = {k: v for k, v in (("gt", self.gt), ("ge", self.ge)) if v is not None}
         if self.type == "duration":
+            if self.default is None and self.name not in s:
+                return 0.0 if self.name in ("duration", "downtime") else None   # optional, left out
             ms = s.duration_ms(self.name, self.default, **bounds)
             return ms / 1000 if self.name in ("duration", "downtime") else ms
+        if self.type == "signed-duration":
+            return _signed_ms(s, self.name, self.default)
         if self.type == "choice":
             return s.choice(self.name, self.choices, self.default)
         if self.type == "integer":
@@ -103,6 +107,8 @@ class Key:
             return self.sample
         if self.type == "duration":
             return "2s"
+        if self.type == "signed-duration":
+            return "-30s"
         if self.type == "choice":
             return self.choices[-1]
         if self.type == "integer":
@@ -113,8 +119,25 @@ class Key:
 
     def wrong(self) -> Any:
         """A value the key refuses."""
-        return {"duration": "2 parsecs", "choice": "no-such-value", "integer": "many",
-                "boolean": "yes", "table": 3}[self.type]
+        return {"duration": "2 parsecs", "signed-duration": "-2 parsecs", "choice": "no-such-value",
+                "integer": "many", "boolean": "yes", "table": 3}[self.type]
+
+
+def _signed_ms(s: Section, key: str, default: Any) -> int:
+    """A duration with a sign ("-30s", "+2m", "90s") in milliseconds."""
+    raw = s.raw(key, default)
+    if raw is REQUIRED:
+        s.duration_ms(key)   # raises: the key is missing
+    text = str(raw).strip()
+    sign = -1 if text.startswith("-") else 1
+    body = text[1:] if text[:1] in "+-" else text
+    try:
+        ms = parse_duration_ms(body, s.field(key))
+    except Exception:
+        raise bad(s.field(key), raw, "expected a signed duration", 'write e.g. "-30s" or "+2m"') from None
+    if ms == 0:
+        raise bad(s.field(key), raw, "moves the clock by nothing", 'write e.g. "-30s" or "+2m"')
+    return sign * ms
 
 
 # keys several kinds share
@@ -134,11 +157,13 @@ class Preparation:
     `proxies`: the paths ("kafka", "postgres") Spark must reach through Toxiproxy;
     `partition_steps`: (seconds from the first event sent, partitions added) from which the
     generator spreads events over partitions added mid-run; `task_stage`: the driver adds
-    fail-task's stage to the query."""
+    fail-task's stage to the query; `clocks`: the processes that start under libfaketime, on a
+    clock file a clock fault moves (workloads/clock.py)."""
 
     proxies: frozenset[str] = frozenset()
     partition_steps: tuple[tuple[float, int], ...] = ()
     task_stage: bool = False
+    clocks: frozenset[str] = frozenset()   # processes started on a clock file: "driver", "executor", "broker"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,20 @@ docs/faults.md's table all read `KINDS` (faults/kinds.py says what a kind declar
 
 from __future__ import annotations
 
-from faults import batch, broker, checkpoint, cluster, commit, driver, kafka, network, process, sink, tasks
+from faults import (
+    batch,
+    broker,
+    checkpoint,
+    clock,
+    cluster,
+    commit,
+    driver,
+    kafka,
+    network,
+    process,
+    sink,
+    tasks,
+)
 from faults.kinds import RECOVERY_KEYS, FaultKind, register
 
 KINDS: dict[str, FaultKind] = register(
@@ -28,6 +41,8 @@ KINDS: dict[str, FaultKind] = register(
     kafka.KAFKA_RETENTION_FAULT,
     cluster.KILL_BROKER_FAULT,
     cluster.KILL_WORKER_FAULT,
+    clock.CLOCK_SKEW_FAULT,
+    clock.CLOCK_JUMP_FAULT,
 )
 
 

@@ -101,6 +101,7 @@ class Targets:
     # whether the query cannot run a batch now: its driver dead (another fault killed it) or a
     # new one being started; a wait for a batch does not count that time
     query_paused: Callable[[], bool] = lambda: False
+    driver_clock: Path | None = None       # the driver JVM's clock file, when it runs on one
 
     def rng(self, salt: str) -> random.Random:
         """A generator seeded by the scenario's seed and `salt`: the same plan every run."""

@@ -319,7 +319,9 @@ def _mtime_ms(checkpoint: Path | None, log: str, local: int) -> float | None:
 
 
 def _start_ms(record: dict) -> float:
-    return datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00")).timestamp() * 1000
+    """When the batch started, on the real clock (progress_log.end_ms)."""
+    at = datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00")).timestamp() * 1000
+    return at - record.get("clock_offset_ms", 0)
 
 
 def _end_offsets(record: dict) -> dict[int, int]:

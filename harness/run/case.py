@@ -18,7 +18,7 @@ from harness.run.pace import Pace
 from harness.run.stack import Stack
 from harness.scenario import Case as CaseSpec
 from harness.scenario import Scenario
-from harness.scenario.fault_specs import task_stage
+from harness.scenario.fault_specs import clock_targets, task_stage
 from harness.services.base import Registry
 from harness.services.spark import SparkDriver
 from workloads.pipelines.config import QUERY_ID_STRIDE, DriverConfig
@@ -171,6 +171,8 @@ class Case:
             sink_context=self.driver_sink_context(),
             build=pl.build_target, sink_class=self.spec.sink_class or "",
             task_faults=task_stage(sc.faults),
+            clock_file=str(self.files.driver_clock) if "driver" in clock_targets(sc.faults) else "",
+            executor_clock="executor" in clock_targets(sc.faults),
             import_paths=[str(p) for p in sc.imports or (sc.path.parent,)])
 
     def start_driver(self) -> SparkDriver:
@@ -242,7 +244,8 @@ class Case:
             postgres_url=self.stack.postgres_url, sink_table=self.sink_name,
             seed=self.scenario.workload.seed, network=self._network(), spark_ports=self._kafka_ports(),
             topic=self.topic, bootstrap_servers=self.stack.bootstrap_servers, pace=self.pace,
-            query_paused=self.query_paused)
+            query_paused=self.query_paused,
+            driver_clock=self.files.driver_clock if "driver" in clock_targets(self.scenario.faults) else None)
 
     def query_paused(self) -> bool:
         """Whether the query cannot run a batch now: its driver dead, or a new one starting."""

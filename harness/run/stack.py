@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import ServiceError
-from harness.scenario.fault_specs import needs_proxy
+from harness.scenario.fault_specs import clock_targets, needs_proxy
 from harness.services.base import Registry
 from harness.services.kafka import KafkaBroker, KafkaCluster, cluster_answers
 from harness.services.postgres import PostgresServer
@@ -86,6 +86,8 @@ def start_stack(scenario, services_dir: Path, registry: Registry, progress: Prog
         broker = KafkaBroker(services_dir / "kafka", registry)
         if proxy is not None and "kafka" in paths:
             broker.route_spark_through(proxy)
+        if "broker" in clock_targets(scenario.faults):
+            broker.clock_file = services_dir / "kafka" / "clock.rc"
         broker.start().wait_ready()
         bootstrap, spark_bootstrap, own = broker.bootstrap_servers, broker.spark_bootstrap_servers, True
     url = spark_url = scenario.services.postgres.url

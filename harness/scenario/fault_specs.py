@@ -94,6 +94,22 @@ def _commit_gate(ctx: Context, case: Case | None) -> str | None:
             "so no batch can be held in its commit window")
 
 
+def _faketime(ctx: Context, case: Case | None) -> str | None:
+    from workloads import clock
+
+    if clock.library() is not None:
+        return None
+    return ("libfaketime is not installed (Debian's faketime package: apt-get install faketime; "
+            "python -m harness.sysdeps installs it)")
+
+
+def _one_own_broker(ctx: Context, case: Case | None) -> str | None:
+    if ctx.services.kafka.brokers == 1:
+        return None
+    return ("a clock fault on the broker runs on the harness's single broker only; "
+            "services.kafka.brokers is more")
+
+
 # name -> (check(context, case) -> why not, or None; per case or once for the run)
 PRECONDITIONS: dict[str, tuple[Callable[[Context, Case | None], str | None], bool]] = {
     "own-kafka": (_external("kafka", "bootstrap_servers"), False),
@@ -104,6 +120,8 @@ PRECONDITIONS: dict[str, tuple[Callable[[Context, Case | None], str | None], boo
     "own-standalone": (_own_standalone, False),
     "postgres-sink": (_postgres_sink, True),
     "commit-gate": (_commit_gate, True),
+    "faketime": (_faketime, False),
+    "one-own-broker": (_one_own_broker, False),
 }
 
 
@@ -138,6 +156,12 @@ def partition_steps(faults: tuple[FaultSpec, ...], partitions: int) -> list[tupl
         total += count
         steps.append((at_s, total))
     return steps
+
+
+def clock_targets(faults: tuple[FaultSpec, ...]) -> frozenset[str]:
+    """The processes that must start on a clock file of their own: "driver", "executor",
+    "broker" (the clock faults' `prepare`)."""
+    return frozenset(c for f in faults for c in KINDS[f.kind].prepare(f).clocks)
 
 
 def task_stage(faults: tuple[FaultSpec, ...]) -> bool:

@@ -8,6 +8,7 @@ bound to 127.0.0.1 on free ports, data and logs under each service's workdir.
 from __future__ import annotations
 
 import base64
+import os
 import subprocess
 import uuid
 from pathlib import Path
@@ -61,6 +62,15 @@ class KafkaBroker(Service):
         # a listener of Spark's own, advertised at a proxy's port: route_spark_through()
         self.spark_listener: tuple[int, int] | None = None
         self.proxy_name: str | None = None
+        # the JVM's clock file, when a clock fault moves the broker's clock (workloads/clock.py)
+        self.clock_file: Path | None = None
+
+    def env(self) -> dict | None:
+        if self.clock_file is None:
+            return None
+        from workloads import clock
+
+        return {**os.environ, **clock.env(str(self.clock_file))}
 
     def route_spark_through(self, proxy, name: str = "kafka") -> None:
         """Give Spark a listener of its own behind `proxy` (a ToxiproxyServer), before start.

@@ -49,6 +49,10 @@ class DriverConfig:
     starting_offsets: str = "earliest"
     batch_base: int = 0            # added to batch ids in the sink: one range per query
     task_faults: bool = False      # a stage before the sink that fail-task can fail (pipelines/taskfault.py)
+    # the clock faults' (workloads/clock.py): the driver JVM's clock file, and whether each
+    # executor reads one of its own; "" and False: every clock is the real one
+    clock_file: str = ""
+    executor_clock: bool = False
 
     def write(self, path: Path) -> None:
         Path(path).write_text(json.dumps(asdict(self), indent=2))

@@ -21,6 +21,7 @@ import os
 import sys
 import time
 import traceback
+from contextlib import contextmanager
 from pathlib import Path
 
 from workloads import plugins
@@ -96,19 +97,56 @@ def _session(config: DriverConfig):
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(config.app_name).master(config.master)
-    conf = {**DEFAULT_CONF, "spark.jars": ",".join(config.jars), **config.spark_conf}
+    conf = {**DEFAULT_CONF, "spark.jars": ",".join(config.jars), **config.spark_conf, **_clock_conf(config)}
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with _jvm_clock(config):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     _write_conf(spark, Path(config.conf_path))
     if config.progress:
-        spark.streams.addListener(_progress_listener(Path(config.progress_path)))
+        clock = Path(config.clock_file) if config.clock_file else None
+        spark.streams.addListener(_progress_listener(Path(config.progress_path), clock))
     return spark
 
 
-def _progress_listener(path: Path):
-    """A listener that appends each progress's JSON to `path`.
+def _clock_conf(config: DriverConfig) -> dict[str, str]:
+    """Each executor on a clock file of its own (clock.rc in its working directory), so that the
+    driver's never reaches it (its environment is the driver JVM's); workloads/clock.py."""
+    if not (config.clock_file or config.executor_clock):
+        return {}
+    from workloads import clock
+
+    return {f"spark.executorEnv.{k}": v for k, v in clock.env(clock.EXECUTOR_FILE).items()}
+
+
+@contextmanager
+def _jvm_clock(config: DriverConfig):
+    """The driver JVM starts on its clock file; this Python process stays on the real clock
+    (the environment is its children's only while the JVM starts)."""
+    if not config.clock_file:
+        yield
+        return
+    from workloads import clock
+
+    added = clock.env(config.clock_file)
+    saved = {k: os.environ.get(k) for k in added}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _progress_listener(path: Path, clock_file: Path | None = None):
+    """A listener that appends each progress's JSON to `path`; with `clock_file` (a clock
+    fault's on the driver JVM), each record also carries `clock_offset_ms`, the offset of the
+    JVM's clock when it was written, from which the harness puts the batch's times back on
+    the real clock (progress_log.end_ms).
 
     PySpark's own listener turns every event into Python objects first, field by field, a py4j
     round trip each (some 60 for one stateful query's progress), on the driver the query
@@ -123,6 +161,10 @@ def _progress_listener(path: Path):
 
         def onQueryProgress(self, jevent):
             line = jevent.progress().json().replace("\n", " ")
+            if clock_file is not None:
+                from workloads import clock
+
+                line = line.rstrip()[:-1] + f',"clock_offset_ms":{clock.read_ms(clock_file)}}}'
             with open(path, "a") as out:
                 out.write(line + "\n")
 

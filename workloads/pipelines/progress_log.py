@@ -28,6 +28,7 @@ def read(path: Path) -> list[dict]:
 
 
 def end_ms(record: dict) -> float:
-    """When the batch ended, in epoch milliseconds."""
+    """When the batch ended, in epoch milliseconds on the real clock: a record written while a
+    clock fault moved the driver JVM's clock says by how much (`clock_offset_ms`)."""
     start = datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00")).timestamp() * 1000
-    return start + record.get("batchDuration", 0)
+    return start + record.get("batchDuration", 0) - record.get("clock_offset_ms", 0)

@@ -10,7 +10,6 @@ Each batch's commit time is recorded: it is when its rows became visible to read
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from workloads.sinks import SinkContext
@@ -65,10 +64,12 @@ class PostgresSink:
             with conn.cursor().copy(f"COPY {self.table} ({names}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row((batch_id, *row))
-            # last statement before COMMIT: the rows become visible at about this time;
+            # last statement before COMMIT: the rows become visible at about this time, on
+            # the server's clock (a clock fault may move this process's, never PostgreSQL's);
             # in exactly-once mode the primary key also rejects a concurrent double commit
             conn.execute(f"INSERT INTO {self.table}_batches (batch_id, committed_ms, rows) "
-                         "VALUES (%s, %s, %s)", (batch_id, _now_ms(), len(rows)))
+                         "VALUES (%s, (extract(epoch from clock_timestamp()) * 1000)::bigint, %s)",
+                         (batch_id, len(rows)))
 
     def read(self):
         """Committed rows with the commit time of their batch, read at READ COMMITTED through
@@ -106,6 +107,3 @@ class PostgresSink:
         if self._conn is not None:
             self._conn.close()
 
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
