@@ -97,7 +97,10 @@ def table() -> str:
                 keys.append(f"`target` (`{k.default_target}`)")
             else:
                 default = "required" if key.default is REQUIRED else key.shown_default()
-                choices = f": {', '.join(f'`{c}`' for c in key.choices)}" if key.choices else ""
+                listed = ", ".join(f"`{c}`" for c in key.choices)
+                # a signed duration takes any value; its choices are what a nemesis draws
+                choices = (f"; a nemesis draws {listed}" if key.type == "signed-duration" else f": {listed}"
+                           ) if key.choices else ""
                 keys.append(f"`{key.name}` ({default}{choices})")
         targets = ", ".join(f"`{t}:N`, `{t}:random`" if t == "executor" else f"`{t}`" for t in k.targets)
         flags = [*(["restarts a process"] if k.restarts else []),

@@ -92,6 +92,12 @@ def postgres_problem() -> str | None:
     return f"no `initdb` with `postgres` beside it on PATH or in {DEBIAN_INITDB_GLOB}"
 
 
+def _faketime_problem() -> str | None:
+    from workloads import clock
+
+    return None if clock.library() else f"no libfaketimeMT.so.1 in {', '.join(clock.LIBRARIES)}"
+
+
 # One line per prerequisite. A tool that only some envs need names them, e.g.
 #   Prerequisite("go", "Go", on_path("go"), ("golang-go",), envs=frozenset({"bench"})),
 PREREQUISITES: tuple[Prerequisite, ...] = (
@@ -102,6 +108,8 @@ PREREQUISITES: tuple[Prerequisite, ...] = (
                  ("postgresql",)),
     # builds Toxiproxy (the network fault) from the Go module proxy: `python -m harness fetch`
     Prerequisite("go", "the Go toolchain", on_path("go"), ("golang-go",)),
+    # the clock faults move a process's clock with it (faults/clock.py, workloads/clock.py)
+    Prerequisite("libfaketime", "libfaketime (the clock faults)", _faketime_problem, ("faketime",)),
     # the report test opens report.html in it (tests/test_report_html.py)
     Prerequisite("chromium", "Chromium, headless", on_path("chromium"), ("chromium",),
                  envs=frozenset({"test"})),
