@@ -75,6 +75,8 @@ class Key:
             return ms / 1000 if self.name in ("duration", "downtime") else ms
         if self.type == "signed-duration":
             return _signed_ms(s, self.name, self.default)
+        if self.type == "text":
+            return s.string(self.name, self.default)
         if self.type == "choice":
             return s.choice(self.name, self.choices, self.default)
         if self.type == "integer":
@@ -120,7 +122,7 @@ class Key:
     def wrong(self) -> Any:
         """A value the key refuses."""
         return {"duration": "2 parsecs", "signed-duration": "-2 parsecs", "choice": "no-such-value",
-                "integer": "many", "boolean": "yes", "table": 3}[self.type]
+                "integer": "many", "boolean": "yes", "table": 3, "text": 3}[self.type]
 
 
 def _signed_ms(s: Section, key: str, default: Any) -> int:
@@ -158,12 +160,14 @@ class Preparation:
     `partition_steps`: (seconds from the first event sent, partitions added) from which the
     generator spreads events over partitions added mid-run; `task_stage`: the driver adds
     fail-task's stage to the query; `clocks`: the processes that start under libfaketime, on a
-    clock file a clock fault moves (workloads/clock.py)."""
+    clock file a clock fault moves (workloads/clock.py); `storage`: Spark reaches the case's
+    checkpoint through the harness's FUSE file system (workloads/faultfs.py)."""
 
     proxies: frozenset[str] = frozenset()
     partition_steps: tuple[tuple[float, int], ...] = ()
     task_stage: bool = False
     clocks: frozenset[str] = frozenset()   # processes started on a clock file: "driver", "executor", "broker"
+    storage: bool = False                  # the case's checkpoint on the harness's FUSE file system
 
 
 @dataclass(frozen=True)

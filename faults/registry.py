@@ -20,6 +20,7 @@ from faults import (
     network,
     process,
     sink,
+    storage,
     tasks,
 )
 from faults.kinds import RECOVERY_KEYS, FaultKind, register
@@ -43,6 +44,8 @@ KINDS: dict[str, FaultKind] = register(
     cluster.KILL_WORKER_FAULT,
     clock.CLOCK_SKEW_FAULT,
     clock.CLOCK_JUMP_FAULT,
+    storage.DISK_FULL_FAULT,
+    storage.IO_ERROR_FAULT,
 )
 
 

@@ -102,6 +102,8 @@ class Targets:
     # new one being started; a wait for a batch does not count that time
     query_paused: Callable[[], bool] = lambda: False
     driver_clock: Path | None = None       # the driver JVM's clock file, when it runs on one
+    storage_control: Path | None = None    # the case's FUSE file system's control and record files
+    storage_stats: Path | None = None
 
     def rng(self, salt: str) -> random.Random:
         """A generator seeded by the scenario's seed and `salt`: the same plan every run."""

@@ -92,12 +92,6 @@ def postgres_problem() -> str | None:
     return f"no `initdb` with `postgres` beside it on PATH or in {DEBIAN_INITDB_GLOB}"
 
 
-def _faketime_problem() -> str | None:
-    from workloads import clock
-
-    return None if clock.library() else f"no libfaketimeMT.so.1 in {', '.join(clock.LIBRARIES)}"
-
-
 # One line per prerequisite. A tool that only some envs need names them, e.g.
 #   Prerequisite("go", "Go", on_path("go"), ("golang-go",), envs=frozenset({"bench"})),
 PREREQUISITES: tuple[Prerequisite, ...] = (
@@ -108,8 +102,10 @@ PREREQUISITES: tuple[Prerequisite, ...] = (
                  ("postgresql",)),
     # builds Toxiproxy (the network fault) from the Go module proxy: `python -m harness fetch`
     Prerequisite("go", "the Go toolchain", on_path("go"), ("golang-go",)),
+    # the storage faults' FUSE file system mounts with it (workloads/faultfs.py)
+    Prerequisite("fusermount3", "FUSE 3 (fusermount3, libfuse3)", on_path("fusermount3"), ("fuse3",)),
     # the clock faults move a process's clock with it (faults/clock.py, workloads/clock.py)
-    Prerequisite("libfaketime", "libfaketime (the clock faults)", _faketime_problem, ("faketime",)),
+    Prerequisite("faketime", "libfaketime (the clock faults)", on_path("faketime"), ("faketime",)),
     # the report test opens report.html in it (tests/test_report_html.py)
     Prerequisite("chromium", "Chromium, headless", on_path("chromium"), ("chromium",),
                  envs=frozenset({"test"})),

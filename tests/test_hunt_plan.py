@@ -134,7 +134,7 @@ class TestCoverage:
         """Every ordered pair of choices (a kind, with a point or rows where the hunt covers one)
         that fits the workload is in some covering plan, and the plans come before any repeat."""
         space = _two_faults_space()
-        planned = plans(space, 1, 120)
+        planned = plans(space, 1, len(covering(space, 1)) + 10)
         cov = coverage(space, planned)
         assert cov["pairs_covered"] == cov["pairs_possible"] == len(space.possible) > 200, cov
         assert all(2 <= len(p) <= 3 for p in planned[:len(covering(space, 1))])
@@ -142,7 +142,8 @@ class TestCoverage:
     def test_pairs_whose_second_fault_restarts_the_driver_come_first(self):
         """A batch run again is where a sink's exactly-once breaks: those pairs are all covered
         before the rest are."""
-        tiers = coverage(_two_faults_space(), plans(_two_faults_space(), 1, 120))["tier_covered_by_run"]
+        space = _two_faults_space()
+        tiers = coverage(space, plans(space, 1, len(covering(space, 1)) + 10))["tier_covered_by_run"]
         assert tiers["second-restarts"] < tiers["first-restarts"] < tiers["rest"], tiers
 
     def test_the_points_are_drawn_too(self):

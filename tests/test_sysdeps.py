@@ -21,6 +21,8 @@ PROVIDES = {
     "postgresql": ("initdb", None),
     "golang-go": ("go", None),
     "chromium": ("chromium", None),
+    "fuse3": ("fusermount3", None),
+    "faketime": ("faketime", None),
 }
 EVERY_PACKAGE = tuple(PROVIDES)
 
@@ -32,7 +34,8 @@ class FakeMachine:
     is False. Every command run is kept in `calls`, with its environment in `envs`.
     """
 
-    def __init__(self, tmp_path: Path, tools=("java", "mvn", "initdb", "go", "chromium"),
+    def __init__(self, tmp_path: Path,
+                 tools=("java", "mvn", "initdb", "go", "chromium", "fusermount3", "faketime"),
                  java_version="17.0.15",
                  apt_knows=EVERY_PACKAGE, root=False, has_apt=True, install_works=True):
         self.bindir = tmp_path / "bin"
@@ -107,7 +110,7 @@ class TestAllPresent:
 
     def test_the_skip_variable_checks_nothing(self, machine_with, monkeypatch):
         """HARNESS_SKIP_SYSDEPS=1 exits 0 even with nothing installed, running nothing."""
-        machine = machine_with(tools=("go", "chromium"))
+        machine = machine_with(tools=("go", "chromium", "fusermount3", "faketime"))
         monkeypatch.setenv(sysdeps.SKIP_VAR, "1")
         assert sysdeps.main([]) == 0
         assert machine.calls == []
@@ -116,7 +119,7 @@ class TestAllPresent:
 class TestNotRoot:
     def test_names_the_missing_and_the_one_line_fix(self, machine_with, capsys):
         """Missing java and PostgreSQL give exit 2 and one sudo apt-get line; nothing is installed."""
-        machine = machine_with(tools=("mvn", "go", "chromium"))
+        machine = machine_with(tools=("mvn", "go", "chromium", "fusermount3", "faketime"))
         assert sysdeps.main([]) == sysdeps.EXIT_MISSING
         err = capsys.readouterr().err
         assert "error: missing system packages: java, PostgreSQL server\n" in err
@@ -133,19 +136,20 @@ class TestNotRoot:
 
     def test_takes_the_first_package_apt_knows(self, machine_with, capsys):
         """Where apt has no openjdk-17 (Debian 13), the fix names openjdk-21."""
-        machine_with(tools=("mvn", "initdb", "go", "chromium"), apt_knows={"openjdk-21-jdk-headless"})
+        machine_with(tools=("mvn", "initdb", "go", "chromium", "fusermount3", "faketime"),
+                     apt_knows={"openjdk-21-jdk-headless"})
         sysdeps.main([])
         assert "fix: sudo apt-get install -y openjdk-21-jdk-headless\n" in capsys.readouterr().err
 
     def test_updates_apt_lists_first_when_they_lack_a_package(self, machine_with, capsys):
         """Empty apt lists (a fresh container) put `apt-get update` before the install."""
-        machine_with(tools=("java", "initdb", "go", "chromium"), apt_knows=())
+        machine_with(tools=("java", "initdb", "go", "chromium", "fusermount3", "faketime"), apt_knows=())
         sysdeps.main([])
         assert "fix: sudo apt-get update && sudo apt-get install -y maven\n" in capsys.readouterr().err
 
     def test_without_apt_names_what_to_install(self, machine_with, capsys):
         """Off Debian, the message says what to install instead of an apt-get line."""
-        machine_with(tools=("go", "chromium"), has_apt=False)
+        machine_with(tools=("go", "chromium", "fusermount3", "faketime"), has_apt=False)
         assert sysdeps.main([]) == sysdeps.EXIT_MISSING
         err = capsys.readouterr().err
         assert "apt-get" not in err
@@ -155,7 +159,7 @@ class TestNotRoot:
 class TestRoot:
     def test_updates_once_installs_the_missing_and_exits_0(self, machine_with, capsys):
         """As root: one apt-get update, one non-interactive install of just the missing, exit 0."""
-        machine = machine_with(tools=("java", "go", "chromium"), root=True)
+        machine = machine_with(tools=("java", "go", "chromium", "fusermount3", "faketime"), root=True)
         assert sysdeps.main([]) == 0
         assert machine.apt_get_calls() == [
             ["apt-get", "update", "-q"],
@@ -167,13 +171,15 @@ class TestRoot:
 
     def test_exits_2_naming_what_the_install_did_not_bring(self, machine_with, capsys):
         """When apt-get install does not produce the tool, exit 2 names it."""
-        machine_with(tools=("java", "initdb", "go", "chromium"), root=True, install_works=False)
+        machine_with(tools=("java", "initdb", "go", "chromium", "fusermount3", "faketime"), root=True,
+                     install_works=False)
         assert sysdeps.main([]) == sysdeps.EXIT_MISSING
         assert "error: still missing after apt-get install: mvn\n" in capsys.readouterr().err
 
     def test_root_without_apt_only_tells(self, machine_with):
         """Root on a machine without apt-get gets the message, and nothing is run."""
-        machine = machine_with(tools=("java", "initdb", "go", "chromium"), root=True, has_apt=False)
+        machine = machine_with(tools=("java", "initdb", "go", "chromium", "fusermount3", "faketime"),
+                               root=True, has_apt=False)
         assert sysdeps.main([]) == sysdeps.EXIT_MISSING
         assert machine.apt_get_calls() == []
 
@@ -201,7 +207,7 @@ class TestEnvs:
 class TestChromium:
     def test_only_the_test_env_needs_chromium(self, machine_with):
         """The report test opens report.html in Chromium; the bench and lint do not need it."""
-        machine_with(tools=("java", "mvn", "initdb", "go"))
+        machine_with(tools=("java", "mvn", "initdb", "go", "fusermount3", "faketime"))
         assert sysdeps.main(["--env", "bench"]) == 0
         assert sysdeps.main(["--env", "test"]) == sysdeps.EXIT_MISSING
 

@@ -18,8 +18,9 @@ from harness.run.pace import Pace
 from harness.run.stack import Stack
 from harness.scenario import Case as CaseSpec
 from harness.scenario import Scenario
-from harness.scenario.fault_specs import clock_targets, task_stage
+from harness.scenario.fault_specs import clock_targets, storage_fs, task_stage
 from harness.services.base import Registry
+from harness.services.faultfs import FaultFS
 from harness.services.spark import SparkDriver
 from workloads.pipelines.config import QUERY_ID_STRIDE, DriverConfig
 from workloads.progress import Progress
@@ -58,6 +59,7 @@ class Case:
     # what restart-with changed, kept for every later driver as a deploy keeps it: "conf" (Spark
     # settings) and "pipeline" (its keys: shuffle_partitions, state_store, build...)
     changes: dict = field(default_factory=dict)
+    storage: FaultFS | None = None   # the FUSE file system over the checkpoint (storage faults)
     pace: Pace = field(init=False)   # the query's measured pace: warm-up, anchors, every wait's scale
 
     def __post_init__(self) -> None:
@@ -166,7 +168,7 @@ class Case:
             spark_conf=self.spark_conf(), progress=sc.measure.enabled,
             jars=[str(p) for p in jars], source_options=pl.spark.source_options(),
             bootstrap_servers=self.stack.spark_bootstrap_servers, topic=self.topic,
-            checkpoint=str(self.checkpoint), pipeline=pl.kind, params=pl.params(),
+            checkpoint=str(self.spark_checkpoint), pipeline=pl.kind, params=pl.params(),
             trigger=pl.trigger, trigger_ms=pl.trigger_ms, sink=self.spec.sink,
             sink_context=self.driver_sink_context(),
             build=pl.build_target, sink_class=self.spec.sink_class or "",
@@ -174,6 +176,26 @@ class Case:
             clock_file=str(self.files.driver_clock) if "driver" in clock_targets(sc.faults) else "",
             executor_clock="executor" in clock_targets(sc.faults),
             import_paths=[str(p) for p in sc.imports or (sc.path.parent,)])
+
+    @property
+    def spark_checkpoint(self) -> Path:
+        """The checkpoint as Spark reaches it: through the case's FUSE file system when a
+        storage fault is scheduled (the harness reads the directory under it)."""
+        if self.storage is not None and self.checkpoint == self.files.checkpoint:
+            return self.storage.mountpoint
+        return self.checkpoint
+
+    def mount_storage(self) -> None:
+        """Mount the FUSE file system over the checkpoint, for the storage faults."""
+        if storage_fs(self.scenario.faults) and self.storage is None:
+            fs = FaultFS(self.dir / "faultfs", self.files.checkpoint, self.dir / "checkpoint-fs",
+                         self.registry)
+            self.storage = fs.start().wait_ready()
+
+    def unmount_storage(self) -> None:
+        """Unmount it once the case's last driver has stopped."""
+        if self.storage is not None:
+            self.storage.stop()
 
     def start_driver(self) -> SparkDriver:
         """Start the case's first driver, on its checkpoint, reading from the earliest offsets."""
@@ -245,7 +267,9 @@ class Case:
             seed=self.scenario.workload.seed, network=self._network(), spark_ports=self._kafka_ports(),
             topic=self.topic, bootstrap_servers=self.stack.bootstrap_servers, pace=self.pace,
             query_paused=self.query_paused,
-            driver_clock=self.files.driver_clock if "driver" in clock_targets(self.scenario.faults) else None)
+            driver_clock=self.files.driver_clock if "driver" in clock_targets(self.scenario.faults) else None,
+            storage_control=self.storage.control if self.storage else None,
+            storage_stats=self.storage.stats if self.storage else None)
 
     def query_paused(self) -> bool:
         """Whether the query cannot run a batch now: its driver dead, or a new one starting."""

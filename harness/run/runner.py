@@ -137,14 +137,16 @@ def run_case(case: Case) -> CaseResult:
 
     A driver that dies fails this case, with how it died and how far the case had got;
     the checker still reads what the sink holds, and the next case runs."""
-    schedule = FaultRunner(case.scenario.faults, case.targets(), say=case.progress.step, clock=case.pace,
-                           fresh_restarts=case.spec.guarantee == "at-most-once")
     case.dir.mkdir(parents=True, exist_ok=True)
     broken = case.sink_broken()
     if broken is not None:   # before any driver starts: the driver would build it the same way
         case.failure = broken
         case.progress.step(f"FAILED: case {case.name}: {broken}")
-        return case_result(case, schedule, None)
+        return case_result(case, FaultRunner(case.scenario.faults, case.targets(), say=case.progress.step,
+                                             clock=case.pace), None)
+    case.mount_storage()   # the storage faults' file system, before the faults' targets name it
+    schedule = FaultRunner(case.scenario.faults, case.targets(), say=case.progress.step, clock=case.pace,
+                           fresh_restarts=case.spec.guarantee == "at-most-once")
     sampler = resources.Sampler(case.registry, case.files.resources)
     if case.scenario.measure.enabled:
         sampler.start()
@@ -171,4 +173,5 @@ def run_case(case: Case) -> CaseResult:
     kept.stop()
     if case.failure is not None:
         case.spark.stop()
+    case.unmount_storage()
     return case_result(case, schedule, used)

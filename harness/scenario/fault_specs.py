@@ -103,6 +103,12 @@ def _faketime(ctx: Context, case: Case | None) -> str | None:
             "python -m harness.sysdeps installs it)")
 
 
+def _fuse(ctx: Context, case: Case | None) -> str | None:
+    from harness.services.faultfs import fuse_problem
+
+    return fuse_problem()
+
+
 def _one_own_broker(ctx: Context, case: Case | None) -> str | None:
     if ctx.services.kafka.brokers == 1:
         return None
@@ -122,6 +128,7 @@ PRECONDITIONS: dict[str, tuple[Callable[[Context, Case | None], str | None], boo
     "commit-gate": (_commit_gate, True),
     "faketime": (_faketime, False),
     "one-own-broker": (_one_own_broker, False),
+    "fuse": (_fuse, False),
 }
 
 
@@ -162,6 +169,11 @@ def clock_targets(faults: tuple[FaultSpec, ...]) -> frozenset[str]:
     """The processes that must start on a clock file of their own: "driver", "executor",
     "broker" (the clock faults' `prepare`)."""
     return frozenset(c for f in faults for c in KINDS[f.kind].prepare(f).clocks)
+
+
+def storage_fs(faults: tuple[FaultSpec, ...]) -> bool:
+    """Whether Spark reaches the case's checkpoint through the harness's FUSE file system."""
+    return any(KINDS[f.kind].prepare(f).storage for f in faults)
 
 
 def task_stage(faults: tuple[FaultSpec, ...]) -> bool:

@@ -1,0 +1,215 @@
+"""Storage faults on the case's checkpoint, through a FUSE file system the harness mounts for
+the case (workloads/faultfs.py): the disk full (ENOSPC) for a span, and I/O errors (EIO) on
+reads, writes or both, optionally on matching paths.
+
+`target = "checkpoint"` is every file of the query's checkpoint (offsets, commits, metadata,
+sources, state); `target = "state"` its state store's files only (checkpoint/state/...).
+Spark's driver and executors write the checkpoint through the mount; the harness reads the
+directory under it, so a fault never blinds the checker. The fault is observed when Spark's
+file operations failed while it lasted (their count, operation and first path come from the
+file system's own record). When an error makes the query fail, the harness starts a new
+driver on the same checkpoint once the disk is back, as a job's retry would: what Spark does
+then (it runs on, or refuses the checkpoint with its error) is the fault's outcome, and the
+verdict says whether the guarantee held through it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from faults.base import Details, Fault, Observation
+from faults.driver import sentence
+from faults.kinds import DURATION, TARGET, FaultKind, Key, Preparation, always
+from faults.spec import FaultSpec
+from faults.targets import RefusedTarget
+from workloads.wait import WaitTimeout
+
+OPS = Key("ops", "choice", "which operations fail: reads, writes (and creates, renames, fsyncs) or both",
+          default="both", choices=("read", "write", "both"), draw="choice")
+MATCH = Key("match", "text", "a regular expression: only paths under the checkpoint it is found in fail "
+            "(\"^/commits/\", \"\\\\.delta$\"); absent, every path of the target", default=None,
+            sample="^/commits/")
+STATE = "^/state/"
+
+
+@dataclass
+class StorageDetails(Details):
+    """What the file system failed while the fault lasted: count per operation:error, and the
+    first path that failed."""
+
+    failed: dict = field(default_factory=dict)
+    first_path: str = ""
+    query_failed: str = ""     # Spark's error when the query failed on one, else ""
+
+
+def _mounted(spec: FaultSpec) -> Preparation:
+    return Preparation(storage=True)
+
+
+class StorageFault(Fault):
+    """Tell the case's file system to fail, and to stop failing at heal."""
+
+    mode = ""
+    before: dict = {}
+
+    def _paths(self) -> tuple[Path, Path]:
+        control, stats = self.targets.storage_control, self.targets.storage_stats
+        if control is None or stats is None:
+            raise RefusedTarget("the case's checkpoint is not on the harness's FUSE file system")
+        return control, stats
+
+    def _match(self) -> str | None:
+        own = self.spec.get("match")
+        if self.spec.target_kind == "state":
+            return STATE + (f".*{own.lstrip('^')}" if own else "")
+        return own
+
+    died: str | None = None        # how the query ended when an error reached it
+    run_id: str | None = None
+
+    def _inject(self) -> None:
+        control, stats = self._paths()
+        self.before = _failed(stats)
+        self.run_id = next((p.get("runId") for p in reversed(self.targets.progress())), None)
+        # the query may fail on an error of its checkpoint: then, as a job's retry would, a new
+        # driver starts on the same checkpoint once the disk is back (at heal)
+        self.targets.expect_down(True)
+        asked = {"mode": self.mode, "match": self._match(), "ops": self.spec.get("ops", "both")}
+        _write(control, asked)
+        self.target = f"{self.spec.target_kind} ({self._what()})"
+
+    def _what(self) -> str:
+        raise NotImplementedError
+
+    def _heal(self) -> None:
+        control, _ = self._paths()
+        _write(control, {"mode": "none"})
+        driver = self.targets.driver_now()
+        if driver is None or not self._settled(driver):
+            self.targets.expect_down(False)
+            return
+        self.died = sentence(driver.status().get("error") or driver.how_it_ended())
+        self.killed_at = time.time()
+        try:
+            self.targets.restart_driver()
+            self.restarted_at = time.time()
+        except Exception as exc:  # noqa: BLE001 - Spark refusing the checkpoint is a finding
+            self.refused = sentence(str(exc))
+            self.targets.expect_down(False)
+
+    def _settled(self, driver) -> bool:
+        """Whether the query died of the fault: wait until its driver has exited, or has run a
+        batch since the disk came back (a failing query may take a moment to exit)."""
+        from workloads.pipelines.progress_log import end_ms
+
+        back = time.time()
+
+        def settled():
+            if not driver.running:
+                return "died"
+            ran = any(p.get("runId") == self.run_id and end_ms(p) / 1000 > back
+                      for p in self.targets.progress())
+            return "ran" if ran else None
+
+        try:
+            return self.targets.wait(settled, "batch", "the query neither ran a batch nor failed") == "died"
+        except WaitTimeout:
+            return not driver.running
+
+    def observe(self) -> Observation:
+        _, stats = self._paths()
+        time.sleep(0.3)   # the file system writes its record at most every 0.2 s
+        after = _failed(stats)
+        new = {k: v["count"] - self.before.get(k, {}).get("count", 0) for k, v in after.items()}
+        new = {k: n for k, n in new.items() if n > 0}
+        first: dict = min((v for k, v in after.items() if k in new), key=lambda v: v.get("first_at", 0),
+                          default={})
+        details = StorageDetails(failed=new, first_path=first.get("first_path", ""),
+                                 query_failed=self.died or "")
+        if not new:
+            return Observation(False, f"{self.target}: no file operation of Spark's came while it lasted "
+                                      f"({self.spec.duration_s:g} s)", details=details)
+        said = ", ".join(f"{n} {k.replace(':', ' with ')}" for k, n in sorted(new.items()))
+        seen = f"{self.target} for {self.spec.duration_s:g} s: Spark's file operations failed: {said} " \
+               f"(first {details.first_path})"
+        if self.died is None:
+            return Observation(True, f"{seen}; the query went on", details=details, outcome="accepted",
+                               outcome_detail="the query went on through the errors")
+        if self.refused is not None:
+            return Observation(True, f"{seen}; the query failed ({self.died}), and Spark refused to run it "
+                                     f"again on the checkpoint: {self.refused}", details=details,
+                               outcome="refused", outcome_detail=self.refused)
+        first_batch = self._first_batch()
+        if first_batch is None:
+            return Observation(False, f"{seen}; the query failed ({self.died}), and the new driver ran no "
+                                      "batch", details=details)
+        facts = {"downtime_s": round((self.restarted_at or 0) - (self.killed_at or 0), 3)}
+        return Observation(True, f"{seen}; the query failed ({self.died}), and a new driver ran it again on "
+                                 f"the same checkpoint, first batch {first_batch['batchId']}", facts,
+                           details=details, outcome="accepted",
+                           outcome_detail="Spark ran the query again on the checkpoint")
+
+    def _first_batch(self) -> dict | None:
+        from workloads.pipelines.progress_log import end_ms
+
+        def batch():
+            return next((p for p in self.targets.progress() if p.get("runId") != self.run_id
+                         and end_ms(p) / 1000 > (self.restarted_at or 0)), None)
+
+        try:
+            return self.targets.wait(batch, "restart", "the new driver ran no batch")
+        except WaitTimeout:
+            return None
+        finally:
+            self.targets.expect_down(False)
+
+
+def _failed(stats: Path) -> dict:
+    try:
+        return json.loads(stats.read_text()).get("failed", {})
+    except (OSError, ValueError):
+        return {}
+
+
+def _write(control: Path, content: dict) -> None:
+    tmp = control.with_name(control.name + ".tmp")
+    tmp.write_text(json.dumps(content))
+    tmp.replace(control)
+
+
+class DiskFull(StorageFault):
+    mode = "enospc"   # workloads/faultfs.py's modes
+
+    def _what(self) -> str:
+        return "disk full: ENOSPC"
+
+
+class IOError_(StorageFault):
+    mode = "eio"
+
+    def _what(self) -> str:
+        ops = self.spec.get("ops", "both")
+        match = f" on paths matching {self._match()}" if self._match() else ""
+        return f"EIO on {'reads and writes' if ops == 'both' else ops + 's'}{match}"
+
+
+_TARGETS = ("checkpoint", "state")
+
+DISK_FULL_FAULT = FaultKind(
+    "disk-full", DiskFull,
+    about="the checkpoint's disk is full for `duration`: every write, create and mkdir under the target "
+          "fails with ENOSPC, then space is back; Spark's file operations must have failed while it lasted",
+    models="a full volume under the checkpoint or the state store (logs, a neighbour's job, quotas)",
+    keys=(TARGET, DURATION), targets=_TARGETS, default_target="checkpoint", restarts=True,
+    nemesis_targets=_TARGETS, requires=always("fuse"), details=StorageDetails, prepare=_mounted)
+
+IO_ERROR_FAULT = FaultKind(
+    "io-error", IOError_,
+    about="reads, writes or both under the target fail with EIO for `duration` (on paths that `match`, when "
+          "given); Spark's file operations must have failed while it lasted",
+    models="a failing disk, a flaky network volume (NFS, an object store's FUSE mount)",
+    keys=(TARGET, DURATION, OPS, MATCH), targets=_TARGETS, default_target="checkpoint", restarts=True,
+    nemesis_targets=_TARGETS, requires=always("fuse"), details=StorageDetails, prepare=_mounted)

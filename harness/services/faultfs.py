@@ -1,0 +1,77 @@
+"""The case's FUSE file system over its checkpoint (workloads/faultfs.py), for the storage
+faults (faults/storage.py): mounted before the case's first driver starts, unmounted when its
+last one has stopped. Spark uses the mount; the harness reads the directory under it."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.services.base import Service
+
+
+def fuse_problem() -> str | None:
+    """Why a FUSE file system cannot be mounted here, or None."""
+    if not Path("/dev/fuse").exists():
+        return ("/dev/fuse does not exist (a container without the FUSE device: run it with "
+                "--device /dev/fuse)")
+    if shutil.which("fusermount3") is None:
+        return "fusermount3 is not installed (Debian's fuse3: apt-get install fuse3)"
+    if importlib.util.find_spec("mfusepy") is None:
+        return "the Python package mfusepy is not installed (pip install mfusepy; tox installs it)"
+    return None
+
+
+class FaultFS(Service):
+    """`backing` seen at `mountpoint`, failing as `control` says; `stats` records the failures."""
+
+    ready_timeout_s = 20.0
+
+    def __init__(self, workdir: Path, backing: Path, mountpoint: Path, registry=None):
+        super().__init__("faultfs", workdir, registry)
+        self.backing, self.mountpoint = backing, mountpoint
+        self.control, self.stats = workdir / "control.json", workdir / "stats.json"
+
+    def prepare(self) -> None:
+        self.backing.mkdir(parents=True, exist_ok=True)
+        self.mountpoint.mkdir(parents=True, exist_ok=True)
+        self.control.write_text('{"mode": "none"}')
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "workloads.faultfs", str(self.backing), str(self.mountpoint),
+                str(self.control), str(self.stats)]
+
+    def env(self) -> dict | None:
+        root = str(Path(__file__).resolve().parents[2])
+        paths = [root, os.environ.get("PYTHONPATH")]
+        return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+
+    def is_ready(self) -> bool:
+        return self.mounted() and self.stats.exists()
+
+    def mounted(self) -> bool:
+        """Whether the kernel holds the mount, alive or not (a dead one fails every stat)."""
+        target = str(self.mountpoint.resolve())
+        try:
+            lines = Path("/proc/self/mounts").read_text().splitlines()
+        except OSError:
+            return os.path.ismount(self.mountpoint)
+        return any(line.split()[1:2] == [target] for line in lines)
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        """Unmount (the file system's process then exits), then stop what is left."""
+        self._unmount(lazy=False)
+        super().stop(timeout_s)
+
+    def cleanup(self) -> None:
+        """A file system killed while mounted leaves its mount point dead: detach it."""
+        self._unmount(lazy=True)
+
+    def _unmount(self, lazy: bool) -> None:
+        if self.mounted():
+            subprocess.run(["fusermount3", "-u", *(["-z"] if lazy else []), str(self.mountpoint)],
+                           capture_output=True, timeout=30)
