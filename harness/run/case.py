@@ -187,7 +187,7 @@ class Case:
 
     def mount_storage(self) -> None:
         """Mount the FUSE file system over the checkpoint, for the storage faults."""
-        if storage_fs(self.scenario.faults) and self.storage is None:
+        if (storage_fs(self.scenario.faults) or self.spec.checkpoint_fs == "fuse") and self.storage is None:
             fs = FaultFS(self.dir / "faultfs", self.files.checkpoint, self.dir / "checkpoint-fs",
                          self.registry)
             self.storage = fs.start().wait_ready()

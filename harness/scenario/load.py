@@ -40,7 +40,7 @@ from workloads.validate import Section, bad, parse_duration_ms, wrong_type
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")     # names become directory and table names
 _TOP_KEYS = ("name", "description", "imports", "fault_kinds", "drain_timeout", "services", "workload",
              "pipeline", "cases", "matrix", "faults", "nemesis", "measure", "quick")
-_CASE_KEYS = ("name", "guarantee", "sink", "sink_class", "pipeline", "faults")
+_CASE_KEYS = ("name", "guarantee", "sink", "sink_class", "pipeline", "faults", "checkpoint_fs")
 _SHIPPED = Path(__file__).parent / "scenarios"
 
 
@@ -352,7 +352,15 @@ def _case(s: Section, scenario_dir: Path) -> Case:
     own = parse_pipeline(s, scenario_dir, s.field("pipeline")) if "pipeline" in s else None
     case = Case(name=s.string("name", pattern=_NAME), guarantee=s.choice("guarantee", GUARANTEES),
                 sink=s.choice("sink", (*SINKS, CUSTOM_SINK), "postgres"),
-                sink_class=s.string("sink_class", None), pipeline=own)
+                sink_class=s.string("sink_class", None), pipeline=own,
+                checkpoint_fs=s.choice("checkpoint_fs", ("disk", "fuse"), "disk"))
+    if case.checkpoint_fs == "fuse":
+        from harness.services.faultfs import fuse_problem
+
+        problem = fuse_problem()
+        if problem:
+            raise bad(s.field("checkpoint_fs"), "fuse", f"FUSE cannot mount here: {problem}",
+                      'install what it names, or write checkpoint_fs = "disk"')
     if case.sink == CUSTOM_SINK:
         if case.sink_class is None:
             raise ScenarioError(f'{s.field("sink")} = "custom" needs {s.field("sink_class")}',

@@ -165,6 +165,9 @@ class Case:
     pipeline: Pipeline | None = None   # [cases.pipeline]: this case's own; None: the scenario's
     series: str = ""                # run --repeat N: the scenario's name of the case ("": `name`)
     repeat: int = 1                 # which of its N runs this is
+    # the checkpoint's file system: "disk", or "fuse" (the storage faults' layer without a fault:
+    # what it costs; a storage fault puts every case on it)
+    checkpoint_fs: str = "disk"
 
 
 @dataclass(frozen=True, kw_only=True)
