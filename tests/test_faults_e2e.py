@@ -65,3 +65,23 @@ class TestFailTaskInTheSink:
         assert case["events"]["duplicated"] > 0 and case["events"]["lost"] == 0, case["events"]
         assert case["verdict"]["observed"] == "at-least-once", case["verdict"]
         assert_nothing_left(run_dir)
+
+
+class TestStorage:
+    def test_the_checkpoint_s_disk_full_then_failing_writes_are_seen_and_exactly_once_holds(self, tmp_path):
+        """storage_faults.toml: the checkpoint on the harness's FUSE file system, its disk full
+        for 2 s, then the commit log's writes failing with EIO for 2 s. Each fault is observed
+        (Spark's file operations failed, counted by the file system), its outcome says what
+        Spark did, the exactly-once verdict holds, and the mount is gone at the end."""
+        run_dir = tmp_path / "run"
+        scenario = REPO / "tests" / "scenarios" / "storage_faults.toml"
+        proc = run_cli("run", str(scenario), "--out", str(run_dir))
+        (case,) = _summary(run_dir)["cases"]
+        assert proc.returncode == 0, (case["faults"], proc.stdout[-3000:] + proc.stderr[-3000:])
+        for f in case["faults"]:
+            assert f["observed"], f
+            assert f["failed"], f
+            assert f["outcome"] in ("accepted", "refused"), f
+        assert case["verdict"]["holds"], case["verdict"]
+        assert not (run_dir / "cases" / "eo" / "checkpoint-fs").is_mount()
+        assert_nothing_left(run_dir)
