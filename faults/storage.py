@@ -16,11 +16,12 @@ verdict says whether the guarantee held through it.
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from faults.base import Details, Fault, Observation
+from faults.base import Details, Fault, Missed, Observation
 from faults.driver import sentence
 from faults.kinds import DURATION, TARGET, FaultKind, Key, Preparation, always
 from faults.spec import FaultSpec
@@ -68,6 +69,7 @@ class StorageFault(Fault):
         return own
 
     died: str | None = None        # how the query ended when an error reached it
+    paused = False                 # the query could run no batch when the fault came
     run_id: str | None = None
 
     def _inject(self) -> None:
@@ -77,6 +79,7 @@ class StorageFault(Fault):
         # the query may fail on an error of its checkpoint: then, as a job's retry would, a new
         # driver starts on the same checkpoint once the disk is back (at heal)
         self.targets.expect_down(True)
+        self.paused = self.targets.query_paused()
         asked = {"mode": self.mode, "match": self._match(), "ops": self.spec.get("ops", "both")}
         _write(control, asked)
         self.target = f"{self.spec.target_kind} ({self._what()})"
@@ -87,11 +90,12 @@ class StorageFault(Fault):
     def _heal(self) -> None:
         control, _ = self._paths()
         _write(control, {"mode": "none"})
+        self.paused = self.paused or self.targets.query_paused()
         driver = self.targets.driver_now()
         if driver is None or not self._settled(driver):
             self.targets.expect_down(False)
             return
-        self.died = sentence(driver.status().get("error") or driver.how_it_ended())
+        self.died = _root_cause(driver) or sentence(driver.status().get("error") or driver.how_it_ended())
         self.killed_at = time.time()
         try:
             self.targets.restart_driver()
@@ -130,8 +134,12 @@ class StorageFault(Fault):
         details = StorageDetails(failed=new, first_path=first.get("first_path", ""),
                                  query_failed=self.died or "")
         if not new:
-            return Observation(False, f"{self.target}: no file operation of Spark's came while it lasted "
-                                      f"({self.spec.duration_s:g} s)", details=details)
+            # nothing of Spark's reached the file system while it lasted (the query down, or no
+            # operation of the kind asked): the fault did not get to act, as a fail-task on a
+            # batch that never came
+            down = " (the query was down or restarting)" if self.paused else ""
+            raise Missed(f"no file operation of Spark's under the {self.spec.target_kind} came while it "
+                         f"lasted ({self.spec.duration_s:g} s){down}")
         said = ", ".join(f"{n} {k.replace(':', ' with ')}" for k, n in sorted(new.items()))
         seen = f"{self.target} for {self.spec.duration_s:g} s: Spark's file operations failed: {said} " \
                f"(first {details.first_path})"
@@ -165,6 +173,24 @@ class StorageFault(Fault):
             return None
         finally:
             self.targets.expect_down(False)
+
+
+_ERRNO_TEXT = re.compile(r"Caused by: (\S+: (\S+) \((?:No space left on device|Input/output error)\))")
+
+
+def _root_cause(driver) -> str | None:
+    """The file error under Spark's own wrapping, from the driver's log: the first cause that
+    names ENOSPC or EIO, its path made relative to the checkpoint."""
+    try:
+        text = Path(driver.log_path).read_text(errors="replace")
+    except OSError:
+        return None
+    found = _ERRNO_TEXT.findall(text)   # the log holds every driver of the case: the newest death's
+    if not found:
+        return None
+    cause, path = found[-1]
+    short = path.split("/checkpoint-fs", 1)[-1] if "/checkpoint-fs" in path else path
+    return cause.replace(path, short)
 
 
 def _failed(stats: Path) -> dict:
