@@ -11,6 +11,7 @@ the query (refused, with its own sentence).
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -95,7 +96,8 @@ class DriverRestart(Fault):
                 return after, None
             driver = self.targets.driver_now()
             if not driver.running:
-                return [], sentence(driver.status().get("error") or driver.how_it_ended())
+                return [], with_task_failure(sentence(driver.status().get("error") or driver.how_it_ended()),
+                                             driver)
             return None
 
         try:
@@ -336,6 +338,27 @@ def ignored_changes(checkpoint: Path, changes: dict) -> list[str]:
 def describe_changes(changes: dict) -> str:
     parts = [f"{k} = {v}" for part in ("conf", "pipeline") for k, v in changes.get(part, {}).items()]
     return ", ".join(parts) or "no change"
+
+
+_LOST_TASK = re.compile(r"Lost task \S+ in stage \S+ \(TID \d+\) \([^)]*\): (.*)")
+_CAUSED = re.compile(r"^Caused by: (.*)")
+
+
+def with_task_failure(said: str, driver) -> str:
+    """`said`, and what the newest failed task of the driver's log said with its first cause:
+    a query's failure reaches the driver wrapped (a foreachBatch sink's Python function, py4j),
+    and its reason is the task's (faults/storage.py and the refused restarts)."""
+    try:
+        lines = Path(driver.log_path).read_text(errors="replace").splitlines()
+    except (OSError, AttributeError):
+        return said
+    failed = [(i, m.group(1)) for i, line in enumerate(lines)
+              if (m := _LOST_TASK.search(line)) and not m.group(1).startswith("TaskKilled")]
+    if not failed:
+        return said
+    last, task = failed[-1][0], failed[-1][1][:240]
+    cause = next((m.group(1)[:160] for line in lines[last + 1:last + 80] if (m := _CAUSED.match(line))), "")
+    return f"{said}; a task failed with {task}" + (f", caused by {cause}" if cause else "")
 
 
 def sentence(text: str, limit: int = 400) -> str:

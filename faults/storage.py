@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faults.base import Details, Fault, Missed, Observation
-from faults.driver import sentence
+from faults.driver import sentence, with_task_failure
 from faults.kinds import DURATION, TARGET, FaultKind, Key, Preparation, always
 from faults.spec import FaultSpec
 from faults.targets import RefusedTarget
@@ -95,7 +95,8 @@ class StorageFault(Fault):
         if driver is None or not self._settled(driver):
             self.targets.expect_down(False)
             return
-        self.died = _root_cause(driver) or sentence(driver.status().get("error") or driver.how_it_ended())
+        self.died = _root_cause(driver) or with_task_failure(
+            sentence(driver.status().get("error") or driver.how_it_ended()), driver)
         self.killed_at = time.time()
         try:
             self.targets.restart_driver()

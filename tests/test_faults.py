@@ -363,3 +363,27 @@ class TestFailTaskOnOneRowPartitions:
         fault = tasks_mod.FailTask(FaultSpec("fail-task", 0, "tasks", extra={"rows": 1}), targets)
         with pytest.raises(Missed, match=r"batches with rows that came \(7, 9\) wrote one row"):
             fault._inject()
+
+
+def test_a_refusal_names_the_failed_task_under_spark_s_wrapping(tmp_path):
+    """A query's failure reaches the driver wrapped (FOREACH_BATCH_USER_FUNCTION_ERROR through
+    py4j): the refusal adds the newest failed task's reason and its first cause from the
+    driver's log, skipping the tasks Spark only cancelled (state_store.toml's run 772d)."""
+    from faults.driver import with_task_failure
+
+    log = tmp_path / "spark-driver.log"
+    log.write_text(
+        "26/11/26 12:20:25 WARN TaskSetManager: [batchId = 20] Lost task 1.0 in stage 1.0 (TID 3) "
+        "(127.0.0.1 executor 0): org.apache.spark.SparkException: [CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT] "
+        "Error writing state store files\n\tat org.apache.spark.X(X.scala:1)\n"
+        "Caused by: java.util.NoSuchElementException: None.get\n\tat scala.None$.get(Option.scala:627)\n"
+        "26/11/26 12:20:26 WARN TaskSetManager: Lost task 0.3 in stage 1.0 (TID 9) (127.0.0.1 executor 1): "
+        "TaskKilled (Stage cancelled)\n")
+
+    class Driver:
+        log_path = log
+
+    said = with_task_failure("StreamingQueryException: [STREAM_FAILED] ... Python Proxy", Driver())
+    assert "a task failed with org.apache.spark.SparkException: [CANNOT_WRITE_STATE_STORE." in said
+    assert said.endswith("caused by java.util.NoSuchElementException: None.get"), said
+    assert with_task_failure("x", type("NoLog", (), {"log_path": tmp_path / "none"})()) == "x"
