@@ -90,19 +90,3 @@ class TestSmokeScenario:
     def test_no_process_is_left_after_a_normal_run(self, smoke_run):
         """Kafka, Postgres, the driver and its executors are all gone."""
         _assert_nothing_left(smoke_run[1])
-
-
-class TestFailingRun:
-    def test_a_sink_that_cannot_be_reached_fails_cleanly(self, tmp_path):
-        """A Postgres URL with nothing behind it: exit 2 naming the driver failure, nothing left."""
-        scenario = tmp_path / "broken.toml"
-        unreachable = '[services.postgres]\nurl = "postgresql://harness@127.0.0.1:1/postgres"\n\n'
-        text = SMOKE.read_text()
-        assert "\n[workload]\n" in text
-        scenario.write_text(text.replace("\n[workload]\n", "\n" + unreachable + "[workload]\n", 1))
-        run_dir = tmp_path / "run"
-        proc = run_cli("run", str(scenario), "--quick", "--out", str(run_dir), timeout=300)
-        assert proc.returncode == 2, proc.stderr[-3000:]
-        assert "Spark driver failed" in proc.stderr
-        assert json.loads((run_dir / "summary.json").read_text())["status"] == "error"
-        _assert_nothing_left(run_dir)
