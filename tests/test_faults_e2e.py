@@ -67,7 +67,14 @@ class TestFailTaskInTheSink:
         assert_nothing_left(run_dir)
 
 
+def _fuse_problem():
+    from harness.services.faultfs import fuse_problem
+
+    return fuse_problem()
+
+
 class TestStorage:
+    @pytest.mark.skipif(_fuse_problem() is not None, reason=f"FUSE cannot mount here: {_fuse_problem()}")
     def test_the_checkpoint_s_full_disk_is_seen_and_exactly_once_holds(self, tmp_path):
         """storage_faults.toml: the checkpoint on the harness's FUSE file system, its disk full
         for 2 s. The fault is observed (Spark's file operations failed, counted by the file

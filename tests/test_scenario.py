@@ -496,3 +496,22 @@ class TestQuickMeasure:
         path.write_text(path.read_text().replace("warmup_eps = 400", "warmup_ep = 400"))
         with pytest.raises(ScenarioError, match="quick.measure.warmup_ep"):
             load(path)
+
+
+class TestStorageFaultsWithoutFuse:
+    def test_the_loader_refuses_them_with_the_reason_before_anything_starts(self, tmp_path,
+                                                                             monkeypatch):
+        """Where FUSE cannot mount, a disk-full is refused naming why, and so is a case that asks
+        for the FUSE layer without a fault."""
+        from harness.services import faultfs
+
+        monkeypatch.setattr(faultfs, "fuse_problem", lambda: "/dev/fuse does not exist")
+        text = GOOD.replace('duration = "1s"', 'duration = "60s"', 1) + (
+            '\n[[faults]]\nkind = "disk-full"\nat = "1s"\nduration = "1s"\n')
+        err = _error(_write(tmp_path, text))
+        assert "disk-full needs fuse" in err.problem, err.problem
+        assert "/dev/fuse does not exist" in err.problem, err.problem
+        fuse_case = GOOD.replace('guarantee = "exactly-once"',
+                                 'guarantee = "exactly-once"\ncheckpoint_fs = "fuse"')
+        err = _error(_write(tmp_path, fuse_case))
+        assert "checkpoint_fs" in err.problem and "/dev/fuse does not exist" in err.problem, err.problem

@@ -4,18 +4,22 @@ last one has stopped. Spark uses the mount; the harness reads the directory unde
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from harness.services.base import Service
 
 
+@functools.cache
 def fuse_problem() -> str | None:
-    """Why a FUSE file system cannot be mounted here, or None."""
+    """Why a FUSE file system cannot be mounted here, or None: what is missing, else what a
+    trial mount said (a container without the right to mount, for one). Asked once a process."""
     if not Path("/dev/fuse").exists():
         return ("/dev/fuse does not exist (a container without the FUSE device: run it with "
                 "--device /dev/fuse)")
@@ -23,6 +27,19 @@ def fuse_problem() -> str | None:
         return "fusermount3 is not installed (Debian's fuse3: apt-get install fuse3)"
     if importlib.util.find_spec("mfusepy") is None:
         return "the Python package mfusepy is not installed (pip install mfusepy; tox installs it)"
+    return _trial_mount()
+
+
+def _trial_mount(timeout_s: float = 10.0) -> str | None:
+    """Mount the file system on a scratch directory and unmount it: None when it worked."""
+    with tempfile.TemporaryDirectory(prefix="harness-fuse-") as tmp:
+        fs = FaultFS(Path(tmp) / "fs", Path(tmp) / "backing", Path(tmp) / "mnt")
+        try:
+            fs.start().wait_ready(timeout_s)
+        except Exception as exc:  # noqa: BLE001 - the reason is the answer
+            return f"a trial mount failed: {str(exc).splitlines()[0]} ({fs.log_tail(3)})"
+        finally:
+            fs.stop()
     return None
 
 
