@@ -222,6 +222,9 @@ class FaultKind:
     drawable: bool = True                # False: a nemesis cannot invent its keys (network)
     why_not_drawable: str = ""
     kills_driver: bool = False           # it kills (or fails) the driver and starts a new one
+    # an error it causes may end the query, and then it starts a new driver (the storage faults):
+    # such a driver's exit is the fault's doing, not an incident of its own
+    may_end_query: bool = False
     details: type[Details] = Details     # its own fields in summary.json's record
     prepare: Callable[[FaultSpec], Preparation] = _nothing   # what the run sets up for it
     # the clause a finding's story tells of what a fault of this kind did to a batch (None:

@@ -230,7 +230,7 @@ DISK_FULL_FAULT = FaultKind(
     about="the checkpoint's disk is full for `duration`: every write, create and mkdir under the target "
           "fails with ENOSPC, then space is back; Spark's file operations must have failed while it lasted",
     models="a full volume under the checkpoint or the state store (logs, a neighbour's job, quotas)",
-    keys=(TARGET, DURATION), targets=_TARGETS, default_target="checkpoint", restarts=True,
+    keys=(TARGET, DURATION), targets=_TARGETS, default_target="checkpoint", restarts=True, may_end_query=True,
     nemesis_targets=_TARGETS, requires=always("fuse"), details=StorageDetails, prepare=_mounted)
 
 IO_ERROR_FAULT = FaultKind(
@@ -239,4 +239,5 @@ IO_ERROR_FAULT = FaultKind(
           "given); Spark's file operations must have failed while it lasted",
     models="a failing disk, a flaky network volume (NFS, an object store's FUSE mount)",
     keys=(TARGET, DURATION, OPS, MATCH), targets=_TARGETS, default_target="checkpoint", restarts=True,
+    may_end_query=True,
     nemesis_targets=_TARGETS, requires=always("fuse"), details=StorageDetails, prepare=_mounted)

@@ -442,3 +442,17 @@ class TestText:
         """Consecutive ids collapse into a range."""
         assert text.ids([3, 4, 5, 8]) == "3-5 and 8"
 
+
+
+def test_a_driver_exit_a_storage_fault_caused_is_scheduled_not_an_incident():
+    """The full disk failed the query and the harness started a new driver (run a514 listed
+    both exits as incidents "not scheduled"): a kind whose error may end the query explains
+    the driver's exit while it lasts and shortly after, not a broker's."""
+    from harness.results.model import FaultRecord
+    from harness.run.incidents import _scheduled
+
+    full = FaultRecord(kind="disk-full", at_s=8.0, started_s=8.8, ended_s=10.8, target="checkpoint",
+                       observed=True)
+    assert _scheduled("driver-exit", 9.3, [full])
+    assert not _scheduled("driver-exit", 80.0, [full])   # past the 60 s a restart may take to settle
+    assert not _scheduled("service-exit", 9.3, [full])

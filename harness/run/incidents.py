@@ -32,16 +32,18 @@ _SETTLE_S = 60.0
 
 def _explains(family: str, name: str) -> bool:
     """Whether a fault of kind `name` can cause an incident of `family` (faults/registry.py):
-    a kind that restarts the driver explains the driver's exit and its executors coming and
-    going; a kind aimed at executors, their loss; one that restarts a service, its exit."""
+    a kind that restarts the driver, or whose error may end the query (a storage fault),
+    explains the driver's exit and its executors coming and going; a kind aimed at executors,
+    their loss; one that restarts a service, its exit."""
     kind = registry.KINDS.get(name)
     if kind is None:
         return False
     if family == "executor":
-        return kind.kills_driver or "executor" in kind.targets or "worker" in kind.targets
+        return (kind.kills_driver or kind.may_end_query or "executor" in kind.targets
+                or "worker" in kind.targets)
     if family == "driver":
-        return kind.kills_driver
-    return kind.restarts and not kind.kills_driver
+        return kind.kills_driver or kind.may_end_query
+    return kind.restarts and not kind.kills_driver and not kind.may_end_query
 
 
 class Watch(Poller):
