@@ -387,3 +387,19 @@ def test_a_refusal_names_the_failed_task_under_spark_s_wrapping(tmp_path):
     assert "a task failed with org.apache.spark.SparkException: [CANNOT_WRITE_STATE_STORE." in said
     assert said.endswith("caused by java.util.NoSuchElementException: None.get"), said
     assert with_task_failure("x", type("NoLog", (), {"log_path": tmp_path / "none"})()) == "x"
+
+
+def test_batches_on_a_moved_driver_clock_stay_in_real_time_order(tmp_path):
+    """A driver clock 30 s behind writes timestamps earlier than the batch before it: the
+    records carry the offset (clock_offset_ms), and the progress log reads them back on the
+    real clock, in the order they ran."""
+    from workloads.pipelines import progress_log
+
+    path = tmp_path / "progress.jsonl"
+    before = {"batchId": 4, "timestamp": "2026-11-26T12:00:10.000Z", "batchDuration": 500}
+    skewed = {"batchId": 5, "timestamp": "2026-11-26T11:59:41.000Z", "batchDuration": 500,
+              "clock_offset_ms": -30000}
+    path.write_text(json.dumps(before) + "\n" + json.dumps(skewed) + "\n")
+    read = progress_log.read(path)
+    assert [r["batchId"] for r in read] == [4, 5]
+    assert progress_log.end_ms(read[1]) - progress_log.end_ms(read[0]) == 1000

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from harness.check.replay import assign_batches
 from harness.findings import text
 from harness.findings.inputs import Inputs
 from harness.results.model import FaultRecord
+from workloads.pipelines import progress_log
 from workloads.pipelines.config import QUERY_ID_STRIDE
 
 
@@ -156,7 +156,7 @@ class History:
         query_of = self._query_of_ids()
         runs: dict[str, Run] = {}
         for p in self.inputs.progress:
-            start_s = round(_start_ms(p) / 1000.0 - self.inputs.t0_s, 3)
+            start_s = round(progress_log.start_ms(p) / 1000.0 - self.inputs.t0_s, 3)
             end_s = round(start_s + p.get("batchDuration", 0) / 1000.0, 3)
             query = query_of.get(str(p.get("id")), 0)
             run_id = str(p.get("runId", ""))
@@ -316,12 +316,6 @@ def _mtime_ms(checkpoint: Path | None, log: str, local: int) -> float | None:
         except OSError:
             continue
     return None
-
-
-def _start_ms(record: dict) -> float:
-    """When the batch started, on the real clock (progress_log.end_ms)."""
-    at = datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00")).timestamp() * 1000
-    return at - record.get("clock_offset_ms", 0)
 
 
 def _end_offsets(record: dict) -> dict[int, int]:

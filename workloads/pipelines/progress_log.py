@@ -24,11 +24,16 @@ def read(path: Path) -> list[dict]:
             continue
         if isinstance(record, dict) and "timestamp" in record and "batchId" in record:
             records.append(record)
-    return sorted(records, key=lambda r: r["timestamp"])
+    return sorted(records, key=start_ms)
+
+
+def start_ms(record: dict) -> float:
+    """When the batch started, in epoch milliseconds on the real clock: a record written while a
+    clock fault moved the driver JVM's clock says by how much (`clock_offset_ms`)."""
+    at = datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00")).timestamp() * 1000
+    return at - record.get("clock_offset_ms", 0)
 
 
 def end_ms(record: dict) -> float:
-    """When the batch ended, in epoch milliseconds on the real clock: a record written while a
-    clock fault moved the driver JVM's clock says by how much (`clock_offset_ms`)."""
-    start = datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00")).timestamp() * 1000
-    return start + record.get("batchDuration", 0) - record.get("clock_offset_ms", 0)
+    """When the batch ended, in epoch milliseconds on the real clock."""
+    return start_ms(record) + record.get("batchDuration", 0)
