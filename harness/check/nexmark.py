@@ -468,7 +468,7 @@ def q9(real, batches, params) -> Expected:
     return _final_by_expiry(out, batches, ["id"], dropped)
 
 
-def _running(real, batches, by: str, out_col: str, last: int | None) -> Expected:
+def _running(real, batches, by: str, name: str, out_col: str, last: int | None) -> Expected:
     """q4's and q6's versions (nexmark_state.Running): per group, the closed auctions in the
     order of their expiry, each with the running average of their winning prices."""
     w, dropped = winners(real, batches)
@@ -480,20 +480,19 @@ def _running(real, batches, by: str, out_col: str, last: int | None) -> Expected
     else:
         avg = (g.rolling(last, min_periods=1).sum().to_numpy().astype(np.int64)
                // np.minimum(n, last))
-    name = "id" if by == "category" else by
     out = pd.DataFrame({name: w[by].to_numpy(), out_col: avg.astype(np.int64), "auctions": n.astype(np.int64),
                         "as_of_ms": w["expires_ms"].to_numpy(), "expires_ms": w["expires_ms"].to_numpy()})
     return _final_by_expiry(out, batches, [name, "auctions"], dropped)
 
 
 def q4(real, batches, params) -> Expected:
-    return _running(real, batches, "category", "final", None)
+    return _running(real, batches, "category", "id", "final", None)
 
 
 def q6(real, batches, params) -> Expected:
     from workloads.pipelines.nexmark_state import LAST_N
 
-    return _running(real, batches, "seller", "avg_price", LAST_N)
+    return _running(real, batches, "seller", "seller", "avg_price", LAST_N)
 
 
 def q18(real, batches, params) -> Expected:

@@ -704,13 +704,13 @@ def _winners(v: Views):
                                                  timeMode="EventTime")
 
 
-def _running(v: Views, by: str, out: str, last: int | None):
+def _running(v: Views, by: str, name: str, out: str, last: int | None):
+    """Running's versions per `by` (category, seller), its value written as column `name`."""
     from workloads.pipelines.nexmark_state import Running
 
-    schema = f"{'id' if by == 'category' else by} LONG, {out} LONG, auctions LONG, as_of_ms LONG"
+    schema = f"{name} LONG, {out} LONG, auctions LONG, as_of_ms LONG"
     return _winners(v).groupBy(by).transformWithState(
-        Running("id" if by == "category" else by, out, last), outputStructType=schema, outputMode="Append",
-        timeMode="None")
+        Running(name, out, last), outputStructType=schema, outputMode="Append", timeMode="None")
 
 
 RUNNING = {"auctions": "LONG", "as_of_ms": "LONG"}
@@ -726,7 +726,7 @@ RUNNING = {"auctions": "LONG", "as_of_ms": "LONG"}
     "integer, as Flink's BIGINT AVG",
 )
 def q4(v: Views, params: dict):
-    return _running(v, "category", "final", None)
+    return _running(v, "category", "id", "final", None)
 
 
 @query(
@@ -740,7 +740,7 @@ def q4(v: Views, params: dict):
 def q6(v: Views, params: dict):
     from workloads.pipelines.nexmark_state import LAST_N
 
-    return _running(v, "seller", "avg_price", LAST_N)
+    return _running(v, "seller", "seller", "avg_price", LAST_N)
 
 
 @query(
