@@ -80,31 +80,9 @@ class DriverRestart(Fault):
             self.refused = sentence(str(exc))
             self.targets.expect_down(False)
 
-    def _after(self) -> list[dict]:
-        """The new driver's batches: another run id than the killed one's, ended after the kill."""
-        killed = self.killed_at or 0.0
-        return [p for p in self.targets.progress()
-                if p.get("runId") != self.run_id and _end_s(p) > killed]
-
     def _first_batch_or_failure(self) -> tuple[list[dict], str | None]:
-        """Wait for the new driver's first batch, or for it to fail: Spark may accept the
-        restart and refuse the checkpoint a moment later, in the query's own thread. WaitTimeout
-        after the case's measured start-up allows."""
-        def settled():
-            after = self._after()
-            if after:
-                return after, None
-            driver = self.targets.driver_now()
-            if not driver.running:
-                return [], with_task_failure(sentence(driver.status().get("error") or driver.how_it_ended()),
-                                             driver)
-            return None
-
-        try:
-            return self.targets.wait(settled, "restart", f"{self.target} was killed and restarted, but "
-                                                         "no batch completed", 0.5)
-        finally:
-            self.targets.expect_down(False)
+        return first_batch_or_failure(self.targets, self.run_id, self.killed_at or 0.0,
+                                      f"{self.target} was killed and restarted, but no batch completed")
 
     def observe(self) -> Observation:
         if self.refused is not None:
@@ -139,6 +117,28 @@ class DriverRestart(Fault):
     def _refused(self, why: str) -> Observation:
         return Observation(True, f"{self.target} was killed and a new driver started, but Spark refused to "
                                  f"run the query again: {why}", outcome="refused", outcome_detail=why)
+
+
+def first_batch_or_failure(targets: Targets, run_id: str | None, since: float,
+                           message: str) -> tuple[list[dict], str | None]:
+    """Wait for a new driver's first batch (another run id than `run_id`, ended after `since`),
+    or for it to fail: Spark may accept the restart and refuse the checkpoint a moment later, in
+    the query's own thread. (batches, None) or ([], Spark's sentence); WaitTimeout after the
+    case's measured start-up allows. The driver's death is no longer expected afterwards."""
+    def settled():
+        after = [p for p in targets.progress() if p.get("runId") != run_id and _end_s(p) > since]
+        if after:
+            return after, None
+        driver = targets.driver_now()
+        if driver is not None and not driver.running:
+            return [], with_task_failure(sentence(driver.status().get("error") or driver.how_it_ended()),
+                                         driver)
+        return None
+
+    try:
+        return targets.wait(settled, "restart", message, 0.5)
+    finally:
+        targets.expect_down(False)
 
 
 class KillDriver(DriverRestart):

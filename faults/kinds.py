@@ -161,13 +161,20 @@ class Preparation:
     generator spreads events over partitions added mid-run; `task_stage`: the driver adds
     fail-task's stage to the query; `clocks`: the processes that start under libfaketime, on a
     clock file a clock fault moves (workloads/clock.py); `storage`: Spark reaches the case's
-    checkpoint through the harness's FUSE file system (workloads/faultfs.py)."""
+    checkpoint through the harness's FUSE file system (workloads/faultfs.py); `writeback_s`:
+it tracks unsynced writes; `spark_conf`: settings the fault needs."""
 
     proxies: frozenset[str] = frozenset()
     partition_steps: tuple[tuple[float, int], ...] = ()
     task_stage: bool = False
     clocks: frozenset[str] = frozenset()   # processes started on a clock file: "driver", "executor", "broker"
     storage: bool = False                  # the case's checkpoint on the harness's FUSE file system
+    # ... which keeps track of writes not yet durable, taking a file as written back that many
+    # seconds after it was first dirtied (lose-unsynced)
+    writeback_s: float | None = None
+    # Spark settings every driver of the case gets for this fault (kill-executor at phase
+    # "maintenance" runs maintenance every few seconds); [services.spark] conf still wins
+    spark_conf: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -4,27 +4,62 @@ from __future__ import annotations
 
 import signal
 import time
+from dataclasses import dataclass
 
 import psutil
 
-from faults.base import Fault, Observation
-from faults.kinds import DURATION, TARGET, FaultKind, Key, by_target
+from faults import fs
+from faults.base import Details, Fault, Missed, Observation
+from faults.kinds import DURATION, TARGET, FaultKind, Key, Preparation, by_target
 from faults.targets import RefusedTarget
+from workloads.errors import SpecError
 from workloads.pipelines import executors as executor_log
 from workloads.pipelines.control import KILL_EXECUTOR, KILLED, request
 from workloads.wait import WaitTimeout
+
+# phase -> what the case's FUSE file system holds for the kill: the operations, the paths, and
+# the thread of the executor's JVM that makes them (Linux keeps 15 characters of its name)
+STATE_COMMIT, MAINTENANCE = "state-commit", "maintenance"
+_PHASES = {
+    # a task's state store commit publishing its version: the rename that makes
+    # state/<op>/<partition>/<version>.changelog (.zip, .delta) appear
+    STATE_COMMIT: (("rename",), r"^/state/\d+/\d+/\d+(_[^/.]+)?\.(zip|changelog|delta)$", r"^Executor task"),
+    # the maintenance thread's work: a snapshot's upload published, or an old version deleted
+    MAINTENANCE: (("rename", "unlink"), r"^/state/(.*/)?[^./][^/]*$", r"^state-store-mai"),
+}
+MAINTENANCE_INTERVAL = "2s"   # spark.sql.streaming.stateStore.maintenanceInterval, for phase maintenance
+
+
+@dataclass
+class ExecutorKill(Details):
+    """Where a kill at a phase landed: the executor's operation the file system held when the
+    signal came, and the state store version it was part of."""
+
+    phase: str = ""
+    op: str = ""
+    path: str = ""
+    thread: str = ""
+    operator: int | None = None
+    partition: int | None = None
+    state_version: int | None = None
 
 
 class KillExecutor(Fault):
     """Kill one executor: SIGKILL (via = signal), after which local-cluster launches a
     replacement; or through Spark's own API (via = spark-api): the driver calls
     SparkContext.killExecutor, then requestExecutors(1), which works on a remote cluster
-    too. Either way a new executor must appear."""
+    too. Either way a new executor must appear.
+
+    With `phase`, the kill lands inside the executor's state store work: the case's FUSE file
+    system holds the executor's next operation of that phase (a task's commit publishing its
+    state version, or the maintenance thread's snapshot upload or cleanup), the signal comes
+    while it is held, and the held operation then fails: it never happened."""
 
     before: set[int] = set()
     victim: psutil.Process | None = None
     spark_id: str | None = None
     seen = 0
+    held: dict | None = None
 
     def _inject(self) -> None:
         if self.spec.via == "spark-api":
@@ -34,7 +69,39 @@ class KillExecutor(Fault):
         self.before = {p.pid for p in executors}
         self.victim = executors[chosen]
         self.target = f"executor:{chosen} (pid {self.victim.pid})"
+        phase = self.spec.get("phase")
+        if phase:
+            # executor:random at a phase: whichever executor comes to it first (maintenance runs
+            # where a store is loaded, and one executor may hold them all)
+            anyone = self.spec.target_index == "random"
+            self.held = self._hold(phase, [p.pid for p in executors] if anyone else [self.victim.pid])
+            if anyone:
+                chosen = next(i for i, p in enumerate(executors) if p.pid == self.held["pid"])
+                self.victim = executors[chosen]
+                self.target = f"executor:{chosen} (pid {self.victim.pid})"
         self.victim.send_signal(signal.SIGKILL)
+        if self.held is not None:   # the held call fails, and the process can die
+            fs.release(self.targets, abort=True)
+
+    def _hold(self, phase: str, pids: list[int]) -> dict:
+        """Wait until the next operation of `phase` of one of `pids` is held, and say what it is."""
+        from workloads.wait import WaitTimeout
+
+        ops, match, thread = _PHASES[phase]
+        what = ("a task's state store commit" if phase == STATE_COMMIT
+                else "the state store's maintenance (a snapshot upload or a cleanup)")
+        try:
+            return fs.hold(self.targets, ops=ops, match=match, thread=thread, pids=pids,
+                           wait="batch" if phase == STATE_COMMIT else "restart",
+                           message=f"{self.target} did not come to {what}")
+        except WaitTimeout as exc:
+            why = ("" if phase == STATE_COMMIT else
+                   "; maintenance runs on the executor that holds a store: with changelog checkpointing "
+                   "it uploads a snapshot every spark.sql.streaming.stateStore.minDeltasForSnapshot "
+                   "(10) versions, and without it only deletes versions beyond "
+                   "spark.sql.streaming.minBatchesToRetain (100 batches); target = \"executor:random\" "
+                   "takes whichever executor comes to it first")
+            raise Missed(f"{exc}{why}") from None
 
     def _through_spark(self) -> None:
         """Ask the driver to kill the executor at the index (in Spark's id order); on a cluster
@@ -72,9 +139,34 @@ class KillExecutor(Fault):
         return Observation(True, f"{self.target} was removed; Spark's executor {new[0]} replaced it after "
                                  f"{back:.1f}s", {"executor_back_s": round(back, 3)})
 
+    def _landed(self) -> tuple[bool, str, ExecutorKill]:
+        held = self.held or {}
+        state = fs.state_file(held.get("path", "")) or {}
+        details = ExecutorKill(phase=self.spec.get("phase"), op=held.get("op", ""),
+                               path=held.get("path", "").lstrip("/"), thread=held.get("thread", ""),
+                               operator=state.get("operator"), partition=state.get("partition"),
+                               state_version=state.get("version"))
+        published = bool(held.get("op") == "rename" and held.get("path")
+                         and (self.targets.checkpoint() / held["path"].lstrip("/")).exists())
+        version = (f" (state version {state['version']} of partition {state['partition']}, operator "
+                   f"{state['operator']})" if state else "")
+        landed = bool(held) and held.get("pid") == getattr(self.victim, "pid", None) and not published
+        proof = (f"the executor's thread {held.get('thread')!r} was held in {held.get('op')} "
+                 f"{details.path}{version} when SIGKILL came; "
+                 + ("the file appeared all the same" if published else "the operation never happened"))
+        return landed, proof, details
+
     def observe(self) -> Observation:
         if self.spec.via == "spark-api":
             return self._observed_by_spark()
+        seen = self._observe_signal()
+        if self.held is None or not seen.observed:
+            return seen
+        seen.landed, seen.proof, seen.details = self._landed()
+        seen.detail += f", killed in {self.spec.get('phase')}: {seen.proof}"
+        return seen
+
+    def _observe_signal(self) -> Observation:
         victim = self.victim
 
         def replaced():
@@ -181,6 +273,24 @@ def _status(proc: psutil.Process) -> str | None:
 
 VIAS = ("signal", "spark-api")
 
+
+def _phase_prepared(spec) -> Preparation:
+    """A kill at a phase needs the case's checkpoint on the FUSE file system (which holds the
+    phase's operation), and for maintenance, maintenance often enough to come within a case."""
+    phase = spec.get("phase")
+    if not phase:
+        return Preparation()
+    conf = ((("spark.sql.streaming.stateStore.maintenanceInterval", MAINTENANCE_INTERVAL),)
+            if phase == MAINTENANCE else ())
+    return Preparation(storage=True, spark_conf=conf)
+
+
+def _phase_checked(values: dict, s) -> None:
+    if values["extra"].get("phase") and values.get("via") == "spark-api":
+        raise SpecError(f"{s.path}: phase needs the kill to come from the harness, at the moment the file "
+                        "system holds the phase's operation; Spark's API kills later",
+                        'write via = "signal" (the default), or leave phase out')
+
 KILL_EXECUTOR_FAULT = FaultKind(
     "kill-executor", KillExecutor,
     about="SIGKILL one executor (`via = \"signal\"`), and `local-cluster` must launch a replacement; or "
@@ -190,10 +300,16 @@ KILL_EXECUTOR_FAULT = FaultKind(
           "and a new executor must appear",
     models="a lost node, or an executor the kernel's OOM killer ended",
     keys=(TARGET, Key("via", "choice", "how: a signal to the process, or Spark's own API",
-                      default="signal", choices=VIAS)),
+                      default="signal", choices=VIAS, sample="signal"),
+          Key("phase", "choice", "kill it inside its state store's work: `state-commit` (a task's commit "
+              "publishing its state version) or `maintenance` (a snapshot upload or a cleanup, every "
+              f"{MAINTENANCE_INTERVAL} for the case); absent, wherever it is. With `executor:random`, "
+              "whichever executor comes to the phase first", default=None,
+              choices=tuple(_PHASES))),
     targets=("executor",), default_target="executor:0", nemesis_targets=("executor:random",),
-    recovery_keys=("executor_back_s",),
-    requires=lambda spec: ("own-executors",) if spec.via == "signal" else ())
+    recovery_keys=("executor_back_s",), details=ExecutorKill, prepare=_phase_prepared, check=_phase_checked,
+    requires=lambda spec: ((("own-executors",) if spec.via == "signal" else ())
+                           + (("fuse", "state-store") if spec.get("phase") else ())))
 
 PAUSE_FAULT = FaultKind(
     "pause", Pause,

@@ -22,6 +22,7 @@ from faults import (
     sink,
     storage,
     tasks,
+    unsynced,
 )
 from faults.kinds import RECOVERY_KEYS, FaultKind, register
 
@@ -46,6 +47,7 @@ KINDS: dict[str, FaultKind] = register(
     clock.CLOCK_JUMP_FAULT,
     storage.DISK_FULL_FAULT,
     storage.IO_ERROR_FAULT,
+    unsynced.LOSE_UNSYNCED_FAULT,
 )
 
 

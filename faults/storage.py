@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faults.base import Details, Fault, Missed, Observation
-from faults.driver import sentence, with_task_failure
+from faults.driver import first_batch_or_failure, sentence, with_task_failure
 from faults.kinds import DURATION, TARGET, FaultKind, Key, Preparation, always
 from faults.spec import FaultSpec
 from faults.targets import RefusedTarget
@@ -50,46 +50,22 @@ def _mounted(spec: FaultSpec) -> Preparation:
     return Preparation(storage=True)
 
 
-class StorageFault(Fault):
-    """Tell the case's file system to fail, and to stop failing at heal."""
-
-    mode = ""
-    before: dict = {}
-
-    def _paths(self) -> tuple[Path, Path]:
-        control, stats = self.targets.storage_control, self.targets.storage_stats
-        if control is None or stats is None:
-            raise RefusedTarget("the case's checkpoint is not on the harness's FUSE file system")
-        return control, stats
-
-    def _match(self) -> str | None:
-        own = self.spec.get("match")
-        if self.spec.target_kind == "state":
-            return STATE + (f".*{own.lstrip('^')}" if own else "")
-        return own
+class RetriedQuery(Fault):
+    """A fault whose error may end the query (a full disk, lost files): at heal, once the
+    query has settled, a query that died of it gets a new driver on the same checkpoint, as a
+    job's retry would, and what Spark does then is the fault's outcome."""
 
     died: str | None = None        # how the query ended when an error reached it
     paused = False                 # the query could run no batch when the fault came
     run_id: str | None = None
 
-    def _inject(self) -> None:
-        control, stats = self._paths()
-        self.before = _failed(stats)
+    def _watch(self) -> None:
+        """Before the fault acts: the query's run, and the driver's death expected."""
         self.run_id = next((p.get("runId") for p in reversed(self.targets.progress())), None)
-        # the query may fail on an error of its checkpoint: then, as a job's retry would, a new
-        # driver starts on the same checkpoint once the disk is back (at heal)
         self.targets.expect_down(True)
         self.paused = self.targets.query_paused()
-        asked = {"mode": self.mode, "match": self._match(), "ops": self.spec.get("ops", "both")}
-        _write(control, asked)
-        self.target = f"{self.spec.target_kind} ({self._what()})"
-
-    def _what(self) -> str:
-        raise NotImplementedError
 
     def _heal(self) -> None:
-        control, _ = self._paths()
-        _write(control, {"mode": "none"})
         self.paused = self.paused or self.targets.query_paused()
         driver = self.targets.driver_now()
         if driver is None or not self._settled(driver):
@@ -107,7 +83,7 @@ class StorageFault(Fault):
 
     def _settled(self, driver) -> bool:
         """Whether the query died of the fault: wait until its driver has exited, or has run a
-        batch since the disk came back (a failing query may take a moment to exit)."""
+        batch since the fault (a failing query may take a moment to exit)."""
         from workloads.pipelines.progress_log import end_ms
 
         back = time.time()
@@ -124,6 +100,69 @@ class StorageFault(Fault):
         except WaitTimeout:
             return not driver.running
 
+    def _outcome(self, seen: str, details: Details) -> Observation:
+        """The observation, once the fault's own effect (`seen`) is known: the query went on, or
+        died and ran again on its checkpoint, or Spark refused it."""
+        if self.died is None:
+            return Observation(True, f"{seen}; the query went on", details=details, outcome="accepted",
+                               outcome_detail="the query went on through the errors")
+        if self.refused is not None:
+            return Observation(True, f"{seen}; the query failed ({self.died}), and Spark refused to run it "
+                                     f"again on the checkpoint: {self.refused}", details=details,
+                               outcome="refused", outcome_detail=self.refused)
+        try:
+            first_batch, failure = first_batch_or_failure(self.targets, self.run_id, self.restarted_at or 0,
+                                                          "the new driver ran no batch")
+        except WaitTimeout:
+            return Observation(False, f"{seen}; the query failed ({self.died}), and the new driver ran no "
+                                      "batch", details=details)
+        if failure is not None:
+            return Observation(True, f"{seen}; the query failed ({self.died}), and a new driver started, but "
+                                     f"Spark refused to run it again: {failure}", details=details,
+                               outcome="refused", outcome_detail=failure)
+        facts = {"downtime_s": round((self.restarted_at or 0) - (self.killed_at or 0), 3)}
+        return Observation(True, f"{seen}; the query failed ({self.died}), and a new driver ran it again on "
+                                 f"the same checkpoint, first batch {first_batch[0]['batchId']}", facts,
+                           details=details, outcome="accepted",
+                           outcome_detail="Spark ran the query again on the checkpoint")
+
+
+class StorageFault(RetriedQuery):
+    """Tell the case's file system to fail, and to stop failing at heal."""
+
+    mode = ""
+    before: dict = {}
+
+    def _paths(self) -> tuple[Path, Path]:
+        control, stats = self.targets.storage_control, self.targets.storage_stats
+        if control is None or stats is None:
+            raise RefusedTarget("the case's checkpoint is not on the harness's FUSE file system")
+        return control, stats
+
+    def _match(self) -> str | None:
+        own = self.spec.get("match")
+        if self.spec.target_kind == "state":
+            return STATE + (f".*{own.lstrip('^')}" if own else "")
+        return own
+
+    def _inject(self) -> None:
+        control, stats = self._paths()
+        self.before = _failed(stats)
+        # the query may fail on an error of its checkpoint: then, as a job's retry would, a new
+        # driver starts on the same checkpoint once the disk is back (at heal)
+        self._watch()
+        asked = {"mode": self.mode, "match": self._match(), "ops": self.spec.get("ops", "both")}
+        _write(control, asked)
+        self.target = f"{self.spec.target_kind} ({self._what()})"
+
+    def _what(self) -> str:
+        raise NotImplementedError
+
+    def _heal(self) -> None:
+        control, _ = self._paths()
+        _write(control, {"mode": "none"})
+        super()._heal()
+
     def observe(self) -> Observation:
         _, stats = self._paths()
         time.sleep(0.3)   # the file system writes its record at most every 0.2 s
@@ -135,6 +174,7 @@ class StorageFault(Fault):
         details = StorageDetails(failed=new, first_path=first.get("first_path", ""),
                                  query_failed=self.died or "")
         if not new:
+            self.targets.expect_down(False)
             # nothing of Spark's reached the file system while it lasted (the query down, or no
             # operation of the kind asked): the fault did not get to act, as a fail-task on a
             # batch that never came
@@ -142,38 +182,8 @@ class StorageFault(Fault):
             raise Missed(f"no file operation of Spark's under the {self.spec.target_kind} came while it "
                          f"lasted ({self.spec.duration_s:g} s){down}")
         said = ", ".join(f"{n} {k.replace(':', ' with ')}" for k, n in sorted(new.items()))
-        seen = f"{self.target} for {self.spec.duration_s:g} s: Spark's file operations failed: {said} " \
-               f"(first {details.first_path})"
-        if self.died is None:
-            return Observation(True, f"{seen}; the query went on", details=details, outcome="accepted",
-                               outcome_detail="the query went on through the errors")
-        if self.refused is not None:
-            return Observation(True, f"{seen}; the query failed ({self.died}), and Spark refused to run it "
-                                     f"again on the checkpoint: {self.refused}", details=details,
-                               outcome="refused", outcome_detail=self.refused)
-        first_batch = self._first_batch()
-        if first_batch is None:
-            return Observation(False, f"{seen}; the query failed ({self.died}), and the new driver ran no "
-                                      "batch", details=details)
-        facts = {"downtime_s": round((self.restarted_at or 0) - (self.killed_at or 0), 3)}
-        return Observation(True, f"{seen}; the query failed ({self.died}), and a new driver ran it again on "
-                                 f"the same checkpoint, first batch {first_batch['batchId']}", facts,
-                           details=details, outcome="accepted",
-                           outcome_detail="Spark ran the query again on the checkpoint")
-
-    def _first_batch(self) -> dict | None:
-        from workloads.pipelines.progress_log import end_ms
-
-        def batch():
-            return next((p for p in self.targets.progress() if p.get("runId") != self.run_id
-                         and end_ms(p) / 1000 > (self.restarted_at or 0)), None)
-
-        try:
-            return self.targets.wait(batch, "restart", "the new driver ran no batch")
-        except WaitTimeout:
-            return None
-        finally:
-            self.targets.expect_down(False)
+        return self._outcome(f"{self.target} for {self.spec.duration_s:g} s: Spark's file operations failed: "
+                             f"{said} (first {details.first_path})", details)
 
 
 _ERRNO_TEXT = re.compile(r"Caused by: (\S+: (\S+) \((?:No space left on device|Input/output error)\))")

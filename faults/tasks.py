@@ -10,7 +10,10 @@ from dataclasses import dataclass, field
 from faults.base import Details, Fault, Missed, Observation
 from faults.kinds import BatchView, FaultKind, Key, Preparation, RecordView
 from faults.spec import FaultSpec
+from workloads.pipelines import state_files
 from workloads.pipelines.taskfault import (
+    AFTER_ROWS,
+    AFTER_STATE_COMMIT,
     DRIVER,
     ITERATOR,
     JOB,
@@ -37,6 +40,11 @@ def _stage(spec: FaultSpec) -> Preparation:
     return Preparation(task_stage=True)
 
 
+def _requires(spec: FaultSpec) -> tuple[str, ...]:
+    # the stage and the harness share the control directory: executors on this machine
+    return ("local-executors", *(("state-store",) if spec.get("after") == AFTER_STATE_COMMIT else ()))
+
+
 class FailTask(Fault):
     tasks = 1
     seen_failed = seen_retried = 0
@@ -47,8 +55,12 @@ class FailTask(Fault):
         self.tasks = int(self.spec.get("tasks", 1))
         self.seen_failed, self.seen_retried = len(failed_tasks(control)), len(retried_tasks(control))
         small_before = small_batches(control)
-        (control / REQUEST).write_text(json.dumps({"tasks": self.tasks, "rows": self.spec.get("rows")}))
-        self.target = "the tasks of the next batch with rows"
+        after = self.spec.get("after") or AFTER_ROWS
+        (control / REQUEST).write_text(json.dumps({"tasks": self.tasks, "rows": self.spec.get("rows"),
+                                                   "after": after,
+                                                   "checkpoint": str(self.targets.checkpoint())}))
+        self.target = ("the tasks of the next batch, after their state store commit"
+                       if after == AFTER_STATE_COMMIT else "the tasks of the next batch with rows")
         try:
             self.targets.wait(lambda: len(failed_tasks(control)) >= self.seen_failed + self.tasks, "batch",
                               f"no {self.tasks} task(s) of a batch with rows failed (is the stage in the "
@@ -81,15 +93,41 @@ class FailTask(Fault):
         if not retried:
             return Observation(False, f"tasks of batch {first['batch']} failed ({where}), but no retry went "
                                       f"through within {self.targets.pace.wait_s('batch'):g} s")
+        again = (f"attempt {retried[0]['attempt']}" if retried[0]["attempt"]
+                 else "the task in a new attempt of its stage")
         proof = (f"batch {first['batch']}: " + "; ".join(taken(f) for f in self.failed)
-                 + f"; attempt {retried[0]['attempt']} went through")
+                 + f"; {again} went through")
+        landed = all(f["rows_out"] > 0 for f in self.failed)
+        if self.spec.get("after") == AFTER_STATE_COMMIT:
+            landed, proof = _after_commit(self.failed, self.targets.checkpoint())
         return Observation(True, f"{len(self.failed)} task(s) of batch {first['batch']} failed on their "
                                  f"first attempt and Spark retried them (Spark logged {lost} lost task(s) "
                                  "of ours)",
                            {"tasks_failed": len(self.failed), "tasks_retried": len(retried),
                             "spark_lost_tasks": lost},
-                           landed=all(f["rows_out"] > 0 for f in self.failed), proof=proof,
-                           details=TaskFailures(self.failed))
+                           landed=landed, proof=proof, details=TaskFailures(self.failed))
+
+
+def _after_commit(failed: list[dict], checkpoint) -> tuple[bool, str]:
+    """Whether each failed task had published its state version when it failed (the stage
+    listed the files), and what Spark's retry did with that version: the proof of the landing."""
+    parts, landed = [], True
+    for f in failed:
+        files, version = f.get("state_files") or [], f.get("state_version") or 0
+        task = f"partition {f['partition']} (stage {f['stage']}) of batch {f['batch']}"
+        if not files:
+            landed = False
+            parts.append(f"{task} failed, but no state store file of version {version} was there: no "
+                         "stateful operator committed in that task")
+            continue
+        now = {g["file"]: g for g in state_files.of_version(checkpoint, f["partition"], version)}
+        again = [g for g in files if g["file"] in now and now[g["file"]]["mtime_ms"] > g["mtime_ms"]]
+        new = sorted(set(now) - {g["file"] for g in files})
+        retry = ("the retry wrote " + ", ".join(sorted({g["file"] for g in again} | set(new)))
+                 if again or new else "the retry left them as they were")
+        parts.append(f"{task} failed after its state store committed version {version} ("
+                     + ", ".join(g["file"] for g in files) + f"); {retry}")
+    return landed, "; ".join(parts)
 
 
 def explain(fault: RecordView, batch: BatchView) -> str | None:
@@ -141,8 +179,10 @@ FAIL_TASK_FAULT = FaultKind(
     models="a task lost mid-write: an executor hiccup, a fetch failure, a speculative duplicate",
     keys=(Key("tasks", "integer", "how many tasks fail", default=1, ge=1),
           Key("rows", "integer", "rows of the partition that go out before the task fails (default: half)",
-              default=None, ge=1, cover=(None, 1))),
+              default=None, ge=1, cover=(None, 1)),
+          Key("after", "choice", "`rows` (or absent): fail after the sink took `rows` rows; `state-commit`: "
+              "fail once the task's stateful operator has committed its state store version for the batch "
+              "(any task of the next batch, with or without rows), so that the retry commits that version "
+              "again", default=None, choices=(AFTER_ROWS, AFTER_STATE_COMMIT))),
     targets=("tasks",), default_target="tasks", recovery_keys=("tasks_failed", "tasks_retried"),
-    details=TaskFailures, prepare=_stage, explain=explain,
-    # the stage and the harness share the control directory: executors on this machine
-    requires=lambda spec: ("local-executors",))
+    details=TaskFailures, prepare=_stage, explain=explain, requires=_requires)

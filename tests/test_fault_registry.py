@@ -107,14 +107,22 @@ def test_the_docs_table_is_the_registry_s():
     assert docs.block((docs.DOCS / "faults.md").read_text(), "fault-kinds") == table()
 
 
-def test_every_kind_has_an_end_to_end_run():
-    """tests/scenarios/every_fault.toml (one broker, local-cluster) and clusters.toml (3
-    brokers, a standalone cluster) together have one fault of each kind."""
+# every_fault.toml's siblings, each with the preconditions its kinds need: 3 brokers and a
+# standalone cluster; a stateful query on RocksDB and the FUSE file system
+SIBLINGS = ("every_fault.toml", "clusters.toml", "storage_faults.toml", "state_faults.toml", "unsynced.toml")
+
+
+def test_every_kind_has_an_end_to_end_run(monkeypatch):
+    """tests/scenarios/every_fault.toml (one broker, local-cluster) and its siblings together
+    have one fault of each kind, and every key of the state store faults at each value."""
+    from harness.services import faultfs
     from tests.helpers import REPO
 
-    kinds = {f.kind for name in ("every_fault.toml", "clusters.toml")
-             for f in load(REPO / "tests" / "scenarios" / name).faults}
-    assert kinds == set(KINDS)
+    monkeypatch.setattr(faultfs, "fuse_problem", lambda: None)   # what they need of the machine
+    faults = [f for name in SIBLINGS for f in load(REPO / "tests" / "scenarios" / name).faults]
+    assert {f.kind for f in faults} == set(KINDS)
+    assert {f.get("phase") for f in faults if f.kind == "kill-executor"} >= {"state-commit", "maintenance"}
+    assert any(f.get("after") == "state-commit" for f in faults if f.kind == "fail-task")
 
 
 def _kind_literals(root) -> list[str]:

@@ -403,3 +403,31 @@ def test_batches_on_a_moved_driver_clock_stay_in_real_time_order(tmp_path):
     read = progress_log.read(path)
     assert [r["batchId"] for r in read] == [4, 5]
     assert progress_log.end_ms(read[1]) - progress_log.end_ms(read[0]) == 1000
+
+
+class TestStateFiles:
+    """Which state store version, partition and operator a checkpoint path is (the state store
+    faults' records read them; workloads/pipelines/state_files.py)."""
+
+    def test_version_files_of_every_store_and_format(self):
+        from workloads.pipelines.state_files import parse
+
+        assert parse("/state/0/1/13.changelog") == {"operator": 0, "partition": 1, "version": 13,
+                                                    "file": "state/0/1/13.changelog"}
+        assert parse("state/2/0/20.zip")["version"] == 20
+        assert parse("/state/0/3/left-keyToNumValues/7.delta")["partition"] == 3
+        assert parse("/state/0/1/12_0f3c2a1e-77aa-4f0e-9d6a-1b2c3d4e5f60.zip")["version"] == 12
+        for other in ("/state/0/1/.13.changelog.crc", "/state/0/1/SSTs/000018-abc.sst", "/offsets/13",
+                      "/state/0/_metadata/metadata", "/state/0/1/.13.changelog.1a2b.TID4.tmp"):
+            assert parse(other) is None, other
+
+    def test_of_version_lists_one_partition_s_files_with_their_times(self, tmp_path):
+        from workloads.pipelines.state_files import of_version
+
+        for name in ("state/0/1/8.changelog", "state/0/1/.8.changelog.crc", "state/0/0/8.changelog",
+                     "state/1/1/8.zip", "state/0/1/9.changelog"):
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name).write_text("x")
+        found = of_version(tmp_path, 1, 8)
+        assert [f["file"] for f in found] == ["state/0/1/8.changelog", "state/1/1/8.zip"]
+        assert all(f["mtime_ms"] > 0 for f in found)

@@ -75,20 +75,26 @@ def _fuse_problem():
 
 class TestStorage:
     @pytest.mark.skipif(_fuse_problem() is not None, reason=f"FUSE cannot mount here: {_fuse_problem()}")
-    def test_the_checkpoint_s_full_disk_is_seen_and_exactly_once_holds(self, tmp_path):
-        """storage_faults.toml: the checkpoint on the harness's FUSE file system, its disk full
-        for 2 s. The fault is observed (Spark's file operations failed, counted by the file
-        system), its outcome says what Spark did, the exactly-once verdict holds, and the mount
-        is gone at the end. (io-error: every_fault.toml's full schedule, tox -e bench.)"""
+    def test_state_store_and_full_disk_faults_land_and_exactly_once_holds(self, tmp_path):
+        """storage_faults.toml: the checkpoint on the harness's FUSE file system; a task failed
+        after its state store committed (the version's file was there when it failed), then the
+        disk full for 2 s (Spark's file operations failed, counted by the file system, and the
+        outcome says what Spark did). The exactly-once verdict holds, and the mount is gone at
+        the end. (io-error, kill-executor at a phase and lose-unsynced: tox -e bench.)"""
         run_dir = tmp_path / "run"
         scenario = REPO / "tests" / "scenarios" / "storage_faults.toml"
         proc = run_cli("run", str(scenario), "--out", str(run_dir))
         (case,) = _summary(run_dir)["cases"]
         assert proc.returncode == 0, (case["faults"], proc.stdout[-3000:] + proc.stderr[-3000:])
+        by_kind = {f["kind"]: f for f in case["faults"]}
+        assert set(by_kind) == {"fail-task", "disk-full"}, case["faults"]
         for f in case["faults"]:
-            assert f["observed"], f
-            assert f["failed"], f
-            assert f["outcome"] in ("accepted", "refused"), f
+            assert f["observed"] and f["landed"] is not False, f
+        (failed,) = by_kind["fail-task"]["tasks"]
+        assert failed["after"] == "state-commit" and failed["state_files"], failed
+        assert all(s["version"] == failed["state_version"] for s in failed["state_files"]), failed
+        storage = by_kind["disk-full"]
+        assert storage["failed"] and storage["outcome"] in ("accepted", "refused"), storage
         assert case["verdict"]["holds"], case["verdict"]
         assert not (run_dir / "cases" / "eo" / "checkpoint-fs").is_mount()
         assert_nothing_left(run_dir)

@@ -515,3 +515,48 @@ class TestStorageFaultsWithoutFuse:
                                  'guarantee = "exactly-once"\ncheckpoint_fs = "fuse"')
         err = _error(_write(tmp_path, fuse_case))
         assert "checkpoint_fs" in err.problem and "/dev/fuse does not exist" in err.problem, err.problem
+
+
+class TestStateStoreAndUnsyncedFaults:
+    """Issue 30's public names: fail-task after = "state-commit", kill-executor phase, and
+    lose-unsynced, validated before anything starts (FUSE taken as available)."""
+
+    @pytest.fixture(autouse=True)
+    def _fuse(self, monkeypatch):
+        from harness.services import faultfs
+
+        monkeypatch.setattr(faultfs, "fuse_problem", lambda: None)
+
+    def _with(self, tmp_path, fault: str, pipeline: str = "") -> Path:
+        text = GOOD.replace('duration = "1s"', 'duration = "90s"', 1)
+        if pipeline:
+            text = text.replace('[pipeline]\nwindow = "5s"\nwatermark = "1s"\n', "[pipeline]\n" + pipeline, 1)
+        return _write(tmp_path, text + "\n[[faults]]\n" + fault)
+
+    def test_state_commit_and_phases_parse_and_prepare_the_mount(self, tmp_path):
+        from harness.scenario.fault_specs import fault_conf, storage_fs, writeback_s
+
+        sc = load(self._with(tmp_path, 'kind = "fail-task"\nat = "1s"\nafter = "state-commit"\n'))
+        assert sc.faults[0].get("after") == "state-commit" and not storage_fs(sc.faults)
+        sc = load(self._with(tmp_path, 'kind = "kill-executor"\nat = "1s"\nphase = "maintenance"\n'))
+        assert storage_fs(sc.faults) and writeback_s(sc.faults) is None
+        assert fault_conf(sc.faults) == {"spark.sql.streaming.stateStore.maintenanceInterval": "2s"}
+        sc = load(self._with(tmp_path, 'kind = "lose-unsynced"\nat = "1s"\ntarget = "executor:1"\n'))
+        (f,) = sc.faults
+        assert (f.target, f.mode, f.get("writeback")) == ("executor:1", "drop", 30_000)
+        assert storage_fs(sc.faults) and writeback_s(sc.faults) == 30.0
+
+    def test_a_stateless_pipeline_is_refused_naming_the_precondition(self, tmp_path):
+        for fault in ('kind = "fail-task"\nat = "1s"\nafter = "state-commit"\n',
+                      'kind = "kill-executor"\nat = "1s"\nphase = "state-commit"\n'):
+            err = _error(self._with(tmp_path, fault, 'kind = "passthrough"\n'))
+            assert "needs state-store" in err.problem and "keeps no state" in err.problem, err.problem
+
+    def test_a_phase_through_spark_s_api_and_an_unknown_mode_are_refused(self, tmp_path):
+        err = _error(self._with(tmp_path, 'kind = "kill-executor"\nat = "1s"\nphase = "state-commit"\n'
+                                          'via = "spark-api"\n'))
+        assert "phase" in err.problem and 'via = "signal"' in err.fix, (err.problem, err.fix)
+        err = _error(self._with(tmp_path, 'kind = "lose-unsynced"\nat = "1s"\nmode = "shred"\n'))
+        assert "faults[0].mode" in err.problem, err.problem
+        err = _error(self._with(tmp_path, 'kind = "lose-unsynced"\nat = "1s"\ntarget = "broker"\n'))
+        assert "faults[0].target" in err.problem, err.problem

@@ -15,6 +15,27 @@ use MOUNTPOINT. CONTROL is a JSON file the fault rewrites, read again when it ch
 "/state/0/1/2.delta"); absent, every path. STATS is a JSON file of what was failed, by
 operation and error, with the first and the last path, rewritten as it changes.
 
+Two requests beside CONTROL, in its directory, each answered by a file the harness waits for:
+
+    hold.json     {"id": n, "ops": ["rename"], "match": "...", "thread": "^Executor task",
+                   "pids": [..] or null, "timeout_s": 120}
+        the first operation that matches (its op, its path, the name of the calling thread
+        and the process it belongs to) blocks until hold.json changes or goes; held.json
+        says what was held: {"id", "op", "path", "pid", "tid", "thread", "at"}. The same
+        request with "abort": true fails it with EIO instead: kill-executor at a phase sends
+        SIGKILL to the caller, which cannot die inside a FUSE call, then aborts the call
+        (faults/process.py).
+    crash.json    {"id": n, "pids": [..], "how": "drop" | "torn"}
+        with --track-unsynced: the writes those processes made that are not durable yet
+        (no fsync since, and younger than the kernel's writeback) are dropped or torn in
+        BACKING; crashed.json lists what each file lost (faults/unsynced.py).
+
+A write is durable once its file is fsynced, or once `--writeback S` seconds passed since
+the file was first dirtied (Linux writes an inode's dirty pages back when the oldest is older
+than vm.dirty_expire_centisecs, 30 s by default). Metadata (create, rename, unlink, mkdir) is
+taken as durable at once, as a journaling file system commits it within seconds: a file whose
+data is dropped keeps its name, with the length it had when last durable (0 for a new one).
+
 The binding is mfusepy (ctypes over libfuse 3, no compiler needed): docs/faults.md gives the
 overhead it was chosen by.
 """
@@ -36,6 +57,202 @@ READS = frozenset({"read", "readdir", "readlink"})
 WRITES = frozenset({"write", "create", "mkdir", "truncate", "fsync", "rename", "unlink", "rmdir", "symlink",
                     "link", "utimens", "chmod"})
 CHECK_EVERY_S = 0.05
+HOLD_TIMEOUT_S = 120.0
+PAGE = 4096
+
+
+def caller() -> tuple[int, int, str]:
+    """The thread calling the current operation: (its process, its thread id, its name; the
+    JVM names its threads, and Linux keeps 15 characters: "Executor task l")."""
+    import mfusepy as fuse
+
+    tid = fuse.fuse_get_context()[2]
+    return _tgid(tid), tid, _comm(tid)
+
+
+_TGIDS: dict[int, int] = {}
+
+
+def _tgid(tid: int) -> int:
+    known = _TGIDS.get(tid)
+    if known is not None:
+        return known
+    try:
+        for line in Path(f"/proc/{tid}/status").read_text().splitlines():
+            if line.startswith("Tgid:"):
+                _TGIDS[tid] = int(line.split()[1])
+                return _TGIDS[tid]
+    except (OSError, ValueError):
+        pass
+    return tid
+
+
+def _comm(tid: int) -> str:
+    try:
+        return Path(f"/proc/{tid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text() or "{}")
+    except (OSError, ValueError):
+        return None
+
+
+def _write_json(path: Path, value: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value))
+    tmp.replace(path)
+
+
+class Hold:
+    """hold.json: block the first operation that matches until the request changes."""
+
+    def __init__(self, request: Path, answer: Path):
+        self.request, self.answer = request, answer
+        self.lock = threading.Lock()
+        self.taken: set = set()        # the ids of requests a held operation answered
+        self.checked, self.seen_ns = 0.0, -1
+        self.current: dict | None = None
+
+    def _load(self) -> dict | None:
+        now = time.monotonic()
+        if now - self.checked >= CHECK_EVERY_S:
+            self.checked = now
+            try:
+                ns = os.stat(self.request).st_mtime_ns
+            except FileNotFoundError:
+                self.seen_ns, self.current = -1, None
+                return None
+            if ns != self.seen_ns:
+                self.seen_ns, self.current = ns, _read_json(self.request)
+        return self.current
+
+    def gate(self, op: str, path: str) -> None:
+        with self.lock:
+            asked = self._load()
+            if not asked or asked.get("id") in self.taken or op not in asked.get("ops", ()):
+                return
+            if asked.get("match") and not re.search(asked["match"], path):
+                return
+            pid, tid, thread = caller()
+            if asked.get("thread") and not re.search(asked["thread"], thread):
+                return
+            if asked.get("pids") and pid not in asked["pids"]:
+                return
+            self.taken.add(asked["id"])
+            _write_json(self.answer, {"id": asked["id"], "op": op, "path": path, "pid": pid, "tid": tid,
+                                      "thread": thread, "at": time.time()})
+        deadline = time.monotonic() + float(asked.get("timeout_s", HOLD_TIMEOUT_S))
+        abort = False
+        while time.monotonic() < deadline:   # the caller blocks here until the harness lets go
+            now = _read_json(self.request) if self.request.exists() else None
+            if not now or now.get("id") != asked["id"]:
+                break
+            if now.get("abort"):
+                abort = True
+                break
+            time.sleep(0.01)
+        if abort or not Path(f"/proc/{pid}").exists() or _zombie(pid):
+            # the harness killed the caller while it waited (a process in a FUSE call cannot die
+            # until the call returns): what it asked for never happens
+            raise OSError(errno.EIO, f"the process {pid} was killed during {op} {path}")
+
+
+class Unsynced:
+    """--track-unsynced: per file in BACKING, what it held when last durable, and who wrote it
+    since; crash.json drops or tears the writes of the processes it names."""
+
+    def __init__(self, backing: Path, request: Path, answer: Path, writeback_s: float):
+        self.backing, self.request, self.answer = backing, request, answer
+        self.writeback_s = writeback_s
+        self.lock = threading.Lock()
+        # path under the mount -> {"durable": bytes | None (a new file), "writers": {pid},
+        #                          "since": monotonic time it was first dirtied}
+        self.dirty: dict[str, dict] = {}
+        self.done: set = set()
+
+    def dirtied(self, path: str, new: bool = False) -> None:
+        """A write, a truncate or a create of `path` is about to happen."""
+        pid = caller()[0]
+        with self.lock:
+            entry = self.dirty.get(path)
+            if entry is None:
+                durable = None
+                if not new:
+                    try:
+                        durable = Path(str(self.backing) + path).read_bytes()
+                    except OSError:
+                        durable = None
+                entry = self.dirty[path] = {"durable": durable, "writers": set(), "since": time.monotonic()}
+            entry["writers"].add(pid)
+
+    def synced(self, path: str) -> None:
+        with self.lock:
+            self.dirty.pop(path, None)
+
+    def renamed(self, old: str, new: str) -> None:
+        with self.lock:
+            entry = self.dirty.pop(old, None)
+            if entry is not None:
+                self.dirty[new] = entry
+            else:
+                self.dirty.pop(new, None)
+
+    def removed(self, path: str) -> None:
+        with self.lock:
+            self.dirty.pop(path, None)
+
+    def tick(self) -> None:
+        """Writeback, then a crash request if one came."""
+        now = time.monotonic()
+        with self.lock:
+            for path in [p for p, e in self.dirty.items() if now - e["since"] >= self.writeback_s]:
+                del self.dirty[path]
+        asked = _read_json(self.request) if self.request.exists() else None
+        if asked and asked.get("id") not in self.done:
+            self.done.add(asked.get("id"))
+            files = self.crash(set(asked.get("pids", ())), asked.get("how", "drop"))
+            _write_json(self.answer, {"id": asked.get("id"), "at": time.time(), "files": files})
+
+    def crash(self, pids: set, how: str) -> list[dict]:
+        """Drop (or tear) the not yet durable writes of `pids`, file by file."""
+        out = []
+        with self.lock:
+            now = time.monotonic()
+            for path, entry in sorted(self.dirty.items()):
+                if not entry["writers"] & pids:
+                    continue
+                real = Path(str(self.backing) + path)
+                try:
+                    current = real.read_bytes()
+                except OSError:
+                    continue
+                durable = entry["durable"] or b""
+                if how == "torn" and len(current) > len(durable):
+                    unsynced = len(current) - len(durable)
+                    keep = unsynced // 2
+                    if keep >= PAGE:
+                        keep -= keep % PAGE   # a page cache writes back whole pages
+                    after = current[:len(durable) + keep]
+                else:
+                    after = durable
+                with open(real, "r+b") as f:
+                    f.write(after)
+                    f.truncate(len(after))
+                out.append({"path": path, "bytes_before": len(current), "bytes_after": len(after),
+                            "age_s": round(now - entry["since"], 3), "writers": sorted(entry["writers"])})
+                del self.dirty[path]
+        return out
 
 
 class Control:
@@ -102,11 +319,13 @@ class Control:
         tmp.replace(self.stats_path)
 
 
-def operations(backing: Path, control: Control):
-    """The passthrough, each operation asking `control` first."""
+def operations(backing: Path, control: Control, hold: Hold | None = None, unsynced: Unsynced | None = None):
+    """The passthrough, each operation asking `control` first (and `hold`, when given)."""
     import mfusepy as fuse
 
     def check(op: str, path: str) -> None:
+        if hold is not None:
+            hold.gate(op, path)
         code = control.error(op, path)
         if code is not None:
             raise fuse.FuseOSError(code)
@@ -159,11 +378,15 @@ def operations(backing: Path, control: Control):
         def open(self, path, flags):
             if flags & (os.O_WRONLY | os.O_RDWR | os.O_TRUNC):
                 check("truncate" if flags & os.O_TRUNC else "write", path)
+                if unsynced is not None and flags & os.O_TRUNC:
+                    unsynced.dirtied(path)
             return os.open(real(path), flags)
 
         @oserror
         def create(self, path, mode, fi=None):
             check("create", path)
+            if unsynced is not None:
+                unsynced.dirtied(path, new=not os.path.exists(real(path)))
             return os.open(real(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
 
         @oserror
@@ -174,11 +397,15 @@ def operations(backing: Path, control: Control):
         @oserror
         def write(self, path, data, offset, fh):
             check("write", path)
+            if unsynced is not None:
+                unsynced.dirtied(path)
             return os.pwrite(fh, data, offset)
 
         @oserror
         def truncate(self, path, length, fh=None):
             check("truncate", path)
+            if unsynced is not None:
+                unsynced.dirtied(path)
             if fh is not None:
                 os.ftruncate(fh, length)
             else:
@@ -193,6 +420,8 @@ def operations(backing: Path, control: Control):
         def fsync(self, path, datasync, fh):
             check("fsync", path)
             (os.fdatasync if datasync else os.fsync)(fh)
+            if unsynced is not None:
+                unsynced.synced(path)
             return 0
 
         @oserror
@@ -204,12 +433,16 @@ def operations(backing: Path, control: Control):
         def unlink(self, path):
             check("unlink", path)
             os.unlink(real(path))
+            if unsynced is not None:
+                unsynced.removed(path)
             return 0
 
         @oserror
         def rename(self, old, new):
             check("rename", new)
             os.rename(real(old), real(new))
+            if unsynced is not None:
+                unsynced.renamed(old, new)
             return 0
 
         @oserror
@@ -257,15 +490,39 @@ def operations(backing: Path, control: Control):
 
 
 def main(argv: list[str]) -> int:
+    import argparse
+
     import mfusepy as fuse
 
-    backing, mountpoint, control_path, stats = (Path(a) for a in argv[1:5])
+    parser = argparse.ArgumentParser(prog="python -m workloads.faultfs")
+    for name in ("backing", "mountpoint", "control", "stats"):
+        parser.add_argument(name, type=Path)
+    parser.add_argument("--track-unsynced", action="store_true",
+                        help="keep what each file held when last durable, for crash.json")
+    parser.add_argument("--writeback", type=float, default=30.0,
+                        help="seconds after which a dirtied file is written back (durable)")
+    args = parser.parse_args(argv[1:])
+    backing, mountpoint = args.backing, args.mountpoint
     backing.mkdir(parents=True, exist_ok=True)
     mountpoint.mkdir(parents=True, exist_ok=True)
-    control = Control(control_path, stats)
+    control = Control(args.control, args.stats)
     control.flush()
+    here = args.control.parent
+    hold = Hold(here / "hold.json", here / "held.json")
+    unsynced = (Unsynced(backing.resolve(), here / "crash.json", here / "crashed.json", args.writeback)
+                if args.track_unsynced else None)
+    if unsynced is not None:
+        def ticking():
+            while True:
+                time.sleep(0.2)
+                try:
+                    unsynced.tick()
+                except Exception as exc:  # noqa: BLE001 - a bad request must not end the mount
+                    print(f"faultfs: crash request failed: {exc!r}", file=sys.stderr, flush=True)
+        threading.Thread(target=ticking, name="unsynced", daemon=True).start()
     try:
-        fuse.FUSE(operations(backing.resolve(), control), str(mountpoint), foreground=True, nothreads=False)
+        fuse.FUSE(operations(backing.resolve(), control, hold, unsynced), str(mountpoint), foreground=True,
+                  nothreads=False)
     finally:
         control.flush()
     return 0

@@ -29,9 +29,14 @@ from workloads.pipelines.config import QUERY_ID_STRIDE
 
 
 def kills_driver(f: FaultRecord) -> bool:
-    """Whether the fault's kind kills (or fails) the driver and starts a new one (its FaultKind says)."""
+    """Whether the fault killed (or failed) the driver and started a new one: its FaultKind says,
+    or, for a kind whose target may be the driver and that may end the query (lose-unsynced),
+    its record's target."""
     kind = KINDS.get(f.kind)
-    return kind is not None and kind.kills_driver
+    if kind is None:
+        return False
+    return kind.kills_driver or (kind.may_end_query and "driver" in kind.targets
+                                 and (f.target or "").startswith("driver"))
 
 Span = tuple[float | None, float | None]
 

@@ -63,7 +63,7 @@ class Hunt:
         self.run_dir, self.run_id, self.progress, self.registry = run_dir, run_id, progress, registry
         self.options, self.cases = options, cases
         self.ctx = fault_specs.Context(scenario.workload.duration_s, scenario.services, (spec,),
-                                       warmup_s=scenario.measure.warmup_s)
+                                       warmup_s=scenario.measure.warmup_s, pipeline=scenario.pipeline)
         self.space = Space.of(self.ctx, options.kinds)
         self.plans = plans(self.space, options.seed, options.runs)
         self.deadline = time.monotonic() + options.budget_s
@@ -274,7 +274,8 @@ class HuntSearch(Search):
         from harness.scenario.fault_specs import Context
 
         return Space.of(Context(scenario.workload.duration_s, scenario.services, scenario.cases,
-                                warmup_s=scenario.measure.warmup_s), self.options.kinds)
+                                warmup_s=scenario.measure.warmup_s, pipeline=scenario.pipeline),
+                        self.options.kinds)
 
     def search(self, stack, result, run_dir, run_id, progress, registry) -> None:
         hunt = Hunt(self.scenario, self.spec, stack, run_dir, run_id, progress, registry, self.options,

@@ -18,7 +18,7 @@ from harness.run.pace import Pace
 from harness.run.stack import Stack
 from harness.scenario import Case as CaseSpec
 from harness.scenario import Scenario
-from harness.scenario.fault_specs import clock_targets, storage_fs, task_stage
+from harness.scenario.fault_specs import clock_targets, fault_conf, storage_fs, task_stage, writeback_s
 from harness.services.base import Registry
 from harness.services.faultfs import FaultFS
 from harness.services.spark import SparkDriver
@@ -156,6 +156,7 @@ class Case:
         pipeline's and the sink's; [services.spark] conf, the user's word, wins."""
         spark = self.scenario.services.spark
         faults = {k: v for f in self.scenario.faults for k, v in registry.KINDS[f.kind].driver_conf.items()}
+        faults.update(fault_conf(self.scenario.faults))
         return {**spark.defaults(), **self.pipeline.spark.conf(), **sink_needs(self.spec.sink)[1], **faults,
                 **spark.conf, **self.changes.get("conf", {})}
 
@@ -189,7 +190,7 @@ class Case:
         """Mount the FUSE file system over the checkpoint, for the storage faults."""
         if (storage_fs(self.scenario.faults) or self.spec.checkpoint_fs == "fuse") and self.storage is None:
             fs = FaultFS(self.dir / "faultfs", self.files.checkpoint, self.dir / "checkpoint-fs",
-                         self.registry)
+                         self.registry, writeback_s=writeback_s(self.scenario.faults))
             self.storage = fs.start().wait_ready()
 
     def unmount_storage(self) -> None:

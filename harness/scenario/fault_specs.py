@@ -38,6 +38,7 @@ class Context:
     cases: tuple[Case, ...] = ()
     duration_key: str = "workload.duration"
     warmup_s: float = 0.0
+    pipeline: Any = None     # the scenario's [pipeline] (a case may have its own)
 
     @property
     def master(self) -> str:
@@ -116,6 +117,18 @@ def _one_own_broker(ctx: Context, case: Case | None) -> str | None:
             "services.kafka.brokers is more")
 
 
+def _state_store(ctx: Context, case: Case | None) -> str | None:
+    from harness.pipelines import CUSTOM
+    from harness.pipelines import kind as pipeline_kind
+
+    own = (case.pipeline if case is not None else None) or ctx.pipeline
+    if own is None or own.kind == CUSTOM or not pipeline_kind(own.kind).stateless_for(own.values):
+        return None
+    where = f"case {case.name}'s pipeline" if case is not None and case.pipeline else "the pipeline"
+    return (f"{where} ({own.kind}) keeps no state, so no state store commits or runs maintenance; "
+            "use a stateful pipeline (tumbling_count, dedup, session_count...)")
+
+
 # name -> (check(context, case) -> why not, or None; per case or once for the run)
 PRECONDITIONS: dict[str, tuple[Callable[[Context, Case | None], str | None], bool]] = {
     "own-kafka": (_external("kafka", "bootstrap_servers"), False),
@@ -129,6 +142,7 @@ PRECONDITIONS: dict[str, tuple[Callable[[Context, Case | None], str | None], boo
     "faketime": (_faketime, False),
     "one-own-broker": (_one_own_broker, False),
     "fuse": (_fuse, False),
+    "state-store": (_state_store, True),
 }
 
 
@@ -174,6 +188,18 @@ def clock_targets(faults: tuple[FaultSpec, ...]) -> frozenset[str]:
 def storage_fs(faults: tuple[FaultSpec, ...]) -> bool:
     """Whether Spark reaches the case's checkpoint through the harness's FUSE file system."""
     return any(KINDS[f.kind].prepare(f).storage for f in faults)
+
+
+def writeback_s(faults: tuple[FaultSpec, ...]) -> float | None:
+    """How long after a file is first dirtied the case's FUSE file system takes it as written
+    back, when a fault drops unsynced writes (the shortest asked); None: it tracks nothing."""
+    asked = [w for f in faults if (w := KINDS[f.kind].prepare(f).writeback_s) is not None]
+    return min(asked) if asked else None
+
+
+def fault_conf(faults: tuple[FaultSpec, ...]) -> dict[str, str]:
+    """The Spark settings the schedule's faults need (each kind's `prepare` says)."""
+    return {k: v for f in faults for k, v in KINDS[f.kind].prepare(f).spark_conf}
 
 
 def task_stage(faults: tuple[FaultSpec, ...]) -> bool:

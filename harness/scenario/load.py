@@ -84,7 +84,7 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     measure = _measures(top, quick_measure, quick, workload)
     quick_duration = quick and isinstance(quick_raw, dict) and "duration" in quick_raw
     ctx = Context(workload.duration_s, services, cases, warmup_s=measure.warmup_s,
-                  duration_key="quick.duration" if quick_duration else "workload.duration")
+                  duration_key="quick.duration" if quick_duration else "workload.duration", pipeline=pipeline)
     faults = _faults(top.raw("faults"), quick_faults, quick, ctx)
     nemesis = top.table("nemesis", ("kinds", "interval", "span", "seed"))
     chaos = parse_nemesis(nemesis, ctx, workload.seed)

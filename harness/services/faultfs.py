@@ -48,10 +48,14 @@ class FaultFS(Service):
 
     ready_timeout_s = 20.0
 
-    def __init__(self, workdir: Path, backing: Path, mountpoint: Path, registry=None):
+    def __init__(self, workdir: Path, backing: Path, mountpoint: Path, registry=None,
+                 writeback_s: float | None = None):
+        """`writeback_s`: keep track of the writes not yet durable (for lose-unsynced), taking a
+        file as written back that long after it was first dirtied."""
         super().__init__("faultfs", workdir, registry)
         self.backing, self.mountpoint = backing, mountpoint
         self.control, self.stats = workdir / "control.json", workdir / "stats.json"
+        self.writeback_s = writeback_s
 
     def prepare(self) -> None:
         self.backing.mkdir(parents=True, exist_ok=True)
@@ -59,8 +63,10 @@ class FaultFS(Service):
         self.control.write_text('{"mode": "none"}')
 
     def command(self) -> list[str]:
+        track = ([] if self.writeback_s is None
+                 else ["--track-unsynced", "--writeback", f"{self.writeback_s:g}"])
         return [sys.executable, "-m", "workloads.faultfs", str(self.backing), str(self.mountpoint),
-                str(self.control), str(self.stats)]
+                str(self.control), str(self.stats), *track]
 
     def env(self) -> dict | None:
         root = str(Path(__file__).resolve().parents[2])

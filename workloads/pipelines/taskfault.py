@@ -16,6 +16,12 @@ Where the failure comes depends on how the sink reads the batch, and the record 
   spark-sink Spark's own streaming sink (Kafka, files, Delta) reads them in the same task
   job        a job of the sink's write the harness did not see how it reads
 
+With `after = "state-commit"` the task fails only once its input is exhausted, that is once the
+stateful operator before the stage has committed its state store's version for the batch (a
+state store commits when its iterator ends, in the same task): any task of the batch, with
+rows or without, and its record lists the version files it had published (`state_files`), so
+that Spark's retry must commit the same version again.
+
 The commit gate (pipelines/control.py) tells which, while the sink writes the batch that takes
 the request (`watching`); the pass-through stage is in the query only for a case whose
 scenario has a fail-task fault: it costs a trip of every row through a Python worker. The
@@ -23,7 +29,8 @@ request and the records are files in the case's control directory, which the exe
 cluster on this machine (local-cluster, the harness's standalone cluster) read and write as
 the driver does:
 
-  fail-tasks               request: {"tasks": k, "rows": r or null}
+  fail-tasks               request: {"tasks": k, "rows": r or null, "after": "rows" or
+                           "state-commit", "checkpoint": the query's checkpoint}
   fail-task-batch          the batch that took the request (created once, O_EXCL)
   fail-task-slot-<i>       one per task that failed (created once each, O_EXCL)
   fail-task-small-<batch>-<partition>     a task of a batch with rows that had one row only
@@ -48,6 +55,7 @@ BATCH = "fail-task-batch"
 BATCH_KEY = "streaming.sql.batchId"   # the local property Spark sets on a micro-batch's jobs
 SINK_READS = "harness.sink-reads"     # a local property: how the sink read the batch (watching)
 ITERATOR, WRITER, DRIVER, SPARK_SINK, JOB = "iterator", "writer", "driver", "spark-sink", "job"
+AFTER_ROWS, AFTER_STATE_COMMIT = "rows", "state-commit"   # fail-task's `after`
 _DRIVER_READS = ("collect", "toPandas", "toArrow", "toLocalIterator", "take", "tail")
 _WRITER_READS = ("writeTo", "mergeInto")
 
@@ -133,7 +141,20 @@ def _where():
 
     ctx = TaskContext.get()
     return ctx, {"stage": ctx.stageId(), "partition": ctx.partitionId(), "attempt": ctx.attemptNumber(),
-                 "batch": ctx.getLocalProperty(BATCH_KEY)}
+                 "task_id": ctx.taskAttemptId(), "batch": ctx.getLocalProperty(BATCH_KEY)}
+
+
+def _again(control: Path, where: dict) -> bool:
+    """Whether this task runs again after one of ours failed: a retry of the task, or the task
+    in a new attempt of its stage (after an executor holding its shuffle input died), whose
+    own attempt number starts at 0 again (another task attempt id than the failed one's)."""
+    if where["attempt"] > 0:
+        return True
+    try:
+        failed = json.loads(_failed_path(control, where).read_text())
+    except (OSError, ValueError):
+        return False
+    return failed.get("task_id") not in (None, where["task_id"])
 
 
 def _failed_path(control: Path, where: dict) -> Path:
@@ -142,21 +163,44 @@ def _failed_path(control: Path, where: dict) -> Path:
 
 def _retried(control: Path, where: dict) -> None:
     """A retry of a failed task went through: its record."""
-    if where["attempt"] > 0 and _failed_path(control, where).exists():
+    if _again(control, where):
         _write(control / f"task-retried-{where['stage']}-{where['partition']}.json",
                {**where, "at_ms": _now_ms()})
+
+
+def _request(control: Path) -> dict:
+    try:
+        return json.loads((control / REQUEST).read_text() or "{}")
+    except (OSError, ValueError):
+        return {}
 
 
 def _rows_out(control: Path, total: int) -> int:
     """How many of a partition's `total` rows go out before its task fails: the request's
     `rows`, at most all but one; by default half."""
-    asked = json.loads((control / REQUEST).read_text() or "{}").get("rows")
+    if total < 2:
+        return 0
+    asked = _request(control).get("rows")
     return min(total - 1, int(asked)) if asked is not None else total // 2
 
 
-def _fail(control: Path, where: dict, out: int, total: int, consumer: str):
-    _write(_failed_path(control, where), {**where, "rows_out": out, "rows": total, "consumer": consumer,
-                                          "at_ms": _now_ms()})
+def _after_commit(control: Path) -> str | None:
+    """The checkpoint whose state store commit a task must fail after, when the request asks."""
+    request = _request(control)
+    return request.get("checkpoint") if request.get("after") == AFTER_STATE_COMMIT else None
+
+
+def _fail(control: Path, where: dict, out: int, total: int, consumer: str, checkpoint: str | None = None):
+    from workloads.pipelines import state_files
+
+    record = {**where, "rows_out": out, "rows": total, "consumer": consumer, "at_ms": _now_ms()}
+    if checkpoint is not None:
+        record["after"] = AFTER_STATE_COMMIT
+        version = int(where["batch"]) + 1 if where["batch"] is not None else None
+        record["state_version"] = version
+        record["state_files"] = ([] if version is None
+                                 else state_files.of_version(checkpoint, where["partition"], version))
+    _write(_failed_path(control, where), record)
     return InjectedTaskFailure(f"harness fail-task: task {where['partition']} of stage {where['stage']} "
                                f"(batch {where['batch']}) failed on purpose after {out} of its {total} rows "
                                f"({consumer})")
@@ -168,19 +212,21 @@ def _taking(control_dir: str):
     def run(rows):
         control = Path(control_dir)
         _, where = _where()
-        if where["attempt"] > 0 or not (control / REQUEST).exists():
+        if not (control / REQUEST).exists() or _again(control, where):
             yield from rows
             _retried(control, where)
             return
-        rows = list(rows)
-        # a task with one row could only fail before it: nothing would be written twice
-        if len(rows) < 2 or not _take(control, where):
+        rows = list(rows)   # the input is exhausted: a stateful operator before has committed
+        checkpoint = _after_commit(control)
+        # a task with one row could only fail before it: nothing would be written twice (after
+        # a state store commit, any task will do)
+        if (checkpoint is None and len(rows) < 2) or not _take(control, where):
             _too_small(control, where, len(rows))
             yield from rows
             return
         out = _rows_out(control, len(rows))
         yield from rows[:out]
-        raise _fail(control, where, out, len(rows), ITERATOR)
+        raise _fail(control, where, out, len(rows), ITERATOR, checkpoint)
     return run
 
 
@@ -193,21 +239,25 @@ def _stage(control_dir: str, consumer: str):
         probe = ctx.getLocalProperty(PROBE) == "1"   # the commit gate's own look at the batch
         reads = ctx.getLocalProperty(SINK_READS) or consumer
         # the sink's own code reads this job's rows: its iterator fails the task (_taking)
-        if probe or reads == ITERATOR or where["attempt"] > 0 or not (control / REQUEST).exists():
+        if probe or reads == ITERATOR or not (control / REQUEST).exists() or _again(control, where):
             yield from frames
             _retried(control, where)
             return
-        rows = [f for f in frames if len(f)]
+        rows = [f for f in frames if len(f)]   # the input is exhausted: a stateful operator has committed
         whole = pd.concat(rows, ignore_index=True) if rows else None
-        # a task with one row could only fail before it: nothing would be written twice
-        if whole is None or len(whole) < 2 or not _take(control, where):
-            _too_small(control, where, 0 if whole is None else len(whole))
+        size = 0 if whole is None else len(whole)
+        checkpoint = _after_commit(control)
+        # a task with one row could only fail before it: nothing would be written twice (after
+        # a state store commit, any task will do)
+        if (checkpoint is None and size < 2) or not _take(control, where):
+            _too_small(control, where, size)
             if whole is not None:
                 yield whole
             return
-        out = _rows_out(control, len(whole))
-        yield whole.iloc[:out]
-        raise _fail(control, where, out, len(whole), reads)
+        out = _rows_out(control, size)
+        if out:
+            yield whole.iloc[:out]
+        raise _fail(control, where, out, size, reads, checkpoint)
     return run
 
 

@@ -1,0 +1,88 @@
+"""Requests to the case's FUSE file system (workloads/faultfs.py) that a fault waits on: hold
+the first file operation that matches (the state store faults kill an executor there), and
+drop or tear the writes a crashed process had not made durable (lose-unsynced).
+
+Each request is a file beside the file system's control file, answered by another; ids tell
+one request's answer from an older one's.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from faults.targets import RefusedTarget, Targets
+from workloads.pipelines import state_files
+
+
+def _here(targets: Targets) -> Path:
+    if targets.storage_control is None:
+        raise RefusedTarget("the case's checkpoint is not on the harness's FUSE file system")
+    return targets.storage_control.parent
+
+
+def _write(path: Path, value: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value))
+    tmp.replace(path)
+
+
+def _answer(path: Path, request_id: int) -> dict | None:
+    try:
+        answer = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return answer if answer.get("id") == request_id else None
+
+
+def hold(targets: Targets, *, ops: tuple[str, ...], match: str, thread: str, pids: list[int],
+         wait: str, message: str) -> dict:
+    """Hold the first of `ops` on a path that `match` finds, called by a thread whose name
+    `thread` finds in one of `pids`, and return what was held ({"op", "path", "pid", "tid",
+    "thread", "at"}): the caller stays blocked until `release`. WaitTimeout (after the pace's
+    `wait`) when none came; the request is withdrawn then."""
+    here = _here(targets)
+    request_id = time.time_ns()
+    _write(here / "hold.json", {"id": request_id, "ops": list(ops), "match": match, "thread": thread,
+                                "pids": pids, "timeout_s": targets.pace.wait_s("restart")})
+    try:
+        held = targets.wait(lambda: _answer(here / "held.json", request_id), wait, message, 0.02)
+    except Exception:
+        release(targets)
+        raise
+    assert held is not None
+    return held
+
+
+def release(targets: Targets, abort: bool = False) -> None:
+    """Let a held operation go on, or with `abort` fail it with EIO (its caller was killed: a
+    process inside a FUSE call cannot die until the call returns)."""
+    if targets.storage_control is None:
+        return
+    request = targets.storage_control.parent / "hold.json"
+    if abort:
+        try:
+            asked = json.loads(request.read_text())
+        except (OSError, ValueError):
+            return
+        _write(request, {**asked, "abort": True})
+        time.sleep(0.1)   # the held call reads the request every 10 ms
+    request.unlink(missing_ok=True)
+
+
+def crash(targets: Targets, pids: set[int], how: str) -> list[dict]:
+    """Drop (`how` "drop") or tear ("torn") the writes of `pids` that are not durable yet, and
+    return what each file lost: [{"path", "bytes_before", "bytes_after", "age_s", "writers"}]."""
+    here = _here(targets)
+    request_id = time.time_ns()
+    _write(here / "crash.json", {"id": request_id, "pids": sorted(pids), "how": how})
+    answer = targets.wait(lambda: _answer(here / "crashed.json", request_id), "signal",
+                          "the FUSE file system did not answer the crash request (was it mounted "
+                          "with --track-unsynced?)", 0.05)
+    return list((answer or {}).get("files", []))
+
+
+def state_file(path: str) -> dict | None:
+    """What a state store file's path under the mount says (workloads/pipelines/state_files.py)."""
+    return state_files.parse(path)
