@@ -166,6 +166,23 @@ class TestStateAndUnsyncedFaults:
         assert_nothing_left(run_dir)
 
 
+def test_records_skipped_after_retention_are_counted_and_nothing_is_read_twice(tmp_path):
+    """tests/scenarios/retention_skip.toml: kafka-retention deletes records the query has not
+    read, twice, under failOnDataLoss = false and exactly-once into PostgreSQL. SPARK-25214's
+    shape (the Kafka source returning records twice once offsets it planned are gone) is
+    checked for: every deleted record is counted as deleted_before_read, none as lost, and no
+    record is duplicated (run 20261126T140759-retention-skip-381a: 411 skipped, 0 duplicated)."""
+    run_dir = tmp_path / "run"
+    proc = run_cli("run", str(REPO / "tests" / "scenarios" / "retention_skip.toml"), "--out", str(run_dir))
+    (case,) = _summary(run_dir)["cases"]
+    assert proc.returncode == 0, (case["faults"], proc.stdout[-3000:])
+    deleted = sum(d["to"] - d["from"] for f in case["faults"] for d in f["deleted"])
+    events = case["events"]
+    assert events["deleted_before_read"] == deleted > 0, (events, case["faults"])
+    assert events["duplicated"] == events["lost"] == 0 and case["verdict"]["holds"], events
+    assert_nothing_left(run_dir)
+
+
 def test_a_deleted_commit_makes_a_naive_sink_duplicate_and_a_transactional_one_hold(tmp_path):
     """benchmarks/scenarios/commits_deleted.toml: corrupt-checkpoint kills the driver just
     after commits/N and deletes it; Spark runs batch N again. The naive append sink (the
