@@ -200,7 +200,7 @@ KAFKA_RETENTION_FAULT = FaultKind(
     keys=(Key("partition", "integer", "the partition (default: all)", default=None, ge=0),
           Key("records", "integer", "how many records, from the batch's start offsets", default=100,
               ge=1)),
-    targets=("topic",), default_target="topic", needs_commit_gate=True,
+    targets=("topic",), default_target="topic", needs_commit_gate=True, source="kafka",
     recovery_keys=("records_deleted",), details=Deleted,
     # the executors keep what a fetch returned beyond the batch it was for (Spark's fetched-data
     # pool, and the pooled Kafka consumer's own prefetch) and serve the next batch from it:

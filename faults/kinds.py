@@ -175,6 +175,7 @@ it tracks unsynced writes; `spark_conf`: settings the fault needs."""
     # Spark settings every driver of the case gets for this fault (kill-executor at phase
     # "maintenance" runs maintenance every few seconds); [services.spark] conf still wins
     spark_conf: tuple[tuple[str, str], ...] = ()
+    source_fs: bool = False                # a Delta source's table on a FUSE file system of its own
 
 
 @dataclass(frozen=True)
@@ -238,6 +239,7 @@ class FaultKind:
     # nothing to say of it), from its record and what the finding knows of the batch
     explain: Callable[[RecordView, BatchView], str | None] | None = None
     by_progress: bool = True             # whether `at` may be a progress anchor ("batch 3")
+    source: str = ""                     # the source it acts on ("kafka", "delta"), if one only
     why_not_by_progress: str = ""
 
     def margin_s(self, lasts_s: float) -> float:

@@ -21,6 +21,7 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from workloads import delta_source
 from workloads.pipelines.config import QUERY_ID_STRIDE
 
 LOGS = ("offsets", "commits")   # the logs Spark purges, which the journal keeps
@@ -68,8 +69,14 @@ def _json_lines(path: Path) -> list[str]:
     return [line for line in path.read_text(errors="replace").splitlines() if line.strip().startswith("{")]
 
 
-def _topic_offsets(line: str, topic: str) -> dict[int, int]:
-    return {int(p): int(o) for p, o in json.loads(line).get(topic, {}).items()}
+def _topic_offsets(line: str, topic: str, case_dir: Path | None = None) -> dict[int, int]:
+    """The topic's offsets in one source's line of an offset log. A Delta source's offset (the
+    `[source] kind = "delta"` table) is turned into the topic's offsets it has read through, by
+    the appender's manifest in the case's directory (workloads/delta_source.py)."""
+    value = json.loads(line)
+    if case_dir is not None and delta_source.is_delta_offset(value):
+        return delta_source.kafka_offsets(value, delta_source.manifest_in(case_dir))
+    return {int(p): int(o) for p, o in value.get(topic, {}).items()}
 
 
 def initial_offsets(checkpoint: Path, topic: str, source: int = 0) -> dict[int, int]:
@@ -128,7 +135,9 @@ def offsets_file(path: Path, topic: str) -> tuple[dict, list[dict[int, int]]] | 
     try:
         lines = path.read_text().splitlines()
         meta = json.loads(lines[1])
-        ends = [_topic_offsets(line, topic) if line.strip() not in ("", "-") else {} for line in lines[2:]]
+        case_dir = path.parents[2] if len(path.parents) > 2 else None   # <case>/checkpoint*/offsets/N
+        ends = [_topic_offsets(line, topic, case_dir) if line.strip() not in ("", "-") else {}
+                for line in lines[2:]]
     except (UnicodeDecodeError, IndexError, ValueError, AttributeError):
         return None
     return (meta, ends) if isinstance(meta, dict) else None

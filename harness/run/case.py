@@ -18,8 +18,16 @@ from harness.run.pace import Pace
 from harness.run.stack import Stack
 from harness.scenario import Case as CaseSpec
 from harness.scenario import Scenario
-from harness.scenario.fault_specs import clock_targets, fault_conf, storage_fs, task_stage, writeback_s
+from harness.scenario.fault_specs import (
+    clock_targets,
+    fault_conf,
+    source_fs,
+    storage_fs,
+    task_stage,
+    writeback_s,
+)
 from harness.services.base import Registry
+from harness.services.delta_appender import DeltaAppender
 from harness.services.faultfs import FaultFS
 from harness.services.spark import SparkDriver
 from workloads.pipelines.config import QUERY_ID_STRIDE, DriverConfig
@@ -60,6 +68,8 @@ class Case:
     # settings) and "pipeline" (its keys: shuffle_partitions, state_store, build...)
     changes: dict = field(default_factory=dict)
     storage: FaultFS | None = None   # the FUSE file system over the checkpoint (storage faults)
+    appender: DeltaAppender | None = None   # [source] kind = "delta": the topic appended to a table
+    source_fs: FaultFS | None = None        # ... and the FUSE file system over it (hide-commit)
     pace: Pace = field(init=False)   # the query's measured pace: warm-up, anchors, every wait's scale
 
     def __post_init__(self) -> None:
@@ -157,17 +167,19 @@ class Case:
         spark = self.scenario.services.spark
         faults = {k: v for f in self.scenario.faults for k, v in registry.KINDS[f.kind].driver_conf.items()}
         faults.update(fault_conf(self.scenario.faults))
-        return {**spark.defaults(), **self.pipeline.spark.conf(), **sink_needs(self.spec.sink)[1], **faults,
-                **spark.conf, **self.changes.get("conf", {})}
+        source = sink_needs("delta")[1] if self.scenario.source.delta else {}   # Delta's session settings
+        return {**spark.defaults(), **self.pipeline.spark.conf(), **source, **sink_needs(self.spec.sink)[1],
+                **faults, **spark.conf, **self.changes.get("conf", {})}
 
     def driver_config(self, starting_offsets: str = "earliest") -> DriverConfig:
         sc, pl = self.scenario, self.pipeline
-        artifacts = sink_needs(self.spec.sink)[0]
+        artifacts = (*sink_needs(self.spec.sink)[0], *(("delta",) if self.scenario.source.delta else ()))
         jars = [*jvm.spark_connector_jars(), *(j for a in artifacts for j in jvm.spark_extra_jars(a))]
         return DriverConfig(starting_offsets=starting_offsets,
             app_name=f"harness-{self.name}", master=self.stack.spark_master or sc.services.spark.master,
             spark_conf=self.spark_conf(), progress=sc.measure.enabled,
-            jars=[str(p) for p in jars], source_options=pl.spark.source_options(),
+            jars=[str(p) for p in dict.fromkeys(jars)], source_options=pl.spark.source_options(),
+            source=sc.source.kind, delta_table=str(self.spark_table) if sc.source.delta else "",
             bootstrap_servers=self.stack.spark_bootstrap_servers, topic=self.topic,
             checkpoint=str(self.spark_checkpoint), pipeline=pl.kind, params=pl.params(),
             trigger=pl.trigger, trigger_ms=pl.trigger_ms, sink=self.spec.sink,
@@ -185,6 +197,38 @@ class Case:
         if self.storage is not None and self.checkpoint == self.files.checkpoint:
             return self.storage.mountpoint
         return self.checkpoint
+
+    @property
+    def source_table(self) -> Path:
+        """The Delta source's table, where the appender writes it and the harness reads it."""
+        from workloads.delta_source import TABLE
+
+        return self.dir / TABLE
+
+    @property
+    def spark_table(self) -> Path:
+        """The table as Spark reaches it: through its FUSE file system when a fault needs one."""
+        return self.source_fs.mountpoint if self.source_fs is not None else self.source_table
+
+    def start_appender(self) -> None:
+        """[source] kind = "delta": append the case's topic to its table, from version 0 on, and
+        mount the table's FUSE file system when a source fault acts through it."""
+        if not self.scenario.source.delta or self.appender is not None:
+            return
+        if source_fs(self.scenario.faults) and self.source_fs is None:
+            fs = FaultFS(self.dir / "source-faultfs", self.source_table, self.dir / "source-fs",
+                         self.registry)
+            self.source_fs = fs.start().wait_ready()
+        appender = DeltaAppender(self.dir / "delta-appender", self.stack.bootstrap_servers, self.topic,
+                                 self.source_table, self.scenario.source.commit_interval_s, self.registry)
+        self.appender = appender.start().wait_ready()
+
+    def stop_appender(self) -> None:
+        """Once the case's last driver has stopped."""
+        if self.appender is not None:
+            self.appender.stop()
+        if self.source_fs is not None:
+            self.source_fs.stop()
 
     def mount_storage(self) -> None:
         """Mount the FUSE file system over the checkpoint, for the storage faults."""

@@ -108,6 +108,8 @@ def preflight(scenario) -> None:
     environment.check_spark_version()
     jvm.spark_connector_jars()
     artifacts = {a for case in scenario.cases for a in sink_needs(case.sink)[0]}
+    if scenario.source.delta:
+        artifacts.add("delta")
     for artifact in sorted(artifacts):
         jvm.spark_extra_jars(artifact)
     if "delta" in artifacts:
@@ -173,5 +175,6 @@ def run_case(case: Case) -> CaseResult:
     kept.stop()
     if case.failure is not None:
         case.spark.stop()
+    case.stop_appender()
     case.unmount_storage()
     return case_result(case, schedule, used)

@@ -35,6 +35,7 @@ def start_driver(case: Case) -> None:
 
     generator.create_topic(case.stack.bootstrap_servers, case.topic, case.scenario.workload.partitions,
                            replication=case.stack.replication)
+    case.start_appender()   # a Delta source: the table the query reads, from its first version
     case.progress.step(f"case {case.name}: starting Spark driver ({case.scenario.services.spark.master})")
     case.phase = "starting the Spark driver"
     case.start_driver()

@@ -185,6 +185,11 @@ def clock_targets(faults: tuple[FaultSpec, ...]) -> frozenset[str]:
     return frozenset(c for f in faults for c in KINDS[f.kind].prepare(f).clocks)
 
 
+def source_fs(faults: tuple[FaultSpec, ...]) -> bool:
+    """Whether Spark reaches a Delta source's table through a FUSE file system (hide-commit)."""
+    return any(KINDS[f.kind].prepare(f).source_fs for f in faults)
+
+
 def storage_fs(faults: tuple[FaultSpec, ...]) -> bool:
     """Whether Spark reaches the case's checkpoint through the harness's FUSE file system."""
     return any(KINDS[f.kind].prepare(f).storage for f in faults)

@@ -20,6 +20,7 @@ from harness.errors import ScenarioError
 from harness.scenario.fault_specs import Context, parse_faults, parse_nemesis
 from harness.scenario.model import (
     GUARANTEES,
+    SOURCE_KINDS,
     STANDALONE,
     Case,
     KafkaConfig,
@@ -27,6 +28,7 @@ from harness.scenario.model import (
     PostgresConfig,
     Scenario,
     Services,
+    Source,
     SparkConfig,
 )
 from harness.scenario.pipeline import parse as parse_pipeline
@@ -39,7 +41,7 @@ from workloads.validate import Section, bad, parse_duration_ms, wrong_type
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")     # names become directory and table names
 _TOP_KEYS = ("name", "description", "imports", "fault_kinds", "drain_timeout", "services", "workload",
-             "pipeline", "cases", "matrix", "faults", "nemesis", "measure", "quick")
+             "pipeline", "cases", "matrix", "faults", "nemesis", "measure", "quick", "source")
 _CASE_KEYS = ("name", "guarantee", "sink", "sink_class", "pipeline", "faults", "checkpoint_fs")
 _SHIPPED = Path(__file__).parent / "scenarios"
 
@@ -90,8 +92,40 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     chaos = parse_nemesis(nemesis, ctx, workload.seed)
     faults = tuple(sorted(faults + chaos, key=_order))
     _real_time(pipeline, cases, workload, services)
+    source = _source(top.table("source", ("kind", "commit_interval")), pipeline, cases)
+    _source_faults(source, faults)
     return Scenario(**head, path=path, services=services, workload=workload, pipeline=pipeline,
-                    cases=cases, faults=faults, measure=measure, quick=quick)
+                    cases=cases, faults=faults, measure=measure, quick=quick, source=source)
+
+
+def _source(s: Section, pipeline, cases) -> Source:
+    """[source] kind = "kafka" (the default) or "delta", and a Delta table's commit_interval."""
+    kind = s.choice("kind", SOURCE_KINDS, "kafka")
+    if kind == "kafka":
+        if "commit_interval" in s:
+            raise bad(s.field("commit_interval"), s.raw("commit_interval"),
+                      "is a Delta source's key, and this scenario reads Kafka",
+                      'add kind = "delta", or drop it')
+        return Source()
+    interval_s = s.duration_ms("commit_interval", "1s", gt=0) / 1000
+    for i, case in enumerate(cases):
+        if (case.pipeline or pipeline).trigger == "real-time":
+            raise bad(f"cases[{i}].pipeline.trigger", "real-time",
+                      "Spark's real-time mode reads Kafka only, not a Delta table",
+                      'use a processing-time trigger, or [source] kind = "kafka"')
+    return Source(kind, interval_s)
+
+
+def _source_faults(source: Source, faults) -> None:
+    """A source fault needs its source: hide-commit and delete-source-files a Delta table, the
+    Kafka faults the topic the query reads (kafka-retention's records would not be the query's)."""
+    from faults.registry import KINDS
+
+    for i, spec in enumerate(faults):
+        needs = KINDS[spec.kind].source
+        if needs and needs != source.kind:
+            raise bad(f"faults[{i}].kind", spec.kind, f"acts on a {needs} source, and this scenario's query "
+                      f"reads {source.kind}", f'write [source] kind = "{needs}", or drop the fault')
 
 
 def _order(spec) -> tuple:

@@ -192,6 +192,23 @@ class Measure:
         return replace(workload, rate=shapes.WarmUp(workload.rate, self.warmup_s, self.warmup_eps))
 
 
+SOURCE_KINDS = ("kafka", "delta")
+
+
+@dataclass(frozen=True)
+class Source:
+    """[source]: what the query reads. `kafka` (the default): the case's topic. `delta`: a
+    Delta table the harness appends the topic's records to, a commit every `commit_interval_s`
+    (workloads/delta_source.py); the generator, ground truth and the lag are Kafka's as ever."""
+
+    kind: str = "kafka"
+    commit_interval_s: float = 1.0
+
+    @property
+    def delta(self) -> bool:
+        return self.kind == "delta"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Scenario:
     """A validated scenario file."""
@@ -209,6 +226,7 @@ class Scenario:
     drain_timeout_s: float = 120.0
     measure: Measure = field(default_factory=Measure)
     quick: bool = False             # loaded with --quick: its [quick] overrides applied
+    source: Source = field(default_factory=Source)
 
     def to_dict(self) -> dict:
         """The validated values as plain JSON types."""
@@ -236,6 +254,8 @@ class Scenario:
             if case not in cases:
                 cases.append(case)
         values["cases"] = cases
+        if values.get("source") == _plain(Source()):
+            values.pop("source")   # added later: at its default, the fingerprint is as before
         text = json.dumps(values, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 

@@ -36,6 +36,7 @@ class DriverConfig:
     # Spark's own ceiling of the query (harness/run/ceiling.py)
     source: str = "kafka"
     rows_per_batch: int = 0
+    delta_table: str = ""          # source "delta": the table the harness appends the topic to
     # files the driver writes and watches, in the case directory (the harness names them:
     # harness/results/rundir.py CaseDir)
     status_path: str = ""

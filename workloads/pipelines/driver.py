@@ -29,7 +29,7 @@ from workloads.pipelines import control
 from workloads.pipelines.config import DriverConfig
 from workloads.pipelines.control import CommitGate
 from workloads.pipelines.executors import ExecutorWatch
-from workloads.pipelines.source import parse_events, rate_events, read_kafka
+from workloads.pipelines.source import parse_events, rate_events, read_delta, read_kafka
 from workloads.pipelines.taskfault import JOB, SPARK_SINK, with_task_faults
 from workloads.sinks import sink_target
 
@@ -106,7 +106,8 @@ def _session(config: DriverConfig):
     _write_conf(spark, Path(config.conf_path))
     if config.progress:
         clock = Path(config.clock_file) if config.clock_file else None
-        spark.streams.addListener(_progress_listener(Path(config.progress_path), clock))
+        delta = (config.topic, Path(config.delta_table)) if config.source == "delta" else None
+        spark.streams.addListener(_progress_listener(Path(config.progress_path), clock, delta))
     return spark
 
 
@@ -142,11 +143,12 @@ def _jvm_clock(config: DriverConfig):
                 os.environ[k] = v
 
 
-def _progress_listener(path: Path, clock_file: Path | None = None):
+def _progress_listener(path: Path, clock_file: Path | None = None, delta: tuple[str, Path] | None = None):
     """A listener that appends each progress's JSON to `path`; with `clock_file` (a clock
     fault's on the driver JVM), each record also carries `clock_offset_ms`, the offset of the
     JVM's clock when it was written, from which the harness puts the batch's times back on
-    the real clock (progress_log.end_ms).
+    the real clock (progress_log.end_ms). With `delta` (the topic, the source table), each
+    Delta source offset is also given as the topic's (workloads/delta_source.py).
 
     PySpark's own listener turns every event into Python objects first, field by field, a py4j
     round trip each (some 60 for one stateful query's progress), on the driver the query
@@ -161,6 +163,12 @@ def _progress_listener(path: Path, clock_file: Path | None = None):
 
         def onQueryProgress(self, jevent):
             line = jevent.progress().json().replace("\n", " ")
+            if delta is not None:
+                from workloads import delta_source
+
+                topic, table = delta
+                line = json.dumps(delta_source.translate_progress(json.loads(line), topic,
+                                                                  delta_source.manifest_path(table)))
             if clock_file is not None:
                 from workloads import clock
 
@@ -205,6 +213,9 @@ def _progress_listener(path: Path, clock_file: Path | None = None):
 def _start_query(spark, config: DriverConfig, sink):
     if config.source == "rate":
         events = rate_events(spark, config.rows_per_batch, nexmark=config.pipeline == "nexmark")
+    elif config.source == "delta":
+        options = {"startingOffsets": config.starting_offsets, **config.source_options}
+        events = parse_events(read_delta(spark, config.delta_table, options))
     else:
         options = {"startingOffsets": config.starting_offsets, **config.source_options}
         events = parse_events(read_kafka(spark, config.bootstrap_servers, config.topic, options))

@@ -18,6 +18,19 @@ def read_kafka(spark, bootstrap_servers: str, topic: str, options: dict[str, str
     return reader.load()
 
 
+def read_delta(spark, table: str, options: dict[str, str] | None = None):
+    """The Delta table the harness appends the topic's records to (workloads/delta_source.py),
+    as a stream in the Kafka source's columns; `startingOffsets = latest` becomes Delta's
+    `startingVersion = latest`, and Kafka-only options are left out."""
+    options = dict(options or {})
+    reader = spark.readStream.format("delta")
+    if options.pop("startingOffsets", "earliest") == "latest":
+        reader = reader.option("startingVersion", "latest")
+    if "failOnDataLoss" in options:
+        reader = reader.option("failOnDataLoss", options["failOnDataLoss"])
+    return reader.load(table)
+
+
 def parse_events(kafka_df):
     """Kafka records -> the events: every wire field, `event_time` as a timestamp, and Kafka's
     `partition`, `offset` and `kafka_timestamp` (the broker's append time)."""
