@@ -166,6 +166,47 @@ class TestStateAndUnsyncedFaults:
         assert_nothing_left(run_dir)
 
 
+class TestDeltaSource:
+    """[source] kind = "delta" end to end: the query reads a Delta table the harness appends the
+    topic to, without faults and under hide-commit, restart-with an AvailableNow trigger and
+    delete-source-files."""
+
+    def test_a_delta_source_is_exact_and_its_offsets_are_the_topic_s(self, tmp_path):
+        """tests/scenarios/delta_source.toml: exactly-once into PostgreSQL, every record once, and
+        the progress records carry the topic's offsets beside Delta's (run 21f5)."""
+        run_dir = tmp_path / "run"
+        proc = run_cli("run", str(REPO / "tests" / "scenarios" / "delta_source.toml"), "--out", str(run_dir))
+        (case,) = _summary(run_dir)["cases"]
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert case["verdict"]["holds"] and case["events"]["delivered"] == case["events"]["produced"], case
+        last = json.loads((run_dir / "cases" / "eo" / "progress.jsonl").read_text().splitlines()[-1])
+        (source,) = last["sources"]
+        assert "deltaEndOffset" in source and sum(source["endOffset"][case["topic"]].values()) > 0, source
+        assert_nothing_left(run_dir)
+
+    def test_its_faults_land_and_exactly_once_holds(self, tmp_path):
+        """tests/scenarios/delta_faults.toml (run e343): the gap in the log's listing is refused by
+        Delta and read once it is whole, the AvailableNow restart reads on where the stream
+        stopped, the deleted files' records are deleted_before_read; 0 lost, 0 duplicated."""
+        from harness.services.faultfs import fuse_problem
+
+        if fuse_problem() is not None:
+            pytest.skip(f"FUSE cannot mount here: {fuse_problem()}")
+        run_dir = tmp_path / "run"
+        proc = run_cli("run", str(REPO / "tests" / "scenarios" / "delta_faults.toml"), "--out", str(run_dir))
+        (case,) = _summary(run_dir)["cases"]
+        assert proc.returncode == 0, (case["faults"], proc.stdout[-3000:])
+        by_kind = {f["kind"]: f for f in case["faults"]}
+        for f in case["faults"]:
+            assert f["observed"] and f["landed"] is not False, f
+        assert by_kind["hide-commit"]["listings"] > 0 and by_kind["hide-commit"]["newest_meanwhile"] > \
+            by_kind["hide-commit"]["version"], by_kind["hide-commit"]
+        deleted = sum(d["to"] - d["from"] for d in by_kind["delete-source-files"]["deleted"])
+        assert case["events"]["deleted_before_read"] == deleted > 0, case["events"]
+        assert case["verdict"]["holds"], case["verdict"]
+        assert_nothing_left(run_dir)
+
+
 def test_records_skipped_after_retention_are_counted_and_nothing_is_read_twice(tmp_path):
     """tests/scenarios/retention_skip.toml: kafka-retention deletes records the query has not
     read, twice, under failOnDataLoss = false and exactly-once into PostgreSQL. SPARK-25214's

@@ -217,6 +217,8 @@ class RestartWith(DriverRestart):
     def _inject(self) -> None:
         self.changes = {k: dict(v) for k, v in (("conf", self.spec.get("conf", {})),
                                                  ("pipeline", self.spec.get("pipeline", {}))) if v}
+        if self.spec.get("trigger"):   # a job run on another trigger: an AvailableNow job, say
+            self.changes.setdefault("pipeline", {})["trigger"] = self.spec.get("trigger")
         self._kill()
 
     def observe(self) -> Observation:
@@ -237,14 +239,19 @@ class RestartWith(DriverRestart):
 _CHANGEABLE = ("shuffle_partitions", "state_store", "max_offsets_per_trigger", "build")
 
 
+TRIGGERS = ("available-now", "real-time")
+
+
 def _changes(values: dict, s) -> None:
     """restart-with changes something, and each change is one the harness can apply."""
     extra = values["extra"]
-    conf, keys = extra.get("conf", {}), extra.get("pipeline", {})
-    if not conf and not keys:
-        raise SpecError(f"{s.path} changes nothing: restart-with needs conf or pipeline",
-                        'add e.g. conf = { "spark.sql.shuffle.partitions" = "4" } or '
-                        'pipeline = { state_store = "rocksdb" }')
+    conf, keys, trigger = extra.get("conf", {}), extra.get("pipeline", {}), extra.get("trigger")
+    if not conf and not keys and not trigger:
+        raise SpecError(f"{s.path} changes nothing: restart-with needs conf, pipeline or trigger",
+                        'add e.g. conf = { "spark.sql.shuffle.partitions" = "4" }, '
+                        'pipeline = { state_store = "rocksdb" } or trigger = "available-now"')
+    if trigger is not None and trigger not in TRIGGERS:
+        s.duration_ms("trigger", gt=0)   # a processing-time interval, or the error naming the key
     for key, value in conf.items():
         if not isinstance(value, str):
             raise bad(f'{s.field("conf")}."{key}"', value, "expected a string",
@@ -416,14 +423,17 @@ REPLAY_BATCH_FAULT = FaultKind(
 RESTART_WITH_FAULT = FaultKind(
     "restart-with", RestartWith,
     about="kill the driver and start it again on the same checkpoint after `downtime` with changed settings: "
-          "`conf` (Spark settings) and `pipeline` (`shuffle_partitions`, `state_store`, "
-          "`max_offsets_per_trigger`, `build`); records whether Spark accepted the change, ignored it (it "
-          "keeps a checkpoint's shuffle partitions) or refused it",
+          "`conf` (Spark settings), `pipeline` (`shuffle_partitions`, `state_store`, "
+          "`max_offsets_per_trigger`, `build`) and `trigger`; records whether Spark accepted the change, "
+          "ignored it (it keeps a checkpoint's shuffle partitions) or refused it",
     models="a deploy of a new version of the job on the old checkpoint",
     keys=(DOWNTIME, Key("conf", "table", "Spark settings for the new driver, as strings", default={},
                         sample={"spark.sql.shuffle.partitions": "4"}),
           Key("pipeline", "table", "pipeline keys for the new driver", default={},
-              sample={"shuffle_partitions": 4})),
+              sample={"shuffle_partitions": 4}),
+          Key("trigger", "text", "the new driver's trigger: `available-now` (a job that reads what is "
+              "there, pauses `trigger_interval`, and runs again), `real-time`, or a processing-time "
+              "interval (`\"2s\"`)", default=None, sample="available-now")),
     targets=("driver",), default_target="driver", restarts=True, kills_driver=True,
     recovery_keys=_DRIVER_RECOVERY, check=_changes, drawable=False,
     why_not_drawable="what a deploy changes is the scenario's choice; declare restart-with in [[faults]]")

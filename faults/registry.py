@@ -20,6 +20,7 @@ from faults import (
     network,
     process,
     sink,
+    source,
     storage,
     tasks,
     unsynced,
@@ -48,6 +49,8 @@ KINDS: dict[str, FaultKind] = register(
     storage.DISK_FULL_FAULT,
     storage.IO_ERROR_FAULT,
     unsynced.LOSE_UNSYNCED_FAULT,
+    source.HIDE_COMMIT_FAULT,
+    source.DELETE_SOURCE_FILES_FAULT,
 )
 
 

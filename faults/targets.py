@@ -104,6 +104,9 @@ class Targets:
     driver_clock: Path | None = None       # the driver JVM's clock file, when it runs on one
     storage_control: Path | None = None    # the case's FUSE file system's control and record files
     storage_stats: Path | None = None
+    source_table: Path | None = None       # a Delta source's table, as the appender writes it
+    source_control: Path | None = None     # ... and its FUSE file system's control and record files
+    source_stats: Path | None = None
 
     def rng(self, salt: str) -> random.Random:
         """A generator seeded by the scenario's seed and `salt`: the same plan every run."""

@@ -41,7 +41,9 @@ def _toml(value) -> str:
 def _scenario(tmp_path, table: dict):
     body = "\n".join(f"{k} = {_toml(v)}" for k, v in table.items())
     path = tmp_path / "s.toml"
-    path.write_text(LONG + "\n[[faults]]\n" + body + "\n")
+    source = KINDS[table["kind"]].source   # a fault on a Delta source needs one
+    head = LONG + (f'\n[source]\nkind = "{source}"\n' if source else "")
+    path.write_text(head + "\n[[faults]]\n" + body + "\n")
     return path
 
 
@@ -108,8 +110,9 @@ def test_the_docs_table_is_the_registry_s():
 
 
 # every_fault.toml's siblings, each with the preconditions its kinds need: 3 brokers and a
-# standalone cluster; a stateful query on RocksDB and the FUSE file system
-SIBLINGS = ("every_fault.toml", "clusters.toml", "storage_faults.toml", "state_faults.toml", "unsynced.toml")
+# standalone cluster; a stateful query on RocksDB and the FUSE file system; a Delta source
+SIBLINGS = ("every_fault.toml", "clusters.toml", "storage_faults.toml", "state_faults.toml", "unsynced.toml",
+            "delta_faults.toml")
 
 
 def test_every_kind_has_an_end_to_end_run(monkeypatch):

@@ -560,3 +560,46 @@ class TestStateStoreAndUnsyncedFaults:
         assert "faults[0].mode" in err.problem, err.problem
         err = _error(self._with(tmp_path, 'kind = "lose-unsynced"\nat = "1s"\ntarget = "broker"\n'))
         assert "faults[0].target" in err.problem, err.problem
+
+
+class TestSource:
+    """[source]: kind = "kafka" (the default) or "delta", and the faults that need one."""
+
+    def _with(self, tmp_path, source: str = "", fault: str = "") -> Path:
+        text = GOOD.replace('duration = "1s"', 'duration = "90s"', 1) + source
+        return _write(tmp_path, text + (("\n[[faults]]\n" + fault) if fault else ""))
+
+    def test_the_default_reads_kafka_and_keeps_the_fingerprint(self, tmp_path):
+        plain = load(self._with(tmp_path))
+        assert plain.source.kind == "kafka"
+        said = load(self._with(tmp_path, '\n[source]\nkind = "kafka"\n'))
+        assert said.fingerprint() == plain.fingerprint()
+        delta = load(self._with(tmp_path, '\n[source]\nkind = "delta"\ncommit_interval = "500ms"\n'))
+        assert (delta.source.kind, delta.source.commit_interval_s) == ("delta", 0.5)
+        assert delta.fingerprint() != plain.fingerprint()
+
+    def test_mistakes_are_named(self, tmp_path):
+        assert "source.kind" in _error(self._with(tmp_path, '\n[source]\nkind = "kinesis"\n')).problem
+        err = _error(self._with(tmp_path, '\n[source]\ncommit_interval = "1s"\n'))
+        assert "source.commit_interval" in err.problem and 'kind = "delta"' in err.fix, err
+        assert "source.colour" in _error(self._with(tmp_path, '\n[source]\ncolour = "red"\n')).problem
+
+    def test_a_source_fault_needs_its_source(self, tmp_path, monkeypatch):
+        from harness.services import faultfs
+
+        monkeypatch.setattr(faultfs, "fuse_problem", lambda: None)
+        err = _error(self._with(tmp_path, fault='kind = "hide-commit"\nat = "1s"\nduration = "2s"\n'))
+        assert "faults[0].kind" in err.problem and "delta" in err.problem, err.problem
+        err = _error(self._with(tmp_path, '\n[source]\nkind = "delta"\n',
+                                'kind = "kafka-retention"\nat = "1s"\n'))
+        assert "faults[0].kind" in err.problem and "kafka" in err.problem, err.problem
+        ok = load(self._with(tmp_path, '\n[source]\nkind = "delta"\n',
+                             'kind = "delete-source-files"\nat = "1s"\nrecords = 50\n'))
+        assert ok.faults[0].get("records") == 50
+
+    def test_restart_with_takes_a_trigger(self, tmp_path):
+        sc = load(self._with(tmp_path, fault='kind = "restart-with"\nat = "1s"\ntrigger = "available-now"\n'))
+        assert sc.faults[0].get("trigger") == "available-now"
+        load(self._with(tmp_path, fault='kind = "restart-with"\nat = "1s"\ntrigger = "2s"\n'))
+        err = _error(self._with(tmp_path, fault='kind = "restart-with"\nat = "1s"\ntrigger = "soon"\n'))
+        assert "faults[0].trigger" in err.problem, err.problem

@@ -70,6 +70,7 @@ PROBES = {
     "workload.payload": lambda raw: _setdefault(raw, "workload", "payload"),
     "workload.duplicates": lambda raw: _setdefault(raw, "workload", "duplicates"),
     "pipeline": lambda raw: raw["pipeline"],
+    "source": lambda raw: _setdefault(raw, "source"),
     "cases": lambda raw: raw["cases"][0],
     "matrix": lambda raw: _setdefault(raw, "matrix"),
     "faults": lambda raw: _fault(raw),

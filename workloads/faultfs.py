@@ -10,6 +10,8 @@ use MOUNTPOINT. CONTROL is a JSON file the fault rewrites, read again when it ch
     {"mode": "none"}                                       everything passes
     {"mode": "enospc", "match": "^/state/"}             ENOSPC on what needs space (a full disk)
     {"mode": "eio", "ops": "write", "match": "..."}     EIO on reads, writes or both
+    {"mode": "hide", "match": "^/_delta_log/0...7.json$"}   listings leave out what matches
+                                                        (the file itself is still there)
 
 `match` is a regular expression searched in the path under the mount ("/commits/3",
 "/state/0/1/2.delta"); absent, every path. STATS is a JSON file of what was failed, by
@@ -287,6 +289,15 @@ class Control:
         self.mode, self.ops = raw.get("mode", "none"), raw.get("ops", "both")
         self.match = re.compile(raw["match"]) if raw.get("match") else None
 
+    def hidden(self, path: str) -> bool:
+        """Whether a listing leaves `path` out now (mode hide); counted when it does."""
+        with self.lock:
+            self._reload()
+            if self.mode != "hide" or self.match is None or not self.match.search(path):
+                return False
+            self._count("readdir", 0, path)
+            return True
+
     def error(self, op: str, path: str) -> int | None:
         """The errno `op` on `path` fails with now, or None."""
         with self.lock:
@@ -305,7 +316,7 @@ class Control:
             return code
 
     def _count(self, op: str, code: int, path: str) -> None:
-        key = f"{op}:{errno.errorcode[code]}"
+        key = f"{op}:{errno.errorcode[code]}" if code else f"{op}:hidden"
         entry = self.failed.setdefault(key, {"count": 0, "first_path": path, "first_at": time.time()})
         entry["count"] += 1
         entry["last_path"], entry["last_at"] = path, time.time()
@@ -361,7 +372,8 @@ def operations(backing: Path, control: Control, hold: Hold | None = None, unsync
         @oserror
         def readdir(self, path, fh):
             check("readdir", path)
-            return [".", "..", *os.listdir(real(path))]
+            base = path.rstrip("/")
+            return [".", "..", *(n for n in os.listdir(real(path)) if not control.hidden(f"{base}/{n}"))]
 
         @oserror
         def readlink(self, path):

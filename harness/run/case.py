@@ -107,7 +107,17 @@ class Case:
             return pl
         tunable = ("state_store", "shuffle_partitions", "max_offsets_per_trigger")
         settings = {k: keys[k] for k in tunable if k in keys}
-        return replace(pl, spark=replace(pl.spark, **settings), build=keys.get("build", pl.build))
+        pl = replace(pl, spark=replace(pl.spark, **settings), build=keys.get("build", pl.build))
+        trigger = keys.get("trigger")
+        if trigger is None or trigger == pl.trigger:
+            return pl
+        if trigger in ("available-now", "real-time"):   # its interval: the pipeline's, or the default
+            from harness.scenario.pipeline import default_interval_ms
+
+            return replace(pl, trigger=trigger, trigger_ms=default_interval_ms(trigger))
+        from workloads.validate import parse_duration_ms
+
+        return replace(pl, trigger="processing-time", trigger_ms=parse_duration_ms(trigger, "trigger"))
 
     @property
     def suffix(self) -> str:
@@ -211,14 +221,9 @@ class Case:
         return self.source_fs.mountpoint if self.source_fs is not None else self.source_table
 
     def start_appender(self) -> None:
-        """[source] kind = "delta": append the case's topic to its table, from version 0 on, and
-        mount the table's FUSE file system when a source fault acts through it."""
+        """[source] kind = "delta": append the case's topic to its table, from version 0 on."""
         if not self.scenario.source.delta or self.appender is not None:
             return
-        if source_fs(self.scenario.faults) and self.source_fs is None:
-            fs = FaultFS(self.dir / "source-faultfs", self.source_table, self.dir / "source-fs",
-                         self.registry)
-            self.source_fs = fs.start().wait_ready()
         appender = DeltaAppender(self.dir / "delta-appender", self.stack.bootstrap_servers, self.topic,
                                  self.source_table, self.scenario.source.commit_interval_s, self.registry)
         self.appender = appender.start().wait_ready()
@@ -227,8 +232,6 @@ class Case:
         """Once the case's last driver has stopped."""
         if self.appender is not None:
             self.appender.stop()
-        if self.source_fs is not None:
-            self.source_fs.stop()
 
     def mount_storage(self) -> None:
         """Mount the FUSE file system over the checkpoint, for the storage faults."""
@@ -236,11 +239,18 @@ class Case:
             fs = FaultFS(self.dir / "faultfs", self.files.checkpoint, self.dir / "checkpoint-fs",
                          self.registry, writeback_s=writeback_s(self.scenario.faults))
             self.storage = fs.start().wait_ready()
+        if self.scenario.source.delta and source_fs(self.scenario.faults) and self.source_fs is None:
+            # a Delta source's table, for hide-commit's listings
+            table = FaultFS(self.dir / "source-faultfs", self.source_table, self.dir / "source-fs",
+                            self.registry)
+            self.source_fs = table.start().wait_ready()
 
     def unmount_storage(self) -> None:
         """Unmount it once the case's last driver has stopped."""
         if self.storage is not None:
             self.storage.stop()
+        if self.source_fs is not None:
+            self.source_fs.stop()
 
     def start_driver(self) -> SparkDriver:
         """Start the case's first driver, on its checkpoint, reading from the earliest offsets."""
@@ -314,7 +324,10 @@ class Case:
             query_paused=self.query_paused,
             driver_clock=self.files.driver_clock if "driver" in clock_targets(self.scenario.faults) else None,
             storage_control=self.storage.control if self.storage else None,
-            storage_stats=self.storage.stats if self.storage else None)
+            storage_stats=self.storage.stats if self.storage else None,
+            source_table=self.source_table if self.scenario.source.delta else None,
+            source_control=self.source_fs.control if self.source_fs else None,
+            source_stats=self.source_fs.stats if self.source_fs else None)
 
     def query_paused(self) -> bool:
         """Whether the query cannot run a batch now: its driver dead, or a new one starting."""

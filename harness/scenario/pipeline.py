@@ -109,6 +109,13 @@ _INTERVAL = {"processing-time": "1s", "available-now": "1s", "real-time": "5s"}
 REAL_TIME_MIN_MS = 5000
 
 
+def default_interval_ms(trigger: str) -> int:
+    """trigger_interval's default for an available-now or real-time trigger."""
+    from workloads.validate import parse_duration_ms
+
+    return parse_duration_ms(_INTERVAL[trigger], "trigger_interval")
+
+
 def _trigger(s: Section) -> tuple[str, int]:
     """`trigger`: a duration (processing time), "available-now" or "real-time"; with the last
     two, `trigger_interval` (the pause between runs, or the real-time batch duration)."""

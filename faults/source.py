@@ -1,0 +1,229 @@
+"""Faults on a Delta source (`[source] kind = "delta"`, workloads/delta_source.py): a commit
+file missing from the log's listings for a span, and the data files of versions the query has
+not read deleted (a vacuum, a retention job).
+
+hide-commit: the table is on a FUSE file system of its own (workloads/faultfs.py) for the case;
+for `duration`, every listing of `_delta_log` leaves out the newest commit file there was when
+the fault came, version N, while the appender goes on committing N+1, N+2: a listing with a gap,
+as an object store's eventually consistent listing gives (delta-io/delta PR 6314). The file is
+still there for whoever opens it by name. Delta's source with `failOnDataLoss` (its default)
+fails on a gap; without it, it may skip version N, and the checker counts N's rows lost. A query
+that fails gets a new driver once the listings are whole again, as a job's retry would.
+
+delete-source-files: the commit gate holds the next batch before anything runs its plan (its
+offsets, and so its versions, are logged and its files not yet read); the data files of the
+oldest versions it is to read are deleted until `records` records are gone; the batch goes on.
+Spark fails the query on a missing file (outcome refused) unless `spark.sql.files.
+ignoreMissingFiles` is set, and then the checker counts the rows as deleted_before_read.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from faults.base import Details, Fault, Missed, Observation
+from faults.driver import sentence
+from faults.kafka import Deleted
+from faults.kinds import DURATION, FaultKind, Key, Preparation
+from faults.storage import RetriedQuery, _failed, _write
+from faults.targets import RefusedTarget
+from workloads import delta_source
+from workloads.pipelines.control import PAUSE_BATCH, held_batches, request, withdraw
+from workloads.wait import WaitTimeout
+
+
+def _table(fault: Fault) -> Path:
+    table = fault.targets.source_table
+    if table is None:
+        raise RefusedTarget("the case's query does not read a Delta table ([source] kind = \"delta\")")
+    return table
+
+
+def _versions(table: Path) -> list[int]:
+    log = table / delta_source.LOG
+    return sorted(int(p.name[:20]) for p in log.glob("*.json") if p.name[:20].isdigit())
+
+
+@dataclass
+class HiddenCommit(Details):
+    """The version the listings left out, how many listings did, and the newest version there
+    was meanwhile (a later one: the listing had a gap)."""
+
+    version: int = -1
+    listings: int = 0
+    newest_meanwhile: int = -1
+    query_failed: str = ""
+
+
+class HideCommit(RetriedQuery):
+    version = -1
+    before = 0
+    newest = -1
+
+    def _inject(self) -> None:
+        table, control, stats = _table(self), self.targets.source_control, self.targets.source_stats
+        if control is None or stats is None:
+            raise RefusedTarget("the source table is not on the harness's FUSE file system")
+        versions = _versions(table)
+        if not versions:
+            raise RefusedTarget("the source table has no commit yet")
+        self.version = versions[-1]
+        self.before = _failed(stats).get("readdir:hidden", {}).get("count", 0)
+        self._watch()
+        name = rf"^/{delta_source.LOG}/{self.version:020d}\.json$"
+        _write(control, {"mode": "hide", "match": name})
+        self.target = (f"{delta_source.LOG}/{self.version:020d}.json of the source table "
+                       f"(version {self.version})")
+
+    def _heal(self) -> None:
+        control = self.targets.source_control
+        self.newest = _versions(_table(self))[-1]
+        if control is not None:
+            _write(control, {"mode": "none"})
+        super()._heal()
+
+    def observe(self) -> Observation:
+        time.sleep(0.3)   # the file system writes its record at most every 0.2 s
+        stats = self.targets.source_stats
+        listings = (_failed(stats).get("readdir:hidden", {}).get("count", 0) if stats else 0) - self.before
+        details = HiddenCommit(self.version, listings, self.newest, self.died or "")
+        if listings <= 0:
+            self.targets.expect_down(False)
+            raise Missed(f"no listing of the table's log came while version {self.version} was hidden "
+                         f"({self.spec.duration_s:g} s)")
+        gap = self.newest > self.version
+        seen = (f"{listings} listing(s) of the log left out version {self.version}"
+                + (f" while versions up to {self.newest} were listed" if gap else
+                   " (no later version came meanwhile: no gap)"))
+        observation = self._outcome(seen, details)
+        observation.landed = gap
+        observation.proof = (f"version {self.version}'s commit file was missing from {listings} listing(s) "
+                             f"that showed version {self.newest}" if gap else
+                             f"no version after {self.version} was committed while it was hidden")
+        return observation
+
+
+@dataclass
+class DeletedFiles(Deleted):
+    """The data files delete-source-files deleted, by version, and the topic's records in them
+    ([{"partition", "from", "to"}], which the checker takes out of ground truth when unread)."""
+
+    files: list = field(default_factory=list)
+    versions: list = field(default_factory=list)
+
+
+def _read_through(checkpoint: Path, batch: int, case_dir: Path) -> int:
+    """The last version of the table batch `batch` of the checkpoint read to its end (-1: none;
+    no batch before: version 0, the empty one)."""
+    path = Path(checkpoint) / "offsets" / str(batch)
+    if batch < 0 or not path.exists():
+        return 0
+    for line in path.read_text().splitlines()[2:]:
+        try:
+            offset = json.loads(line)
+        except ValueError:
+            continue
+        if delta_source.is_delta_offset(offset):
+            if offset.get("isInitialSnapshot", offset.get("isStartingVersion", False)):
+                whole = int(offset["index"]) >= delta_source.END_INDEX
+                return int(offset["reservoirVersion"]) if whole else 0
+            return int(offset["reservoirVersion"]) - (1 if int(offset.get("index", -1)) < 0 else 0)
+    return 0
+
+
+class DeleteSourceFiles(Fault):
+    deleted: DeletedFiles | None = None
+    batch = -1
+
+    def _inject(self) -> None:
+        table, control = _table(self), self.targets.control_dir
+        records = int(self.spec.get("records", 100))
+        seen = len(held_batches(control))
+        request(control, PAUSE_BATCH)
+        try:
+            self.targets.wait(lambda: len(held_batches(control)) > seen, "batch",
+                              "no batch with rows reached foreachBatch")
+            self.batch = batch = held_batches(control)[-1]["batch_id"]
+            checkpoint = Path(self.targets.checkpoint())
+            done = _read_through(checkpoint, batch - 1, checkpoint.parent)
+            manifest = delta_source.Manifest(delta_source.manifest_path(table))
+            unread = [v for v in sorted(manifest.files) if v > done and manifest.files[v]]
+            gone: list[int] = []
+            for v in unread:
+                if sum(manifest.records[g] for g in gone) >= records:
+                    break
+                (table / manifest.files[v]).unlink(missing_ok=True)
+                gone.append(v)
+        finally:
+            withdraw(control, PAUSE_BATCH)
+        if not gone:
+            raise Missed(f"batch {batch} had no version of the table left to read after version {done}")
+        ranges = []
+        for v in gone:
+            before, after = manifest.through(v - 1), manifest.through(v)
+            ranges += [{"partition": p, "from": before.get(p, 0), "to": o} for p, o in sorted(after.items())
+                       if o > before.get(p, 0)]
+        self.deleted = DeletedFiles(deleted=ranges, files=[manifest.files[v] for v in gone], versions=gone)
+        self.target = f"the source table's files of versions {gone[0]}-{gone[-1]} (batch {batch})"
+
+    def observe(self) -> Observation:
+        details = self.deleted or DeletedFiles()
+        count = sum(d["to"] - d["from"] for d in details.deleted)
+        versions = details.versions
+
+        def outcome():
+            driver = self.targets.driver()
+            if not driver.running:
+                return "refused", sentence(driver.status().get("error") or driver.how_it_ended())
+            if (Path(self.targets.checkpoint()) / "commits" / str(self.batch)).exists():
+                return "accepted", "Spark read on without them (spark.sql.files.ignoreMissingFiles)"
+            return None
+
+        seen = (f"{count:,} records in {len(details.files)} file(s) of versions {versions[0]}-{versions[-1]} "
+                f"the query had not read were deleted")
+        try:
+            kind, why = self.targets.wait(outcome, "batch", f"{seen}, but the query neither failed nor read "
+                                                            "past them", 0.5)
+        except WaitTimeout as exc:
+            return Observation(False, str(exc), details=details)
+        return Observation(True, f"{seen}; {why if kind == 'accepted' else 'Spark failed the query: ' + why}",
+                           {"records_deleted": count}, landed=True,
+                           proof=f"every deleted version was after what batch {self.batch - 1} had read, and "
+                                 f"batch {self.batch} was held before it read any",
+                           outcome=kind, outcome_detail=why, details=details)
+
+
+_SOURCE_ONLY = ("it acts on a Delta source only, which a scenario chooses ([source] kind = \"delta\"); "
+                "declare it in [[faults]]")
+
+
+def _mounted(spec) -> Preparation:
+    return Preparation(source_fs=True)
+
+
+HIDE_COMMIT_FAULT = FaultKind(
+    "hide-commit", HideCommit,
+    about="for `duration`, every listing of the Delta source's `_delta_log` leaves out the newest commit "
+          "file there was when the fault came, while later versions are committed and listed (the file is "
+          "still there by name); the listings that left it out must be counted. A query that fails on the "
+          "gap gets a new driver once the listings are whole",
+    models="an object store's eventually consistent listing that misses one commit (delta-io/delta PR 6314)",
+    keys=(DURATION,), targets=("table",), default_target="table", restarts=True, may_end_query=True,
+    source="delta", requires=lambda spec: ("fuse",), details=HiddenCommit, prepare=_mounted,
+    drawable=False, why_not_drawable=_SOURCE_ONLY)
+
+DELETE_SOURCE_FILES_FAULT = FaultKind(
+    "delete-source-files", DeleteSourceFiles,
+    about="delete the data files of the oldest versions of the Delta source the query has not read, until "
+          "`records` records are gone (the commit gate holds the next batch meanwhile, its versions planned, "
+          "its files unread); Spark fails the query (outcome `refused`) unless "
+          "`spark.sql.files.ignoreMissingFiles` is set, and then the checker counts them as "
+          "`deleted_before_read`",
+    models="a VACUUM or a retention job deleting files a lagging stream has not read",
+    keys=(Key("records", "integer", "at least how many records to delete, a version's file at a time",
+              default=100, ge=1),),
+    targets=("table",), default_target="table", needs_commit_gate=True, source="delta",
+    recovery_keys=("records_deleted",), details=DeletedFiles, drawable=False, why_not_drawable=_SOURCE_ONLY)
