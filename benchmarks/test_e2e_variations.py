@@ -117,6 +117,30 @@ class TestEveryFaultInFull:
         assert_nothing_left(run_dir)
 
 
+class TestFailTaskInTheSink:
+    def test_a_sink_that_writes_per_partition_duplicates_and_is_caught(self, tmp_path):
+        """(Moved from tox -e test, for its ten minutes; fail-task itself runs there in
+        every_fault.toml --quick and storage_faults.toml.) fail_task_sink.toml: the sink writes
+        each partition from its tasks, a row at a time, and checks the batch id on the driver
+        only. fail-task fails a task after the sink's own code took half of its rows (they were
+        written), Spark retries the task, and the retry writes them again: the verdict fails
+        with duplicates, and the fault's proof says the sink's own code took the rows. (The
+        stage before the sink failed its tasks before the sink's buffered reader had seen a
+        row: the bug never showed, and the fault said it had.)"""
+        run_dir = tmp_path / "run"
+        scenario = REPO / "tests" / "scenarios" / "fail_task_sink.toml"
+        proc = run_cli("run", str(scenario), "--out", str(run_dir))
+        assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+        (case,) = _summary(run_dir)["cases"]
+        (fault,) = case["faults"]
+        assert fault["observed"] and fault["landed"], fault
+        assert "the sink's own code took" in fault["landed_detail"], fault["landed_detail"]
+        assert fault["tasks"][0]["consumer"] == "iterator", fault["tasks"]
+        assert case["events"]["duplicated"] > 0 and case["events"]["lost"] == 0, case["events"]
+        assert case["verdict"]["observed"] == "at-least-once", case["verdict"]
+        assert_nothing_left(run_dir)
+
+
 class TestStateAndUnsyncedFaults:
     """Issue 30's state store and lose-unsynced faults (tests/scenarios/state_faults.toml,
     unsynced.toml): each lands where it aims, and the verdict says what Spark did."""

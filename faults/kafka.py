@@ -11,6 +11,7 @@ from faults.base import Details, Fault, Observation
 from faults.driver import sentence
 from faults.kinds import FaultKind, Key, Preparation
 from faults.spec import FaultSpec
+from workloads import delta_source
 from workloads.kafka_admin import admin_client
 from workloads.pipelines.control import PAUSE_BATCH, held_batches, request, withdraw
 from workloads.wait import WaitTimeout
@@ -54,7 +55,12 @@ def planned_offsets(checkpoint: Path, topic: str, batch: int | None = None) -> d
     ends: dict[int, int] = {}
     for line in logs[n].read_text().splitlines()[2:]:
         if line.startswith("{"):
-            ends.update({int(p): int(o) for p, o in json.loads(line).get(topic, {}).items()})
+            offset = json.loads(line)
+            if delta_source.is_delta_offset(offset):   # a Delta source: the topic's offsets it read
+                manifest = delta_source.manifest_in(Path(checkpoint).parent)
+                ends.update(delta_source.kafka_offsets(offset, manifest))
+            else:
+                ends.update({int(p): int(o) for p, o in offset.get(topic, {}).items()})
     return ends
 
 
