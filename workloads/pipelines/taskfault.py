@@ -54,6 +54,7 @@ SMALL = "fail-task-small-"
 BATCH = "fail-task-batch"
 BATCH_KEY = "streaming.sql.batchId"   # the local property Spark sets on a micro-batch's jobs
 SINK_READS = "harness.sink-reads"     # a local property: how the sink read the batch (watching)
+WATCHED = "harness.fail-task-watched"   # a local property: the gate watched this batch's write
 ITERATOR, WRITER, DRIVER, SPARK_SINK, JOB = "iterator", "writer", "driver", "spark-sink", "job"
 AFTER_ROWS, AFTER_STATE_COMMIT = "rows", "state-commit"   # fail-task's `after`
 _DRIVER_READS = ("collect", "toPandas", "toArrow", "toLocalIterator", "take", "tail")
@@ -128,12 +129,14 @@ def watching(spark_context, control_dir) -> Iterator[None]:
     for name in _WRITER_READS:
         setattr(DataFrame, name, reading(saved[name], WRITER))
     DataFrame.rdd, DataFrame.write = property(rdd), property(write)   # type: ignore[method-assign,assignment]
+    spark_context.setLocalProperty(WATCHED, "1")
     try:
         yield
     finally:
         for name, original in saved.items():
             setattr(DataFrame, name, original)
         spark_context.setLocalProperty(SINK_READS, None)
+        spark_context.setLocalProperty(WATCHED, None)
 
 
 def _where():
@@ -238,8 +241,12 @@ def _stage(control_dir: str, consumer: str):
         control = Path(control_dir)
         probe = ctx.getLocalProperty(PROBE) == "1"   # the commit gate's own look at the batch
         reads = ctx.getLocalProperty(SINK_READS) or consumer
+        # a foreachBatch sink's batch the gate did not watch: the request came after the gate
+        # looked, while the sink wrote it (the sink's reading unknown); the next batch takes it
+        unwatched = consumer == JOB and ctx.getLocalProperty(WATCHED) != "1"
         # the sink's own code reads this job's rows: its iterator fails the task (_taking)
-        if probe or reads == ITERATOR or not (control / REQUEST).exists() or _again(control, where):
+        if (probe or unwatched or reads == ITERATOR or not (control / REQUEST).exists()
+                or _again(control, where)):
             yield from frames
             _retried(control, where)
             return
