@@ -209,9 +209,10 @@ class TestDeltaSource:
         assert_nothing_left(run_dir)
 
     def test_its_faults_land_and_exactly_once_holds(self, tmp_path):
-        """tests/scenarios/delta_faults.toml (run e343): the gap in the log's listing is refused by
-        Delta and read once it is whole, the AvailableNow restart reads on where the stream
-        stopped, the deleted files' records are deleted_before_read; 0 lost, 0 duplicated."""
+        """tests/scenarios/delta_faults.toml (runs 1671, and dc43 pinned to one core): the
+        deleted files' records are deleted_before_read, the gap in the log's listing is refused
+        by Delta and read once it is whole, the AvailableNow restart reads on where the stream
+        stopped; 0 lost, 0 duplicated."""
         from harness.services.faultfs import fuse_problem
 
         if fuse_problem() is not None:
@@ -229,6 +230,26 @@ class TestDeltaSource:
         assert case["events"]["deleted_before_read"] == deleted > 0, case["events"]
         assert case["verdict"]["holds"], case["verdict"]
         assert_nothing_left(run_dir)
+
+
+def test_a_checkpoint_format_upgrade_under_a_restart_is_refused_or_held(tmp_path):
+    """tests/scenarios/format_version.toml: restart-with checkpointFormatVersion = 2 on a
+    version-1 RocksDB checkpoint. On Spark 4.2 the new driver's first batch fails in
+    RocksDB.commit with None.get and the restart is refused (run 19b3), a finding with its
+    story; a Spark that fixes it must run the query on and hold exactly-once. Anything else
+    (the fault unseen, another error, a wrong verdict) fails."""
+    run_dir = tmp_path / "run"
+    proc = run_cli("run", str(REPO / "tests" / "scenarios" / "format_version.toml"), "--out", str(run_dir))
+    (case,) = _summary(run_dir)["cases"]
+    (fault,) = case["faults"]
+    assert fault["observed"], fault
+    if fault["outcome"] == "refused":
+        log = (run_dir / "cases" / "eo" / "spark-driver.log").read_text(errors="replace")
+        assert "CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT" in log and "None.get" in log, fault["outcome_detail"]
+        assert proc.returncode == 1 and any(f["class"] == "refused-restart" for f in case["findings"])
+    else:
+        assert proc.returncode == 0 and case["verdict"]["holds"], (fault, case["verdict"])
+    assert_nothing_left(run_dir)
 
 
 def test_records_skipped_after_retention_are_counted_and_nothing_is_read_twice(tmp_path):
