@@ -80,7 +80,12 @@ def crash(targets: Targets, pids: set[int], how: str) -> list[dict]:
     answer = targets.wait(lambda: _answer(here / "crashed.json", request_id), "signal",
                           "the FUSE file system did not answer the crash request (was it mounted "
                           "with --track-unsynced?)", 0.05)
-    return list((answer or {}).get("files", []))
+    files = list((answer or {}).get("files", []))
+    failed = [f for f in files if "error" in f]
+    if failed:   # what it could not put back is not lost as the record would say
+        raise RuntimeError(f"the FUSE file system could not drop the writes of {len(failed)} file(s): "
+                           + "; ".join(f"{f['path']}: {f['error']}" for f in failed[:3]))
+    return files
 
 
 def state_file(path: str) -> dict | None:

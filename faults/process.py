@@ -70,18 +70,23 @@ class KillExecutor(Fault):
         self.victim = executors[chosen]
         self.target = f"executor:{chosen} (pid {self.victim.pid})"
         phase = self.spec.get("phase")
-        if phase:
-            # executor:random at a phase: whichever executor comes to it first (maintenance runs
-            # where a store is loaded, and one executor may hold them all)
-            anyone = self.spec.target_index == "random"
-            self.held = self._hold(phase, [p.pid for p in executors] if anyone else [self.victim.pid])
+        if not phase:
+            self.victim.send_signal(signal.SIGKILL)
+            return
+        # executor:random at a phase: whichever executor comes to it first (maintenance runs
+        # where a store is loaded, and one executor may hold them all)
+        anyone = self.spec.target_index == "random"
+        self.held = self._hold(phase, [p.pid for p in executors] if anyone else [self.victim.pid])
+        signalled = False
+        try:
             if anyone:
                 chosen = next(i for i, p in enumerate(executors) if p.pid == self.held["pid"])
                 self.victim = executors[chosen]
                 self.target = f"executor:{chosen} (pid {self.victim.pid})"
-        self.victim.send_signal(signal.SIGKILL)
-        if self.held is not None:   # the held call fails, and the process can die
-            fs.release(self.targets, abort=True)
+            self.victim.send_signal(signal.SIGKILL)
+            signalled = True
+        finally:   # the held call fails (the process can die), or goes on when no signal went
+            fs.release(self.targets, abort=signalled)
 
     def _hold(self, phase: str, pids: list[int]) -> dict:
         """Wait until the next operation of `phase` of one of `pids` is held, and say what it is."""

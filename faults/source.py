@@ -49,18 +49,19 @@ def _versions(table: Path) -> list[int]:
 
 @dataclass
 class HiddenCommit(Details):
-    """The version the listings left out, how many listings did, and the newest version there
-    was meanwhile (a later one: the listing had a gap)."""
+    """The version the listings left out, how many listings did, how many of those listed a
+    later version (a gap), and the newest version there was when it ended."""
 
     version: int = -1
     listings: int = 0
     newest_meanwhile: int = -1
     query_failed: str = ""
+    gap_listings: int = 0      # of them, listings that showed a later version
 
 
 class HideCommit(RetriedQuery):
     version = -1
-    before = 0
+    before = before_gaps = 0
     newest = -1
 
     def _inject(self) -> None:
@@ -72,6 +73,7 @@ class HideCommit(RetriedQuery):
             raise RefusedTarget("the source table has no commit yet")
         self.version = versions[-1]
         self.before = _failed(stats).get("readdir:hidden", {}).get("count", 0)
+        self.before_gaps = _failed(stats).get("readdir:gap", {}).get("count", 0)
         self._watch()
         name = rf"^/{delta_source.LOG}/{self.version:020d}\.json$"
         _write(control, {"mode": "hide", "match": name})
@@ -88,21 +90,23 @@ class HideCommit(RetriedQuery):
     def observe(self) -> Observation:
         time.sleep(0.3)   # the file system writes its record at most every 0.2 s
         stats = self.targets.source_stats
-        listings = (_failed(stats).get("readdir:hidden", {}).get("count", 0) if stats else 0) - self.before
-        details = HiddenCommit(self.version, listings, self.newest, self.died or "")
+        failed = _failed(stats) if stats else {}
+        listings = failed.get("readdir:hidden", {}).get("count", 0) - self.before
+        gaps = failed.get("readdir:gap", {}).get("count", 0) - self.before_gaps
+        details = HiddenCommit(self.version, listings, self.newest, self.died or "", gaps)
         if listings <= 0:
             self.targets.expect_down(False)
             raise Missed(f"no listing of the table's log came while version {self.version} was hidden "
                          f"({self.spec.duration_s:g} s)")
-        gap = self.newest > self.version
+        gap = gaps > 0
         seen = (f"{listings} listing(s) of the log left out version {self.version}"
-                + (f" while versions up to {self.newest} were listed" if gap else
-                   " (no later version came meanwhile: no gap)"))
+                + (f", {gaps} of them with a later version listed (up to {self.newest})" if gap else
+                   " (none listed a later version: no gap)"))
         observation = self._outcome(seen, details)
         observation.landed = gap
-        observation.proof = (f"version {self.version}'s commit file was missing from {listings} listing(s) "
-                             f"that showed version {self.newest}" if gap else
-                             f"no version after {self.version} was committed while it was hidden")
+        observation.proof = (f"{gaps} listing(s) of the log showed a version after {self.version} and not "
+                             f"{self.version} itself" if gap else
+                             f"no listing that left out version {self.version} showed a later one")
         return observation
 
 
@@ -115,7 +119,7 @@ class DeletedFiles(Deleted):
     versions: list = field(default_factory=list)
 
 
-def _read_through(checkpoint: Path, batch: int, case_dir: Path) -> int:
+def _read_through(checkpoint: Path, batch: int) -> int:
     """The last version of the table batch `batch` of the checkpoint read to its end (-1: none;
     no batch before: version 0, the empty one)."""
     path = Path(checkpoint) / "offsets" / str(batch)
@@ -134,6 +138,11 @@ def _read_through(checkpoint: Path, batch: int, case_dir: Path) -> int:
     return 0
 
 
+def _held_after(control: Path, seen: int):
+    """A condition: a batch held since `seen` were."""
+    return lambda: len(held_batches(control)) > seen
+
+
 class DeleteSourceFiles(Fault):
     deleted: DeletedFiles | None = None
     batch = -1
@@ -141,26 +150,33 @@ class DeleteSourceFiles(Fault):
     def _inject(self) -> None:
         table, control = _table(self), self.targets.control_dir
         records = int(self.spec.get("records", 100))
-        seen = len(held_batches(control))
-        request(control, PAUSE_BATCH)
+        checkpoint = Path(self.targets.checkpoint())
+        gone: list[int] = []
+        deadline = time.monotonic() + self.targets.pace.wait_s("batch")
         try:
-            self.targets.wait(lambda: len(held_batches(control)) > seen, "batch",
-                              "no batch with rows reached foreachBatch")
-            self.batch = batch = held_batches(control)[-1]["batch_id"]
-            checkpoint = Path(self.targets.checkpoint())
-            done = _read_through(checkpoint, batch - 1, checkpoint.parent)
-            manifest = delta_source.Manifest(delta_source.manifest_path(table))
-            unread = [v for v in sorted(manifest.files) if v > done and manifest.files[v]]
-            gone: list[int] = []
-            for v in unread:
-                if sum(manifest.records[g] for g in gone) >= records:
-                    break
-                (table / manifest.files[v]).unlink(missing_ok=True)
-                gone.append(v)
+            # the held batch must read versions of the table: a batch without data (a stateful
+            # query's watermark batch) plans none, and the next one is held instead
+            while not gone and time.monotonic() < deadline:
+                request(control, PAUSE_BATCH)
+                self.targets.wait(_held_after(control, len(held_batches(control))), "batch",
+                                  "no batch reached foreachBatch")
+                self.batch = batch = held_batches(control)[-1]["batch_id"]
+                done, end = _read_through(checkpoint, batch - 1), _read_through(checkpoint, batch)
+                manifest = delta_source.Manifest(delta_source.manifest_path(table))
+                planned = [v for v in sorted(manifest.files) if done < v <= end and manifest.files[v]]
+                for v in planned:   # only what this held batch is to read
+                    if sum(manifest.records[g] for g in gone) >= records:
+                        break
+                    (table / manifest.files[v]).unlink(missing_ok=True)
+                    gone.append(v)
+                if not gone:
+                    withdraw(control, PAUSE_BATCH)   # let it go, and hold the next
+                    time.sleep(0.2)
         finally:
             withdraw(control, PAUSE_BATCH)
         if not gone:
-            raise Missed(f"batch {batch} had no version of the table left to read after version {done}")
+            raise Missed(f"no held batch planned a version of the table to read within "
+                         f"{self.targets.pace.wait_s('batch'):g} s")
         ranges = []
         for v in gone:
             before, after = manifest.through(v - 1), manifest.through(v)
@@ -191,8 +207,9 @@ class DeleteSourceFiles(Fault):
             return Observation(False, str(exc), details=details)
         return Observation(True, f"{seen}; {why if kind == 'accepted' else 'Spark failed the query: ' + why}",
                            {"records_deleted": count}, landed=True,
-                           proof=f"every deleted version was after what batch {self.batch - 1} had read, and "
-                                 f"batch {self.batch} was held before it read any",
+                           proof=f"every deleted version was in batch {self.batch}'s planned range, after "
+                                 f"what batch {self.batch - 1} had read, and the batch was held before it "
+                                 "read any",
                            outcome=kind, outcome_detail=why, details=details)
 
 

@@ -99,7 +99,8 @@ class FailTask(Fault):
                  + f"; {again} went through")
         landed = all(f["rows_out"] > 0 for f in self.failed)
         if self.spec.get("after") == AFTER_STATE_COMMIT:
-            landed, proof = _after_commit(self.failed, self.targets.checkpoint())
+            since_ms = (self.injected_at or 0) * 1000
+            landed, proof = _after_commit(self.failed, self.targets.checkpoint(), since_ms)
         return Observation(True, f"{len(self.failed)} task(s) of batch {first['batch']} failed on their "
                                  f"first attempt and Spark retried them (Spark logged {lost} lost task(s) "
                                  "of ours)",
@@ -108,9 +109,10 @@ class FailTask(Fault):
                            landed=landed, proof=proof, details=TaskFailures(self.failed))
 
 
-def _after_commit(failed: list[dict], checkpoint) -> tuple[bool, str]:
+def _after_commit(failed: list[dict], checkpoint, since_ms: float) -> tuple[bool, str]:
     """Whether each failed task had published its state version when it failed (the stage
-    listed the files), and what Spark's retry did with that version: the proof of the landing."""
+    listed the files, written since the fault asked: not a version an earlier run of the batch
+    left), and what Spark's retry did with that version: the proof of the landing."""
     parts, landed = [], True
     for f in failed:
         files, version = f.get("state_files") or [], f.get("state_version") or 0
@@ -119,6 +121,11 @@ def _after_commit(failed: list[dict], checkpoint) -> tuple[bool, str]:
             landed = False
             parts.append(f"{task} failed, but no state store file of version {version} was there: no "
                          "stateful operator committed in that task")
+            continue
+        if all(g["mtime_ms"] < since_ms - 1000 for g in files):
+            landed = False
+            parts.append(f"{task} failed, but the files of version {version} there were older than the "
+                         "request: the task's own commit did not write them")
             continue
         now = {g["file"]: g for g in state_files.of_version(checkpoint, f["partition"], version)}
         again = [g for g in files if g["file"] in now and now[g["file"]]["mtime_ms"] > g["mtime_ms"]]

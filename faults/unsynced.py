@@ -25,6 +25,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+import psutil
+
 from faults import fs
 from faults.base import Details, Missed, Observation
 from faults.driver import DriverRestart
@@ -109,6 +111,11 @@ class LoseUnsyncedExecutor(RetriedQuery):
         self._watch()
         victim.send_signal(signal.SIGKILL)
         self.landed_at = time.time()
+        # its writes in flight end first (a process inside a FUSE call dies when the call returns)
+        try:
+            victim.wait(self.targets.pace.wait_s("signal"))
+        except psutil.TimeoutExpired:
+            raise RuntimeError(f"executor pid {victim.pid} did not exit after SIGKILL") from None
         self.lost = _lost(fs.crash(self.targets, {victim.pid}, self.spec.mode), self.spec.mode)
         self.target = f"executor:{chosen} (pid {victim.pid})"
 

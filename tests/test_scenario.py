@@ -583,6 +583,9 @@ class TestSource:
         err = _error(self._with(tmp_path, '\n[source]\ncommit_interval = "1s"\n'))
         assert "source.commit_interval" in err.problem and 'kind = "delta"' in err.fix, err
         assert "source.colour" in _error(self._with(tmp_path, '\n[source]\ncolour = "red"\n')).problem
+        amo = self._with(tmp_path, '\n[source]\nkind = "delta"\n').read_text().replace(
+            'guarantee = "exactly-once"', 'guarantee = "at-most-once"')
+        assert "cases[0].guarantee" in _error(_write(tmp_path, amo)).problem
 
     def test_a_source_fault_needs_its_source(self, tmp_path, monkeypatch):
         from harness.services import faultfs

@@ -77,7 +77,7 @@ _TGIDS: dict[int, int] = {}
 
 def _tgid(tid: int) -> int:
     known = _TGIDS.get(tid)
-    if known is not None:
+    if known is not None and os.path.exists(f"/proc/{known}/task/{tid}"):
         return known
     try:
         for line in Path(f"/proc/{tid}/status").read_text().splitlines():
@@ -236,25 +236,31 @@ class Unsynced:
                     continue
                 real = Path(str(self.backing) + path)
                 try:
-                    current = real.read_bytes()
-                except OSError:
-                    continue
-                durable = entry["durable"] or b""
-                if how == "torn" and len(current) > len(durable):
-                    unsynced = len(current) - len(durable)
-                    keep = unsynced // 2
-                    if keep >= PAGE:
-                        keep -= keep % PAGE   # a page cache writes back whole pages
-                    after = current[:len(durable) + keep]
-                else:
-                    after = durable
-                with open(real, "r+b") as f:
-                    f.write(after)
-                    f.truncate(len(after))
-                out.append({"path": path, "bytes_before": len(current), "bytes_after": len(after),
-                            "age_s": round(now - entry["since"], 3), "writers": sorted(entry["writers"])})
+                    out.append(self._lose(path, real, entry, how, now))
+                except OSError as exc:   # one file's error does not lose the others' answer
+                    out.append({"path": path, "error": f"{type(exc).__name__}: {exc}"})
                 del self.dirty[path]
         return out
+
+    @staticmethod
+    def _lose(path: str, real: Path, entry: dict, how: str, now: float) -> dict:
+        """One file back to its durable content (drop), or with part of what came since (torn)."""
+        current = real.read_bytes()
+        durable = entry["durable"] or b""
+        after = durable
+        if how == "torn" and len(current) > len(durable):
+            # the first half of what came since survives; when that is a page or more, cut at a
+            # page of the file (a page cache writes back whole pages), never below the durable
+            half = (len(current) - len(durable)) // 2
+            cut = len(durable) + half
+            if half >= PAGE:
+                cut = max(cut - cut % PAGE, len(durable))
+            after = durable + current[len(durable):cut]
+        with open(real, "r+b") as f:
+            f.write(after)
+            f.truncate(len(after))
+        return {"path": path, "bytes_before": len(current), "bytes_after": len(after),
+                "age_s": round(now - entry["since"], 3), "writers": sorted(entry["writers"])}
 
 
 class Control:
@@ -298,6 +304,11 @@ class Control:
             self._count("readdir", 0, path)
             return True
 
+    def gap(self, path: str) -> None:
+        """A listing that left `path` out showed a later name."""
+        with self.lock:
+            self._count("readdir", -1, path)
+
     def error(self, op: str, path: str) -> int | None:
         """The errno `op` on `path` fails with now, or None."""
         with self.lock:
@@ -316,7 +327,7 @@ class Control:
             return code
 
     def _count(self, op: str, code: int, path: str) -> None:
-        key = f"{op}:{errno.errorcode[code]}" if code else f"{op}:hidden"
+        key = f"{op}:{errno.errorcode[code]}" if code > 0 else f"{op}:hidden" if code == 0 else f"{op}:gap"
         entry = self.failed.setdefault(key, {"count": 0, "first_path": path, "first_at": time.time()})
         entry["count"] += 1
         entry["last_path"], entry["last_at"] = path, time.time()
@@ -373,7 +384,12 @@ def operations(backing: Path, control: Control, hold: Hold | None = None, unsync
         def readdir(self, path, fh):
             check("readdir", path)
             base = path.rstrip("/")
-            return [".", "..", *(n for n in os.listdir(real(path)) if not control.hidden(f"{base}/{n}"))]
+            names = os.listdir(real(path))
+            hidden = [n for n in names if control.hidden(f"{base}/{n}")]
+            kept = [n for n in names if n not in hidden]
+            if hidden and any(n > min(hidden) for n in kept if n[:1].isdigit()):
+                control.gap(f"{base}/{min(hidden)}")   # a later name listed: a gap (a Delta log's)
+            return [".", "..", *kept]
 
         @oserror
         def readlink(self, path):
