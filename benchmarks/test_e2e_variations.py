@@ -169,17 +169,22 @@ class TestStateAndUnsyncedFaults:
         assert case["verdict"]["holds"], case["verdict"]
         assert_nothing_left(run_dir)
 
-    def test_a_driver_crash_s_torn_checkpoint_is_listed_and_spark_s_answer_is_the_verdict(self, tmp_path):
-        """lose-unsynced of the driver, torn: the files it lost are listed (offsets and commits of
-        the last 30 s); Spark either runs again or refuses the checkpoint (run
-        20261126T135919-unsynced-dded: refused, JsonEOFException), and a refusal is a
-        refused-restart finding with 0 rows lost or duplicated, not a harness error."""
+    @pytest.mark.parametrize("scenario,dirs", [("unsynced.toml", {"offsets", "commits"}),
+                                               ("unsynced_executor.toml", {"state"})])
+    def test_a_crash_s_lost_writes_are_listed_and_spark_s_answer_is_the_verdict(self, scenario, dirs,
+                                                                                 tmp_path):
+        """lose-unsynced of the driver (torn) or of an executor (dropped): the files it lost are
+        listed (the driver's offsets and commits of the last 30 s, the executor's state files);
+        Spark either runs again or refuses the checkpoint (runs 20261126T135919-unsynced-dded:
+        refused, JsonEOFException; 20261126T135310-state-faults-8ed8: refused,
+        CANNOT_LOAD_STATE_STORE), and a refusal is a refused-restart finding with 0 rows lost or
+        duplicated, not a harness error."""
         run_dir = tmp_path / "run"
-        proc = run_cli("run", str(REPO / "tests" / "scenarios" / "unsynced.toml"), "--out", str(run_dir))
+        proc = run_cli("run", str(REPO / "tests" / "scenarios" / scenario), "--out", str(run_dir))
         (case,) = _summary(run_dir)["cases"]
         (fault,) = case["faults"]
         assert fault["observed"] and fault["landed"] and fault["files"], fault
-        assert {"offsets", "commits"} <= set(fault["by_dir"]), fault["by_dir"]
+        assert dirs <= set(fault["by_dir"]), fault["by_dir"]
         assert all(f["bytes_after"] < f["bytes_before"] for f in fault["files"]), fault["files"]
         assert fault["outcome"] in ("accepted", "refused"), fault
         if fault["outcome"] == "refused":

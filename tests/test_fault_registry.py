@@ -112,6 +112,7 @@ def test_the_docs_table_is_the_registry_s():
 # every_fault.toml's siblings, each with the preconditions its kinds need: 3 brokers and a
 # standalone cluster; a stateful query on RocksDB and the FUSE file system; a Delta source
 SIBLINGS = ("every_fault.toml", "clusters.toml", "storage_faults.toml", "state_faults.toml", "unsynced.toml",
+            "unsynced_executor.toml",
             "delta_faults.toml")
 
 
