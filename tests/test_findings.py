@@ -257,7 +257,7 @@ class TestDeletedBeforeRead:
         f = _only(build(_inputs(WINDOWS, truth, _window_sink([]), batches, faults=[fault], checked=checked)),
                   "deleted-before-read")
         assert f.count == 2 and f.witness[0]["offset"] == 2
-        assert "deleted offsets 2-3 of partition 0 (2 events" in f.story
+        assert "deleted offsets 2-3 of partition 0 (2 records)" in f.story
 
 
 class TestDroppedLateWrongly:

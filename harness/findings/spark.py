@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from faults.registry import KINDS
 from harness.check.replay import late_watermarks
 from harness.findings import text
 from harness.findings.compose import finding, name
@@ -67,12 +68,13 @@ def deleted_before_read(inputs: Inputs, history: History) -> Finding | None:
     real, records, clauses, total = inputs.real, [], [], 0
     for fault, d in deletions:
         p, a, b = int(d["partition"]), int(d["from"]), int(d["to"])
+        # the checker took the deleted events out of ground truth: a truth read whole has them
         inside = real[(real["partition"] == p) & (real["offset"] >= a) & (real["offset"] < b)]
         inside = inside.sort_values("offset")
-        total += len(inside)
+        total += len(inside) or (b - a)
         if len(inside):
             records.append(_deleted_record(history, inside.iloc[0]))
-        clauses.append(_deleted_story(history, fault, p, a, b, len(inside)))
+        clauses.append(_deleted_story(history, fault, p, a, b))
     count = int(inputs.checked.counts.get("deleted_before_read", total))
     planned = [_planned_before(history, f, p) for f, d in deletions for p in [int(d["partition"])]]
     files = [f.file("offsets") for f in planned if f is not None]
@@ -95,10 +97,10 @@ def _planned_before(history: History, fault: FaultRecord, p: int) -> BatchFacts 
     return max(before, key=lambda f: f.planned_s or 0.0) if before else None
 
 
-def _deleted_story(history: History, fault: FaultRecord, p: int, a: int, b: int, n: int) -> str:
+def _deleted_story(history: History, fault: FaultRecord, p: int, a: int, b: int) -> str:
     when = f"at {text.seconds(fault.started_s)} " if fault.started_s is not None else ""
     head = (f"{when}{fault.kind} deleted offsets {text.span(a, b - 1)} of partition {p} "
-            f"({text.plural(n, 'event')} of ground truth)")
+            f"({text.plural(b - a, 'record')})")
     last = _planned_before(history, fault, p)
     if last is not None:
         head += (f", beyond what {name(last)} had planned (offsets/{last.local} ends at "
@@ -108,8 +110,11 @@ def _deleted_story(history: History, fault: FaultRecord, p: int, a: int, b: int,
         return head + f"; Spark failed the query: \u201c{said}\u201d"
     covering = [f for f in history.batches.values()
                 if (f.batch.start_offsets or {}).get(p, -1) <= a and f.batch.end_offsets.get(p, 0) >= b]
-    after = (f"; {name(covering[0])}'s range ({covering[0].read_text()}) covered them, but Kafka no longer "
-             f"had them" if covering else "; no batch read them")
+    kind = KINDS.get(fault.kind)
+    gone = ("the table's files holding them were gone" if kind is not None and kind.source == "delta"
+            else "Kafka no longer had them")
+    after = (f"; {name(covering[0])}'s range ({covering[0].read_text()}) covered them, but {gone}"
+             if covering else "; no batch read them")
     return head + (f"; {said}" if said else "") + after
 
 

@@ -64,8 +64,10 @@ def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> Ca
     if checked is None:   # the oracle raised: the case failed, said so
         _timeline(case, out, rates, lag, {})
         return result
+    if deleted:   # sent and acknowledged, then deleted before any batch read them (the findings say so)
+        checked.counts.update(produced=checked.counts["produced"] + deleted, deleted_before_read=deleted)
     result.findings = _explain(case, result, truth, out, checked)
-    _judge(case, result, schedule, checked, deleted)
+    _judge(case, result, schedule, checked)
     latencies = _latency(case, result, checked, window)
     _timeline(case, out, rates, lag, latencies)
     _lag_recovery(result.faults, schedule.t0, metrics.lag_series(truth, out.progress, case.topic),
@@ -188,13 +190,11 @@ def _explain(case: Case, result: CaseResult, truth, out: Output, checked: CheckR
         return []
 
 
-def _judge(case: Case, result: CaseResult, schedule: FaultRunner, checked: CheckResult, deleted: int) -> None:
+def _judge(case: Case, result: CaseResult, schedule: FaultRunner, checked: CheckResult) -> None:
     """The counts and the verdict: the output's guarantee, and every problem of the run (a dead
     driver, a fault not observed or not landed). A missed fault is no problem of the pipeline's:
     the schedule did not fit the run (the run's status says so)."""
     c = checked.counts
-    if deleted:   # sent and acknowledged, then deleted by Kafka before any batch read them
-        c.update(produced=c["produced"] + deleted, deleted_before_read=deleted)
     problems = ([case.failure] if case.failure else []) + schedule.problems() + checked.problems
     result.events, result.sections["unit"] = c, checked.unit
     result.verdict = verdicts.verdict(case.spec.guarantee, c["lost"], c["duplicated"], c["unexpected"],
