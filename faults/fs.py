@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 from faults.targets import RefusedTarget, Targets
-from workloads.pipelines import state_files
 
 
 def _here(targets: Targets) -> Path:
@@ -22,7 +21,8 @@ def _here(targets: Targets) -> Path:
     return targets.storage_control.parent
 
 
-def _write(path: Path, value: dict) -> None:
+def write(path: Path, value: dict) -> None:
+    """A request or control file, replaced whole (the file system reads it while it changes)."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(value))
     tmp.replace(path)
@@ -44,7 +44,7 @@ def hold(targets: Targets, *, ops: tuple[str, ...], match: str, thread: str, pid
     `wait`) when none came; the request is withdrawn then."""
     here = _here(targets)
     request_id = time.time_ns()
-    _write(here / "hold.json", {"id": request_id, "ops": list(ops), "match": match, "thread": thread,
+    write(here / "hold.json", {"id": request_id, "ops": list(ops), "match": match, "thread": thread,
                                 "pids": pids, "timeout_s": targets.pace.wait_s("restart")})
     try:
         held = targets.wait(lambda: _answer(here / "held.json", request_id), wait, message, 0.02)
@@ -66,7 +66,7 @@ def release(targets: Targets, abort: bool = False) -> None:
             asked = json.loads(request.read_text())
         except (OSError, ValueError):
             return
-        _write(request, {**asked, "abort": True})
+        write(request, {**asked, "abort": True})
         time.sleep(0.1)   # the held call reads the request every 10 ms
     request.unlink(missing_ok=True)
 
@@ -76,7 +76,7 @@ def crash(targets: Targets, pids: set[int], how: str) -> list[dict]:
     return what each file lost: [{"path", "bytes_before", "bytes_after", "age_s", "writers"}]."""
     here = _here(targets)
     request_id = time.time_ns()
-    _write(here / "crash.json", {"id": request_id, "pids": sorted(pids), "how": how})
+    write(here / "crash.json", {"id": request_id, "pids": sorted(pids), "how": how})
     answer = targets.wait(lambda: _answer(here / "crashed.json", request_id), "signal",
                           "the FUSE file system did not answer the crash request (was it mounted "
                           "with --track-unsynced?)", 0.05)
@@ -87,7 +87,3 @@ def crash(targets: Targets, pids: set[int], how: str) -> list[dict]:
                            + "; ".join(f"{f['path']}: {f['error']}" for f in failed[:3]))
     return files
 
-
-def state_file(path: str) -> dict | None:
-    """What a state store file's path under the mount says (workloads/pipelines/state_files.py)."""
-    return state_files.parse(path)

@@ -54,13 +54,8 @@ def planned_offsets(checkpoint: Path, topic: str, batch: int | None = None) -> d
         return {}
     ends: dict[int, int] = {}
     for line in logs[n].read_text().splitlines()[2:]:
-        if line.startswith("{"):
-            offset = json.loads(line)
-            if delta_source.is_delta_offset(offset):   # a Delta source: the topic's offsets it read
-                manifest = delta_source.manifest_in(Path(checkpoint).parent)
-                ends.update(delta_source.kafka_offsets(offset, manifest))
-            else:
-                ends.update({int(p): int(o) for p, o in offset.get(topic, {}).items()})
+        if line.startswith("{"):   # a Delta source's offsets: the topic's it has read through
+            ends.update(delta_source.topic_offsets(json.loads(line), topic, Path(checkpoint).parent))
     return ends
 
 
@@ -159,28 +154,35 @@ class KafkaRetention(Fault):
         ranges = ", ".join(f"partition {d['partition']} offsets {d['from']:,}-{d['to'] - 1:,}"
                            for d in self.deleted)
 
-        def outcome():
-            driver = self.targets.driver()
-            if not driver.running:
-                return "refused", sentence(driver.status().get("error") or driver.how_it_ended())
-            # the held batch planned offsets beyond the cut before the deletion: only its commit
-            # says that Spark read past the deleted records (failOnDataLoss = false)
-            if (Path(self.targets.checkpoint()) / "commits" / str(self.batch)).exists():
-                return "accepted", "Spark skipped the deleted records (failOnDataLoss = false) and read on"
-            return None
+        return deletion_seen(
+            self.targets, self.batch, deleted, Deleted(list(self.deleted)),
+            seen=f"{deleted:,} records the query had not read were deleted ({ranges})",
+            accepted="Spark skipped the deleted records (failOnDataLoss = false) and read on",
+            proof=(f"every deleted offset was in or beyond the held batch, which had not read its input "
+                   f"yet ({ranges})"))
 
-        seen = f"{deleted:,} records the query had not read were deleted ({ranges})"
-        details = Deleted(list(self.deleted))
-        try:
-            kind, why = self.targets.wait(outcome, "batch", f"{seen}, but the query neither failed nor read "
-                                                            "past them", 0.5)
-        except WaitTimeout as exc:
-            return Observation(False, str(exc), details=details)
-        return Observation(True, f"{seen}; {why if kind == 'accepted' else 'Spark failed the query: ' + why}",
-                           {"records_deleted": deleted}, landed=True,
-                           proof=f"every deleted offset was in or beyond the held batch, which had not read "
-                                 f"its input yet ({ranges})",
-                           outcome=kind, outcome_detail=why, details=details)
+
+def deletion_seen(targets, batch: int, count: int, details: Details, *, seen: str, accepted: str,
+                  proof: str) -> Observation:
+    """What Spark did with input deleted under batch `batch`, which the commit gate held before it
+    read any: it failed the query (refused), or read on (accepted: only the held batch's commit
+    says that Spark read past what was deleted)."""
+    def outcome():
+        driver = targets.driver()
+        if not driver.running:
+            return "refused", sentence(driver.status().get("error") or driver.how_it_ended())
+        if (Path(targets.checkpoint()) / "commits" / str(batch)).exists():
+            return "accepted", accepted
+        return None
+
+    try:
+        kind, why = targets.wait(outcome, "batch", f"{seen}, but the query neither failed nor read past them",
+                                 0.5)
+    except WaitTimeout as exc:
+        return Observation(False, str(exc), details=details)
+    return Observation(True, f"{seen}; {why if kind == 'accepted' else 'Spark failed the query: ' + why}",
+                       {"records_deleted": count}, landed=True, proof=proof, outcome=kind,
+                       outcome_detail=why, details=details)
 
 
 KAFKA_PARTITIONS_FAULT = FaultKind(

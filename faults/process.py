@@ -14,6 +14,7 @@ from faults.kinds import DURATION, TARGET, FaultKind, Key, Preparation, by_targe
 from faults.targets import RefusedTarget
 from workloads.errors import SpecError
 from workloads.pipelines import executors as executor_log
+from workloads.pipelines import state_files
 from workloads.pipelines.control import KILL_EXECUTOR, KILLED, request
 from workloads.wait import WaitTimeout
 
@@ -146,7 +147,7 @@ class KillExecutor(Fault):
 
     def _landed(self) -> tuple[bool, str, ExecutorKill]:
         held = self.held or {}
-        state = fs.state_file(held.get("path", "")) or {}
+        state = state_files.parse(held.get("path", "")) or {}
         details = ExecutorKill(phase=self.spec.get("phase"), op=held.get("op", ""),
                                path=held.get("path", "").lstrip("/"), thread=held.get("thread", ""),
                                operator=state.get("operator"), partition=state.get("partition"),

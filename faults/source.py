@@ -24,15 +24,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from faults import fs
 from faults.base import Details, Fault, Missed, Observation
-from faults.driver import sentence
-from faults.kafka import Deleted
+from faults.kafka import Deleted, deletion_seen
 from faults.kinds import DURATION, FaultKind, Key, Preparation
-from faults.storage import RetriedQuery, _failed, _write
+from faults.storage import RetriedQuery, _failed
 from faults.targets import RefusedTarget
 from workloads import delta_source
 from workloads.pipelines.control import PAUSE_BATCH, held_batches, request, withdraw
-from workloads.wait import WaitTimeout
 
 
 def _table(fault: Fault) -> Path:
@@ -76,7 +75,7 @@ class HideCommit(RetriedQuery):
         self.before_gaps = _failed(stats).get("readdir:gap", {}).get("count", 0)
         self._watch()
         name = rf"^/{delta_source.LOG}/{self.version:020d}\.json$"
-        _write(control, {"mode": "hide", "match": name})
+        fs.write(control, {"mode": "hide", "match": name})
         self.target = (f"{delta_source.LOG}/{self.version:020d}.json of the source table "
                        f"(version {self.version})")
 
@@ -84,7 +83,7 @@ class HideCommit(RetriedQuery):
         control = self.targets.source_control
         self.newest = _versions(_table(self))[-1]
         if control is not None:
-            _write(control, {"mode": "none"})
+            fs.write(control, {"mode": "none"})
         super()._heal()
 
     def observe(self) -> Observation:
@@ -192,28 +191,13 @@ class DeleteSourceFiles(Fault):
         details = self.deleted or DeletedFiles()
         count = sum(d["to"] - d["from"] for d in details.deleted)
         versions = details.versions
-
-        def outcome():
-            driver = self.targets.driver()
-            if not driver.running:
-                return "refused", sentence(driver.status().get("error") or driver.how_it_ended())
-            if (Path(self.targets.checkpoint()) / "commits" / str(self.batch)).exists():
-                return "accepted", "Spark read on without them (spark.sql.files.ignoreMissingFiles)"
-            return None
-
-        seen = (f"{count:,} records in {len(details.files)} file(s) of versions {versions[0]}-{versions[-1]} "
-                f"the query had not read were deleted")
-        try:
-            kind, why = self.targets.wait(outcome, "batch", f"{seen}, but the query neither failed nor read "
-                                                            "past them", 0.5)
-        except WaitTimeout as exc:
-            return Observation(False, str(exc), details=details)
-        return Observation(True, f"{seen}; {why if kind == 'accepted' else 'Spark failed the query: ' + why}",
-                           {"records_deleted": count}, landed=True,
-                           proof=f"every deleted version was in batch {self.batch}'s planned range, after "
-                                 f"what batch {self.batch - 1} had read, and the batch was held before it "
-                                 "read any",
-                           outcome=kind, outcome_detail=why, details=details)
+        return deletion_seen(
+            self.targets, self.batch, count, details,
+            seen=(f"{count:,} records in {len(details.files)} file(s) of versions "
+                  f"{versions[0]}-{versions[-1]} the query had not read were deleted"),
+            accepted="Spark read on without them (spark.sql.files.ignoreMissingFiles)",
+            proof=(f"every deleted version was in batch {self.batch}'s planned range, after what batch "
+                   f"{self.batch - 1} had read, and the batch was held before it read any"))
 
 
 _SOURCE_ONLY = ("it acts on a Delta source only, which a scenario chooses ([source] kind = \"delta\"); "

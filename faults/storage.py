@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from faults import fs
 from faults.base import Details, Fault, Missed, Observation
 from faults.driver import first_batch_or_failure, sentence, with_task_failure
 from faults.kinds import DURATION, TARGET, FaultKind, Key, Preparation, always
@@ -152,7 +153,7 @@ class StorageFault(RetriedQuery):
         # driver starts on the same checkpoint once the disk is back (at heal)
         self._watch()
         asked = {"mode": self.mode, "match": self._match(), "ops": self.spec.get("ops", "both")}
-        _write(control, asked)
+        fs.write(control, asked)
         self.target = f"{self.spec.target_kind} ({self._what()})"
 
     def _what(self) -> str:
@@ -160,7 +161,7 @@ class StorageFault(RetriedQuery):
 
     def _heal(self) -> None:
         control, _ = self._paths()
-        _write(control, {"mode": "none"})
+        fs.write(control, {"mode": "none"})
         super()._heal()
 
     def observe(self) -> Observation:
@@ -209,12 +210,6 @@ def _failed(stats: Path) -> dict:
         return json.loads(stats.read_text()).get("failed", {})
     except (OSError, ValueError):
         return {}
-
-
-def _write(control: Path, content: dict) -> None:
-    tmp = control.with_name(control.name + ".tmp")
-    tmp.write_text(json.dumps(content))
-    tmp.replace(control)
 
 
 class DiskFull(StorageFault):

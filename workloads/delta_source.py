@@ -113,6 +113,15 @@ def kafka_offsets(offset: dict, manifest: Manifest) -> dict[int, int]:
     return manifest.through(version if index >= 0 else version - 1)
 
 
+def topic_offsets(offset: dict, topic: str, case_dir: Path | None) -> dict[int, int]:
+    """The topic's offsets in one source's offset (an offset log's line, a progress record's):
+    Kafka's as they are; a Delta source's turned into the topic's it has read through, by the
+    manifest in the case's directory."""
+    if case_dir is not None and is_delta_offset(offset):
+        return kafka_offsets(offset, manifest_in(case_dir))
+    return {int(p): int(o) for p, o in offset.get(topic, {}).items()}
+
+
 def translate_progress(record: dict, topic: str, manifest_file: Path) -> dict:
     """A progress record of a Delta query with each Delta source's offsets also as the topic's
     (`startOffset`, `endOffset`, `latestOffset` in the Kafka source's form); Delta's own are kept

@@ -73,10 +73,7 @@ def _topic_offsets(line: str, topic: str, case_dir: Path | None = None) -> dict[
     """The topic's offsets in one source's line of an offset log. A Delta source's offset (the
     `[source] kind = "delta"` table) is turned into the topic's offsets it has read through, by
     the appender's manifest in the case's directory (workloads/delta_source.py)."""
-    value = json.loads(line)
-    if case_dir is not None and delta_source.is_delta_offset(value):
-        return delta_source.kafka_offsets(value, delta_source.manifest_in(case_dir))
-    return {int(p): int(o) for p, o in value.get(topic, {}).items()}
+    return delta_source.topic_offsets(json.loads(line), topic, case_dir)
 
 
 def initial_offsets(checkpoint: Path, topic: str, source: int = 0) -> dict[int, int]:
