@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from faults import registry
 from faults.network import probe_kafka, probe_postgres
 from faults.targets import Targets
 from harness import jvm
@@ -175,8 +174,7 @@ class Case:
         """The driver's Spark settings: the harness's defaults for the master, then the
         pipeline's and the sink's; [services.spark] conf, the user's word, wins."""
         spark = self.scenario.services.spark
-        faults = {k: v for f in self.scenario.faults for k, v in registry.KINDS[f.kind].driver_conf.items()}
-        faults.update(fault_conf(self.scenario.faults))
+        faults = fault_conf(self.scenario.faults)
         source = sink_needs("delta")[1] if self.scenario.source.delta else {}   # Delta's session settings
         return {**spark.defaults(), **self.pipeline.spark.conf(), **source, **sink_needs(self.spec.sink)[1],
                 **faults, **spark.conf, **self.changes.get("conf", {})}

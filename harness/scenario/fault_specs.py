@@ -203,8 +203,13 @@ def writeback_s(faults: tuple[FaultSpec, ...]) -> float | None:
 
 
 def fault_conf(faults: tuple[FaultSpec, ...]) -> dict[str, str]:
-    """The Spark settings the schedule's faults need (each kind's `prepare` says)."""
-    return {k: v for f in faults for k, v in KINDS[f.kind].prepare(f).spark_conf}
+    """The Spark settings the schedule's faults need: each kind's own (`driver_conf`), and those
+    a fault's keys ask for (its `prepare`'s `spark_conf`)."""
+    out: dict[str, str] = {}
+    for f in faults:
+        out.update(KINDS[f.kind].driver_conf)
+        out.update(KINDS[f.kind].prepare(f).spark_conf)
+    return out
 
 
 def task_stage(faults: tuple[FaultSpec, ...]) -> bool:
