@@ -71,9 +71,10 @@ def release(targets: Targets, abort: bool = False) -> None:
     request.unlink(missing_ok=True)
 
 
-def crash(targets: Targets, pids: set[int], how: str) -> list[dict]:
+def crash(targets: Targets, pids: set[int], how: str) -> tuple[list[dict], bool]:
     """Drop (`how` "drop") or tear ("torn") the writes of `pids` that are not durable yet, and
-    return what each file lost: [{"path", "bytes_before", "bytes_after", "age_s", "writers"}]."""
+    return what each file lost: [{"path", "bytes_before", "bytes_after", "age_s", "writers"}],
+    and whether the storage makes every write durable as it returns (nothing could be lost)."""
     here = _here(targets)
     request_id = time.time_ns()
     write(here / "crash.json", {"id": request_id, "pids": sorted(pids), "how": how})
@@ -85,5 +86,5 @@ def crash(targets: Targets, pids: set[int], how: str) -> list[dict]:
     if failed:   # what it could not put back is not lost as the record would say
         raise RuntimeError(f"the FUSE file system could not drop the writes of {len(failed)} file(s): "
                            + "; ".join(f"{f['path']}: {f['error']}" for f in failed[:3]))
-    return files
+    return files, (answer or {}).get("writeback_s", 1) == 0
 

@@ -233,6 +233,10 @@ class FaultKind:
     # an error it causes may end the query, and then it starts a new driver (the storage faults):
     # such a driver's exit is the fault's doing, not an incident of its own
     may_end_query: bool = False
+    # a job must go on after it (a machine's crash): Spark refusing to restart is a finding the
+    # hunt stops on, not the loud stop it is after a fault that destroys what Spark needs
+    # (kafka-retention under failOnDataLoss, a damaged checkpoint)
+    refusal_breaks: bool = False
     details: type[Details] = Details     # its own fields in summary.json's record
     prepare: Callable[[FaultSpec], Preparation] = _nothing   # what the run sets up for it
     # the clause a finding's story tells of what a fault of this kind did to a batch (None:
@@ -279,10 +283,11 @@ class FaultKind:
             self.check(values, s)
         return values
 
-    def draw(self, rng: random.Random, at_s: float, span_s: float) -> dict:
+    def draw(self, rng: random.Random, at_s: float, span_s: float, asked: bool = False) -> dict:
         """A `[[faults]]` table of this kind at `at_s`, lasting at most `span_s`, its keys drawn
-        from `rng`: what a nemesis or the hunt adds to a plan (parsed like any other)."""
-        if not self.drawable:
+        from `rng`: what a nemesis or the hunt adds to a plan (parsed like any other). A kind
+        kept from drawing is drawn only when `asked` for by name (the hunt's --kinds)."""
+        if not self.drawable and not asked:
             raise ValueError(f"{self.name} cannot be drawn: {self.why_not_drawable}")
         raw: dict[str, Any] = {"kind": self.name, "at": _seconds(at_s)}
         for key in self.keys:

@@ -46,26 +46,56 @@ class LostWrites(Details):
     before and after, and the count by directory of the checkpoint (offsets, commits, state)."""
 
     mode: str = ""
+    # the case's checkpoint makes every write durable as it returns (checkpoint_fs = "sync"):
+    # nothing can be lost, and the crash alone is the fault
+    durable_storage: bool = False
     files: list = field(default_factory=list)
     by_dir: dict = field(default_factory=dict)
     bytes_lost: int = 0
     query_failed: str = ""
 
     def changed_file(self) -> str | None:
-        """The first checkpoint file the crash changed (the findings name it)."""
+        """The checkpoint file the crash changed that a restart reads first (the findings name
+        it): the newest offsets file, else the first file."""
+        newest = self._newest_offsets()
+        if newest is not None:
+            return newest["path"].lstrip("/")
         return self.files[0]["path"].lstrip("/") if self.files else None
 
+    def _newest_offsets(self) -> dict | None:
+        logs = [f for f in self.files if f["path"].lstrip("/").startswith("offsets/")
+                and f["path"].rsplit("/", 1)[-1].isdigit()]
+        return max(logs, key=lambda f: int(f["path"].rsplit("/", 1)[-1])) if logs else None
 
-def _lost(files: list[dict], mode: str) -> LostWrites:
+    def told(self) -> str:
+        """The clause a finding's story tells of the crash: what it took, and the file a restart
+        reads first ("" when it took nothing)."""
+        if not self.files:
+            return ""
+        verb = "dropped" if self.mode == "drop" else "tore"
+        dirs = ", ".join(f"{n} in {'the checkpoint' if d == '.' else d + '/'}" for d, n in sorted(self.by_dir.items()))
+        said = (f"the crash {verb} the unsynced writes of {len(self.files)} checkpoint files ({dirs}), "
+                "none of which Spark had fsynced")
+        newest = self._newest_offsets()
+        if newest is not None:
+            said += (f"; {newest['path'].lstrip('/')}, the newest offsets file, kept {newest['bytes_after']:,} of "
+                     f"its {newest['bytes_before']:,} bytes")
+        return said
+
+
+def _lost(crashed: tuple[list[dict], bool], mode: str) -> LostWrites:
+    files, durable = crashed
     # the files Spark reads first (offsets/7, state/0/1/12.changelog), their checksums after
     files = sorted(files, key=lambda f: (f["path"].rsplit("/", 1)[-1].startswith("."), f["path"]))
     dirs = Counter(f["path"].lstrip("/").split("/", 1)[0] if "/" in f["path"].lstrip("/") else "."
                    for f in files)
-    return LostWrites(mode=mode, files=files, by_dir=dict(dirs),
+    return LostWrites(mode=mode, durable_storage=durable, files=files, by_dir=dict(dirs),
                       bytes_lost=sum(f["bytes_before"] - f["bytes_after"] for f in files))
 
 
 def _said(lost: LostWrites) -> str:
+    if lost.durable_storage:
+        return "the checkpoint's storage made every write durable as it returned: no write was lost"
     if not lost.files:
         return "no write of the process was still unsynced"
     dirs = ", ".join(f"{n} in {'the checkpoint' if d == '.' else d + '/'}"
@@ -92,8 +122,8 @@ class LoseUnsynced(DriverRestart):
         if self.lost is not None:
             said = f" crashed: {_said(self.lost)};"
             seen.detail = (seen.detail.replace(" was killed", said, 1) if " was killed" in seen.detail
-                           else seen.detail.replace(" killed", said, 1))
-            seen.landed, seen.proof = bool(self.lost.files), _said(self.lost)
+                           else seen.detail.replace(" killed", said, 1)).replace(";;", ";")
+            seen.landed, seen.proof = bool(self.lost.files) or self.lost.durable_storage, _said(self.lost)
         return seen
 
 
@@ -122,7 +152,7 @@ class LoseUnsyncedExecutor(RetriedQuery):
     def observe(self) -> Observation:
         lost = self.lost or LostWrites()
         lost.query_failed = self.died or ""
-        if not lost.files:
+        if not lost.files and not lost.durable_storage:
             self.targets.expect_down(False)
             raise Missed(f"{self.target}: the executor had written nothing to the checkpoint that was not "
                          "durable yet (a stateful query's state store writes there)")
@@ -161,8 +191,9 @@ LOSE_UNSYNCED_FAULT = FaultKind(
               "back (then it is durable)", default=WRITEBACK, gt=0),
           DOWNTIME),
     targets=("driver", "executor"), default_target="driver", nemesis_targets=("driver", "executor:random"),
-    restarts=True, may_end_query=True, details=LostWrites, prepare=_prepared, drawable=False,
+    restarts=True, may_end_query=True, refusal_breaks=True, details=LostWrites, prepare=_prepared,
+    drawable=False,
     why_not_drawable="on a local checkpoint Spark never fsyncs, so every crash within the writeback "
                      "window leaves files it cannot read and ends the run there (docs/faults.md, "
-                     "\"lose-unsynced\"); schedule it in [[faults]], last",
+                     "\"lose-unsynced\"); schedule it in [[faults]], last, or hunt it by name (--kinds)",
     requires=lambda spec: ("fuse", *(("own-executors",) if spec.target_kind == "executor" else ())))

@@ -148,3 +148,16 @@ input()
         child.wait(10)
         assert self._crash(fs, [child.pid], "drop", 5) == []
         assert (fs.backing / "offsets-7").read_bytes() == b"n" * 9000
+
+    def test_a_storage_durable_on_write_loses_nothing_and_says_so(self, mounted):
+        """checkpoint_fs = "sync" mounts with a writeback of 0: the crash of the gallery's fixed
+        spark-38033 case finds no write unsynced, and its answer says the storage is durable."""
+        fs = mounted(writeback_s=0)
+        child = self._run(fs)
+        child.kill()
+        child.wait(10)
+        request = {"id": 6, "pids": [child.pid], "how": "torn"}
+        (fs.control.parent / "crash.json").write_text(json.dumps(request))
+        answer = _wait_for(fs.control.parent / "crashed.json", 6)
+        assert answer["files"] == [] and answer["writeback_s"] == 0
+        assert (fs.backing / "offsets-7").read_bytes() == b"n" * 9000

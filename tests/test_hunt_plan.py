@@ -258,3 +258,40 @@ def test_a_query_spark_stopped_is_no_violation_unless_it_wrote_copies():
     assert breaks(case(lost=17_000, duplicated=5, outcome="refused"))
     assert breaks(case(lost=3, duplicated=0, outcome=None))
     assert breaks(case(lost=3, duplicated=0, outcome="accepted"))
+
+
+def test_a_refusal_after_a_crash_a_job_must_survive_breaks_it():
+    """lose-unsynced is a machine's crash: Spark refusing the checkpoint it left (the torn log of
+    run 20261126T162645-spark-38033-ec3b) is a finding, with 0 lost and 0 duplicated."""
+    from harness.hunt.search import breaks
+    from harness.results.model import CaseResult, FaultRecord, Verdict
+
+    def case(kind: str) -> CaseResult:
+        fault = FaultRecord(kind, 15.0, 15.0, 15.1, "driver", True, outcome="refused")
+        return CaseResult("c", "exactly-once", "tumbling_count", "postgres",
+                          {"lost": 0, "duplicated": 0, "unexpected": 0},
+                          Verdict("exactly-once", "exactly-once", False, ""), {}, {}, {}, faults=[fault])
+
+    assert breaks(case("lose-unsynced"))
+    assert not breaks(case("kafka-retention"))
+    assert not breaks(case("corrupt-checkpoint"))
+
+
+def test_a_kind_kept_from_drawing_is_hunted_when_asked_by_name(tmp_path):
+    """lose-unsynced and hide-commit are not drawn unasked; `--kinds` names them, and the plans
+    hold them; a kind whose keys cannot be drawn is still refused with its reason."""
+    from harness.errors import ScenarioError
+    from harness.hunt.plan import Space, plans
+    from harness.scenario import fault_specs
+    from harness.scenario.load import load
+
+    scenario = load(REPO / "examples" / "known-bugs" / "spark-38033" / "scenario.toml")
+    ctx = fault_specs.Context(scenario.workload.duration_s, scenario.services, scenario.cases,
+                              warmup_s=0.0, pipeline=scenario.pipeline)
+    assert "lose-unsynced" not in Space.of(ctx).kinds
+    space = Space.of(ctx, ("lose-unsynced", "kill-driver"))
+    assert space.kinds == ("lose-unsynced", "kill-driver")
+    drawn = {f["kind"] for plan in plans(space, 1, 6) for f in plan}
+    assert "lose-unsynced" in drawn
+    with pytest.raises(ScenarioError, match="restart-with"):
+        Space.of(ctx, ("restart-with",))

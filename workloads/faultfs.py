@@ -184,7 +184,10 @@ class Unsynced:
         self.done: set = set()
 
     def dirtied(self, path: str, new: bool = False) -> None:
-        """A write, a truncate or a create of `path` is about to happen."""
+        """A write, a truncate or a create of `path` is about to happen (a writeback of 0: a
+        storage that makes every write durable as it returns, so nothing is kept)."""
+        if self.writeback_s <= 0:
+            return
         pid = caller()[0]
         with self.lock:
             entry = self.dirty.get(path)
@@ -224,7 +227,8 @@ class Unsynced:
         if asked and asked.get("id") not in self.done:
             self.done.add(asked.get("id"))
             files = self.crash(set(asked.get("pids", ())), asked.get("how", "drop"))
-            _write_json(self.answer, {"id": asked.get("id"), "at": time.time(), "files": files})
+            _write_json(self.answer, {"id": asked.get("id"), "at": time.time(), "files": files,
+                                      "writeback_s": self.writeback_s})
 
     def crash(self, pids: set, how: str) -> list[dict]:
         """Drop (or tear) the not yet durable writes of `pids`, file by file."""
@@ -528,7 +532,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--track-unsynced", action="store_true",
                         help="keep what each file held when last durable, for crash.json")
     parser.add_argument("--writeback", type=float, default=30.0,
-                        help="seconds after which a dirtied file is written back (durable)")
+                        help="seconds after which a dirtied file is written back (durable); 0: "
+                             "every write is durable as it returns (a sync mount)")
     args = parser.parse_args(argv[1:])
     backing, mountpoint = args.backing, args.mountpoint
     backing.mkdir(parents=True, exist_ok=True)

@@ -96,7 +96,7 @@ class Space:
                                     f"choose from {', '.join(KINDS)}")
         kinds = []
         for name in wanted or drawable():
-            why = _why_not(name, ctx)
+            why = _why_not(name, ctx, asked=name in wanted)
             if why is None:
                 kinds.append(name)
             elif name in wanted:
@@ -123,16 +123,18 @@ class Space:
         return {(a, b) for a in self.choices for b in self.choices if _fits([a, b], self.workload_s)}
 
 
-def _why_not(name: str, ctx: fault_specs.Context) -> str | None:
-    """Why a kind cannot run in the case, trying it on a sample of its draws."""
+def _why_not(name: str, ctx: fault_specs.Context, asked: bool = False) -> str | None:
+    """Why a kind cannot run in the case, trying it on a sample of its draws. A kind kept out of
+    drawing for what it does to a run (lose-unsynced: every crash ends it) may be `asked` for by
+    name, when a sample of its draws loads."""
     kind = KINDS[name]
-    if not kind.drawable:
+    if not kind.drawable and not asked:
         return kind.why_not_drawable
     rng = random.Random(0)
     reasons = []
     for target in kind.nemesis_targets or (kind.default_target,):
-        table = {**kind.draw(rng, 0.0, 1.0), "target": target} if "target" in kind.key_names else kind.draw(
-            rng, 0.0, 1.0)
+        table = ({**kind.draw(rng, 0.0, 1.0, asked), "target": target} if "target" in kind.key_names
+                 else kind.draw(rng, 0.0, 1.0, asked))
         try:
             fault_specs.fault(table, f"hunt.{name}", _long(ctx))
             return None
@@ -230,7 +232,7 @@ def _timed(space: Space, choices: list[Choice], rng: random.Random, tight: bool 
             return None
         for _ in range(DRAWS):
             span = MIN_SPAN_S if tight else round(min(max(MIN_SPAN_S, rng.uniform(1.0, 6.0)), room), 1)
-            table = kind.draw(rng, round(at, 1), span)
+            table = kind.draw(rng, round(at, 1), span, asked=True)   # in the space: drawable, or asked
             if c.key is not None:
                 table.pop(c.key, None)
                 if c.value is not None:
@@ -261,7 +263,7 @@ def draw(space: Space, seed: int, run: int) -> list[dict]:
             name = rng.choice(fits)
             room = space.workload_s - at - KINDS[name].margin_s(0.0) - 1.0
             span = round(min(max(MIN_SPAN_S, rng.uniform(1.0, 6.0)), max(MIN_SPAN_S, room)), 1)
-            table = KINDS[name].draw(rng, round(at, 1), span)
+            table = KINDS[name].draw(rng, round(at, 1), span, asked=True)
             if accepted(table, space):
                 plan.append(table)
                 break

@@ -41,10 +41,12 @@ def breaks(case: CaseResult) -> bool:
     """Whether the case's output breaks its declared guarantee (not: a fault that missed). When
     Spark refused to go on after a fault (kafka-retention under failOnDataLoss, a damaged
     checkpoint), the query stopped loudly: what it never read is not lost by the sink, so only
-    copies and rows nothing sent explain break it."""
+    copies and rows nothing sent explain break it. After a fault a job must survive (a machine's
+    crash: the kind's `refusal_breaks`), the refusal itself breaks it: the job is down until
+    someone repairs its checkpoint by hand."""
     copies = int(case.events.get("duplicated") or 0) + int(case.events.get("unexpected") or 0)
     if refused(case):
-        return copies > 0
+        return copies > 0 or refused_after_crash(case)
     unexpected = int(case.events.get("unexpected") or 0)
     return not guarantee_holds(case.guarantee, case.verdict.observed) or unexpected > 0
 
@@ -52,6 +54,14 @@ def breaks(case: CaseResult) -> bool:
 def refused(case: CaseResult) -> bool:
     """Whether Spark refused to go on after one of the case's faults."""
     return any(f.outcome == "refused" for f in case.faults)
+
+
+def refused_after_crash(case: CaseResult) -> bool:
+    """Whether Spark refused to go on after a fault a job must survive (`refusal_breaks`)."""
+    from faults.registry import KINDS
+
+    return any(f.outcome == "refused" and f.kind in KINDS and KINDS[f.kind].refusal_breaks
+               for f in case.faults)
 
 
 class Hunt:
@@ -112,7 +122,10 @@ class Hunt:
             case = self.trial(plan, self.scenario.workload.duration_s, f"h{i + 1}")
             broke = breaks(case)
             tried.append(_tried(i + 1, plan, case, broke))
-            if not broke and refused(case):
+            if broke and refused(case):
+                said = (f"BREAKS: Spark refused to restart after a fault a job must survive "
+                        f"(observed {case.verdict.observed} of {case.guarantee})")
+            elif not broke and refused(case):
                 said = (f"refused: Spark stopped the query after a fault (observed {case.verdict.observed} "
                         f"of {case.guarantee}, not counted)")
             else:

@@ -233,9 +233,12 @@ class Case:
 
     def mount_storage(self) -> None:
         """Mount the FUSE file system over the checkpoint, for the storage faults."""
-        if (storage_fs(self.scenario.faults) or self.spec.checkpoint_fs == "fuse") and self.storage is None:
+        if (storage_fs(self.scenario.faults) or self.spec.checkpoint_fs != "disk") and self.storage is None:
+            writeback = writeback_s(self.scenario.faults)
+            if self.spec.checkpoint_fs == "sync":
+                writeback = 0.0
             fs = FaultFS(self.dir / "faultfs", self.files.checkpoint, self.dir / "checkpoint-fs",
-                         self.registry, writeback_s=writeback_s(self.scenario.faults))
+                         self.registry, writeback_s=writeback)
             self.storage = fs.start().wait_ready()
         if self.scenario.source.delta and source_fs(self.scenario.faults) and self.source_fs is None:
             # a Delta source's table, for hide-commit's listings

@@ -19,6 +19,7 @@ from typing import Any
 from harness.errors import ScenarioError
 from harness.scenario.fault_specs import Context, parse_faults, parse_nemesis
 from harness.scenario.model import (
+    CHECKPOINT_FS,
     GUARANTEES,
     SOURCE_KINDS,
     STANDALONE,
@@ -395,13 +396,13 @@ def _case(s: Section, scenario_dir: Path) -> Case:
     case = Case(name=s.string("name", pattern=_NAME), guarantee=s.choice("guarantee", GUARANTEES),
                 sink=s.choice("sink", (*SINKS, CUSTOM_SINK), "postgres"),
                 sink_class=s.string("sink_class", None), pipeline=own,
-                checkpoint_fs=s.choice("checkpoint_fs", ("disk", "fuse"), "disk"))
-    if case.checkpoint_fs == "fuse":
+                checkpoint_fs=s.choice("checkpoint_fs", CHECKPOINT_FS, "disk"))
+    if case.checkpoint_fs != "disk":
         from harness.services.faultfs import fuse_problem
 
         problem = fuse_problem()
         if problem:
-            raise bad(s.field("checkpoint_fs"), "fuse", f"FUSE cannot mount here: {problem}",
+            raise bad(s.field("checkpoint_fs"), case.checkpoint_fs, f"FUSE cannot mount here: {problem}",
                       'install what it names, or write checkpoint_fs = "disk"')
     if case.sink == CUSTOM_SINK:
         if case.sink_class is None:

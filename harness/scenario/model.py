@@ -166,8 +166,13 @@ class Case:
     series: str = ""                # run --repeat N: the scenario's name of the case ("": `name`)
     repeat: int = 1                 # which of its N runs this is
     # the checkpoint's file system: "disk", or "fuse" (the storage faults' layer without a fault:
-    # what it costs; a storage fault puts every case on it)
+    # what it costs; a storage fault puts every case on it), or "sync" (that layer making every
+    # write durable as it returns, as a sync mount, HDFS or an object store do: lose-unsynced
+    # then loses nothing)
     checkpoint_fs: str = "disk"
+
+
+CHECKPOINT_FS = ("disk", "fuse", "sync")
 
 
 @dataclass(frozen=True, kw_only=True)
