@@ -4,7 +4,8 @@ not read deleted (a vacuum, a retention job).
 
 hide-commit: the table is on a FUSE file system of its own (workloads/faultfs.py) for the case;
 for `duration`, every listing of `_delta_log` leaves out the newest commit file there was when
-the fault came, version N, while the appender goes on committing N+1, N+2: a listing with a gap,
+the fault came, version N (or, when the query had planned N already, the next one, from its
+first listing), while the appender goes on committing N+1, N+2: a listing with a gap,
 as an object store's eventually consistent listing gives (delta-io/delta PR 6314). The file is
 still there for whoever opens it by name. Delta's source with `failOnDataLoss` (its default)
 fails on a gap; without it, it may skip version N, and the checker counts N's rows lost. A query
@@ -60,6 +61,7 @@ class HiddenCommit(Details):
 
 class HideCommit(RetriedQuery):
     version = -1
+    planned = 0
     before = before_gaps = 0
     newest = -1
 
@@ -70,14 +72,19 @@ class HideCommit(RetriedQuery):
         versions = _versions(table)
         if not versions:
             raise RefusedTarget("the source table has no commit yet")
-        self.version = versions[-1]
+        # the newest commit the query has not planned yet: the newest there is, or, when the
+        # query has planned it already, the next one, left out of listings from its first
+        self.planned = _planned_through(Path(self.targets.checkpoint()))
+        self.version = max(versions[-1], self.planned + 1)
         self.before = _failed(stats).get("readdir:hidden", {}).get("count", 0)
         self.before_gaps = _failed(stats).get("readdir:gap", {}).get("count", 0)
         self._watch()
         name = rf"^/{delta_source.LOG}/{self.version:020d}\.json$"
         fs.write(control, {"mode": "hide", "match": name})
         self.target = (f"{delta_source.LOG}/{self.version:020d}.json of the source table "
-                       f"(version {self.version})")
+                       f"(version {self.version}" + (", the next commit: the query had planned "
+                                                     f"through {self.planned})" if self.version > versions[-1]
+                                                     else ")"))
 
     def _heal(self) -> None:
         control = self.targets.source_control
@@ -119,6 +126,12 @@ class DeletedFiles(Deleted):
 
     files: list = field(default_factory=list)
     versions: list = field(default_factory=list)
+
+
+def _planned_through(checkpoint: Path) -> int:
+    """The last version of the table the query's newest offsets file plans to read (0: none)."""
+    logs = [int(p.name) for p in (checkpoint / "offsets").glob("*") if p.name.isdigit()]
+    return _read_through(checkpoint, max(logs)) if logs else 0
 
 
 def _read_through(checkpoint: Path, batch: int) -> int:
@@ -211,7 +224,8 @@ def _mounted(spec) -> Preparation:
 HIDE_COMMIT_FAULT = FaultKind(
     "hide-commit", HideCommit,
     about="for `duration`, every listing of the Delta source's `_delta_log` leaves out the newest commit "
-          "file there was when the fault came, while later versions are committed and listed (the file is "
+          "file there was when the fault came (the next one, when the query had planned that already), while "
+          "later versions are committed and listed (the file is "
           "still there by name); the listings that left it out must be counted. A query that fails on the "
           "gap gets a new driver once the listings are whole",
     models="an object store's eventually consistent listing that misses one commit (delta-io/delta PR 6314)",

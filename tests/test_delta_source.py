@@ -78,3 +78,27 @@ class TestAppender:
         again = Appender("unused:9092", "events", table)   # a restarted appender resumes
         again.create()
         assert again.version == 1 and again.ends == {0: 3, 1: 2}
+
+
+def test_hide_commit_aims_at_a_version_the_query_has_not_planned(tmp_path):
+    """The newest offsets file planned through version 11: the version to hide is 12, the next
+    commit, even when 11 is the newest there is (run 5573 hid 11, read already: nothing to skip)."""
+    from faults.source import _planned_through
+
+    offsets = tmp_path / "offsets"
+    offsets.mkdir()
+    assert _planned_through(tmp_path) == 0
+    for batch, version in ((3, 9), (4, 12)):
+        line = {"sourceVersion": 1, "reservoirId": "r", "reservoirVersion": version, "index": -1,
+                "isStartingVersion": False}
+        (offsets / str(batch)).write_text('v1\n{"batchWatermarkMs":0}\n' + json.dumps(line) + "\n")
+    assert _planned_through(tmp_path) == 11
+
+
+def test_copies_visible_at_one_time_are_named_once():
+    from harness.findings.duplicated import _visible_at
+
+    assert _visible_at([11.31] * 101) == ", all visible at 11.3 s"
+    assert _visible_at([11.3, 11.3, 14.0]) == ", visible at 11.3 s (2 times) and 14.0 s"
+    assert _visible_at([2.4, 16.1]) == ", visible at 2.4 s and 16.1 s"
+    assert _visible_at([]) == ""
