@@ -73,13 +73,14 @@ class LostWrites(Details):
         if not self.files:
             return ""
         verb = "dropped" if self.mode == "drop" else "tore"
-        dirs = ", ".join(f"{n} in {'the checkpoint' if d == '.' else d + '/'}" for d, n in sorted(self.by_dir.items()))
+        dirs = ", ".join(f"{n} in {'the checkpoint' if d == '.' else d + '/'}"
+                         for d, n in sorted(self.by_dir.items()))
         said = (f"the crash {verb} the unsynced writes of {len(self.files)} checkpoint files ({dirs}), "
                 "none of which Spark had fsynced")
         newest = self._newest_offsets()
         if newest is not None:
-            said += (f"; {newest['path'].lstrip('/')}, the newest offsets file, kept {newest['bytes_after']:,} of "
-                     f"its {newest['bytes_before']:,} bytes")
+            said += (f"; {newest['path'].lstrip('/')}, the newest offsets file, kept "
+                     f"{newest['bytes_after']:,} of its {newest['bytes_before']:,} bytes")
         return said
 
 

@@ -140,8 +140,13 @@ def refused_restart(inputs: Inputs, history: History) -> Finding | None:
         if changed:
             rec["checkpoint_file"] = changed
         records.append(rec)
-        clauses.append(f"{fault.kind} at {text.seconds(at)} ({fault.target}) restarted the driver, and Spark "
-                       f"refused to run the query: \u201c{said}\u201d")
+        told = getattr(fault.details, "told", None)   # what the fault did to the checkpoint
+        if callable(told) and (clause := told()):
+            clauses.append(f"{fault.kind} at {text.seconds(at)} crashed {fault.target}, and {clause}")
+            clauses.append(f"Spark refused to run the query on the new driver: \u201c{said}\u201d")
+        else:
+            clauses.append(f"{fault.kind} at {text.seconds(at)} ({fault.target}) restarted the driver, and "
+                           f"Spark refused to run the query: \u201c{said}\u201d")
         later = [r for r in history.runs if at is not None and r.start_s > at]
         clauses.append(f"a later driver ran from {text.seconds(later[0].start_s)}" if later
                        else "no batch ran after it")
