@@ -24,7 +24,7 @@ from pathlib import Path
 from faults import fs
 from faults.base import Details, Fault, Missed, Observation
 from faults.driver import first_batch_or_failure, sentence, with_task_failure
-from faults.kinds import DURATION, TARGET, FaultKind, Key, Preparation, always
+from faults.kinds import DURATION, TARGET, FaultKind, Key, Preparation
 from faults.spec import FaultSpec
 from faults.targets import RefusedTarget
 from workloads.wait import WaitTimeout
@@ -33,7 +33,7 @@ OPS = Key("ops", "choice", "which operations fail: reads, writes (and creates, r
           default="both", choices=("read", "write", "both"), draw="choice")
 MATCH = Key("match", "text", "a regular expression: only paths under the checkpoint it is found in fail "
             "(\"^/commits/\", \"\\\\.delta$\"); absent, every path of the target", default=None,
-            sample="^/commits/")
+            sample="^/commits/", cover=(None, "^/offsets/"))   # the hunt: the whole target, or one log
 STATE = "^/state/"
 
 
@@ -230,13 +230,18 @@ class IOError_(StorageFault):
 
 _TARGETS = ("checkpoint", "state")
 
+def _needs(spec) -> tuple[str, ...]:
+    """FUSE; and under the state store, a query that keeps state (a stateless one writes none)."""
+    return ("fuse", *(("state-store",) if spec.target_kind == "state" else ()))
+
+
 DISK_FULL_FAULT = FaultKind(
     "disk-full", DiskFull,
     about="the checkpoint's disk is full for `duration`: every write, create and mkdir under the target "
           "fails with ENOSPC, then space is back; Spark's file operations must have failed while it lasted",
     models="a full volume under the checkpoint or the state store (logs, a neighbour's job, quotas)",
     keys=(TARGET, DURATION), targets=_TARGETS, default_target="checkpoint", restarts=True, may_end_query=True,
-    nemesis_targets=_TARGETS, requires=always("fuse"), details=StorageDetails, prepare=_mounted)
+    nemesis_targets=_TARGETS, requires=_needs, details=StorageDetails, prepare=_mounted)
 
 IO_ERROR_FAULT = FaultKind(
     "io-error", IOError_,
@@ -245,4 +250,4 @@ IO_ERROR_FAULT = FaultKind(
     models="a failing disk, a flaky network volume (NFS, an object store's FUSE mount)",
     keys=(TARGET, DURATION, OPS, MATCH), targets=_TARGETS, default_target="checkpoint", restarts=True,
     may_end_query=True,
-    nemesis_targets=_TARGETS, requires=always("fuse"), details=StorageDetails, prepare=_mounted)
+    nemesis_targets=_TARGETS, requires=_needs, details=StorageDetails, prepare=_mounted)
