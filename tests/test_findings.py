@@ -456,3 +456,28 @@ def test_a_driver_exit_a_storage_fault_caused_is_scheduled_not_an_incident():
     assert _scheduled("driver-exit", 9.3, [full])
     assert not _scheduled("driver-exit", 80.0, [full])   # past the 60 s a restart may take to settle
     assert not _scheduled("service-exit", 9.3, [full])
+
+
+def test_a_commit_without_its_offsets_is_a_finding_that_names_the_fault_then(tmp_path):
+    """Run 20261126T164032-spark-56720-04f6: async progress tracking's offsets/11 write failed
+    under io-error, and commits/11 was written behind it; the query then stopped twice. The
+    finding names commits/11 and the fault in effect, and the lost story both deaths."""
+    truth = _truth([0.1, 0.2, 0.3, 4.0, 4.1, 4.2])
+    batches = [Batch(0, 0, {0: 3}, True, {0: 0}, committed_ms=_ms(1.0))]
+    cp = _checkpoint(tmp_path, "checkpoint", {"offsets/0": 0.5, "commits/0": 1.0, "commits/1": 2.6})
+    sink = pd.DataFrame({"event_id": [0, 1, 2], "key": "k1",
+                         "event_time_ms": [_ms(t) for t in (0.1, 0.2, 0.3)], "amount": 20, "tier": "high",
+                         "partition": 0, "offset": [0, 1, 2], "batch_id": 0, "committed_ms": _ms(1.0)})
+    fault = FaultRecord("io-error", 2.0, 2.0, 4.0, "checkpoint (EIO on writes on paths matching offsets/)",
+                        True, outcome="accepted")
+    deaths = [Incident(2.1, "driver-exit", "spark-driver (pid 10)", "exited with code 1", "process",
+                       scheduled=True),
+              Incident(9.0, "driver-exit", "spark-driver (pid 11)", "exited with code 1", "process",
+                       scheduled=True)]
+    found = build(_inputs(PASSTHROUGH, truth, sink, batches, checkpoints=[cp], faults=[fault],
+                          incidents=deaths))
+    orphan = _only(found, "commit-without-offsets")
+    assert orphan.count == 1 and orphan.witness[0]["checkpoint_file"] == "checkpoint/commits/1"
+    assert "offsets/1 never was" in orphan.story and "io-error at 2.0 s" in orphan.story, orphan.story
+    lost = _only(found, "lost")
+    assert "(pid 10) died at 2.1 s" in lost.story and "(pid 11) died at 9.0 s" in lost.story, lost.story

@@ -13,6 +13,7 @@ Classes, one finding each when present:
   dropped-late-wrongly                          Spark dropped rows the oracle says were on time
   deleted-before-read                           offsets Kafka deleted before the query read them
   refused-restart                               a restart Spark refused
+  commit-without-offsets                        a commits/N with no offsets/N in the checkpoint
 
 The unit follows the pipeline: event by event when rows carry event_id (per_event.py), per
 (event, window) pair for windowed counts (per_window.py), by key columns otherwise (per_row.py).
@@ -39,14 +40,15 @@ from harness.results.model import Finding
 __all__ = ["Inputs", "build", "CLASSES"]
 
 CLASSES = ("lost", "duplicated", "unexpected", "wrong-value", "dropped-late-wrongly", "deleted-before-read",
-           "refused-restart")
+           "refused-restart", "commit-without-offsets")
 
 
 def build(inputs: Inputs) -> list[Finding]:
     """One Finding per anomaly class present in the case, in the order of CLASSES; [] for a
     case with nothing to explain (then no unit is built: a clean case costs nothing)."""
     history = History(inputs)
-    found = [spark.deleted_before_read(inputs, history), spark.refused_restart(inputs, history)]
+    found = [spark.deleted_before_read(inputs, history), spark.refused_restart(inputs, history),
+             spark.commit_without_offsets(inputs, history)]
     if _output_anomalies(inputs):
         unit = unit_of(inputs, history)
         found = [lost.build(inputs, history, unit), duplicated.build(inputs, history, unit),

@@ -239,6 +239,13 @@ class History:
                 return f
         return None
 
+    def deaths_between(self, after_s: float | None, before_s: float | None) -> str | None:
+        """Every death of the driver between two times, told in order (a driver that came back and
+        died again ended the query the second time); else as death_between."""
+        seen = [phrase for at, phrase in self.deaths()
+                if at is not None and _within(at, (None if after_s is None else after_s - 0.5, before_s))]
+        return text.join(seen) if len(seen) > 1 else self.death_between(after_s, before_s)
+
     def death_between(self, after_s: float | None, before_s: float | None) -> str | None:
         """How the driver died between two times (an exact death first, else a fault that
         killed it while in effect then); None when nothing says."""

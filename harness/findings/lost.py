@@ -97,7 +97,7 @@ def _query_end(inputs: Inputs, history: History, q: int) -> list[str]:
         clauses += [batch_read(f), sink_write(f), history.held(f)]
     times = [t for f in own for t in (f.committed_s, f.sink_s, f.planned_s) if t is not None]
     start_s = _started_s(history, q + 1)
-    death = history.death_between(max(times, default=None), start_s)
+    death = history.deaths_between(max(times, default=None), start_s)
     never = text.join(f"commits/{f.local}" for f in pending)
     never = f"{never} {'was' if len(pending) == 1 else 'were'} never written" if pending else ""
     clauses.append(f"{death}, so {never}" if death and never else death or never)

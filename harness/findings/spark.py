@@ -8,6 +8,9 @@
                         more["deleted"]: [{"partition", "from", "to"}], `to` exclusive)
   refused-restart       a restart Spark refused (a fault's outcome == "refused"); the
                         story quotes Spark's sentence
+  commit-without-offsets  a commits/N in the checkpoint with no offsets/N: Spark logged a
+                        batch done whose offsets it never logged (async progress tracking's
+                        queued writes after a failed one, SPARK-56720)
 """
 
 from __future__ import annotations
@@ -153,6 +156,43 @@ def refused_restart(inputs: Inputs, history: History) -> Finding | None:
     files = [r["checkpoint_file"] for r in records if r.get("checkpoint_file")]
     return finding("refused-restart", len(refused), records[:5], history, text.paragraph(clauses),
                    batches=batches, spans=[(f.started_s, f.ended_s) for f in refused], files=files)
+
+
+def commit_without_offsets(inputs: Inputs, history: History) -> Finding | None:
+    """Each commits/N of the case's checkpoints with no offsets/N beside it, and the faults in
+    effect when Spark wrote it."""
+    records: list[dict] = []
+    clauses: list[str] = []
+    files: list[str] = []
+    for cp in inputs.checkpoints:
+        logged = {d: {int(p.name) for p in (Path(cp) / d).glob("*") if p.name.isdigit()}
+                  for d in ("offsets", "commits")}
+        for n in sorted(logged["commits"] - logged["offsets"]):
+            path = Path(cp) / "commits" / str(n)
+            try:
+                at = inputs.rel_s(path.stat().st_mtime_ns / 1e6)
+            except OSError:
+                at = None
+            where = f"{Path(cp).name}/commits/{n}"
+            records.append({"checkpoint_file": where, "batch": n, "at_s": at})
+            files.append(where)
+            clause = (f"{where} was written at {text.seconds(at)}, and {Path(cp).name}/offsets/{n} never "
+                      f"was: Spark logged batch {n} done though it never logged the offsets it read")
+            during = [f for f in inputs.faults if at is not None and f.started_s is not None
+                      and f.started_s - 0.5 <= at <= (f.ended_s or f.started_s) + 1]
+            if during:
+                clause += "; " + text.join(f"{f.kind} at {text.seconds(f.started_s)} ({f.target}) was in "
+                                           "effect" for f in during)
+            clauses.append(clause)
+    if not records:
+        return None
+    last_offsets = max((f.id for f in history.batches.values()), default=None)
+    if last_offsets is not None:
+        newest = name(history.batches[last_offsets])
+        clauses.append(f"a restart reads the offsets log's newest batch ({newest}) against a commit log that "
+                       "is ahead of it")
+    return finding("commit-without-offsets", len(records), records[:5], history, text.paragraph(clauses),
+                   files=files)
 
 
 def _relative(path: str | None, checkpoints: list[Path]) -> str | None:
