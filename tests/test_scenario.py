@@ -515,6 +515,8 @@ class TestStorageFaultsWithoutFuse:
                                  'guarantee = "exactly-once"\ncheckpoint_fs = "fuse"')
         err = _error(_write(tmp_path, fuse_case))
         assert "checkpoint_fs" in err.problem and "/dev/fuse does not exist" in err.problem, err.problem
+        err = _error(_write(tmp_path, fuse_case.replace('checkpoint_fs = "fuse"', 'checkpoint_fs = "sync"')))
+        assert "checkpoint_fs" in err.problem and "sync" in err.problem, err.problem
 
 
 class TestStateStoreAndUnsyncedFaults:
@@ -606,3 +608,24 @@ class TestSource:
         load(self._with(tmp_path, fault='kind = "restart-with"\nat = "1s"\ntrigger = "2s"\n'))
         err = _error(self._with(tmp_path, fault='kind = "restart-with"\nat = "1s"\ntrigger = "soon"\n'))
         assert "faults[0].trigger" in err.problem, err.problem
+
+
+class TestStorageUnderState:
+    @pytest.fixture(autouse=True)
+    def _fuse(self, monkeypatch):
+        from harness.services import faultfs
+
+        monkeypatch.setattr(faultfs, "fuse_problem", lambda: None)
+
+    def test_a_storage_fault_under_the_state_of_a_stateless_query_is_refused(self, tmp_path):
+        """passthrough writes no state: io-error under state could only miss; a durable case
+        (checkpoint_fs = "sync") loads."""
+        text = GOOD.replace('duration = "1s"', 'duration = "60s"', 1).replace(
+            'guarantee = "exactly-once"', 'guarantee = "exactly-once"\ncheckpoint_fs = "sync"') + (
+            '\n[[faults]]\nkind = "io-error"\nat = "1s"\ntarget = "state"\nduration = "1s"\n')
+        text = text.replace('[pipeline]\nwindow = "5s"\nwatermark = "1s"', '[pipeline]\nkind = "passthrough"')
+        assert 'kind = "passthrough"' in text
+        err = _error(_write(tmp_path, text))
+        assert "keeps no state" in err.problem, err.problem
+        ok = load(_write(tmp_path, text.replace('target = "state"', 'target = "checkpoint"')))
+        assert ok.cases[0].checkpoint_fs == "sync"
