@@ -33,6 +33,17 @@ def _one_replay(choices: list[hunt_plan.Choice]) -> bool:
     return any(_replays(c) for c in choices)
 
 
+def _holds(kind: str) -> Callable[[list[hunt_plan.Choice]], bool]:
+    """A plan that holds a fault of `kind` (the source and storage entries' bugs need no more;
+    whether it lands where it reaches the bug is the real hunt's to say)."""
+    return lambda choices: any(c.kind == kind for c in choices)
+
+
+def _offsets_io_error(choices: list[hunt_plan.Choice]) -> bool:
+    """io-error on the offsets log alone (its covered value); its ops drawn (reads alone miss)."""
+    return any(c.kind == "io-error" and c.value == "^/offsets/" for c in choices)
+
+
 def _partitions_then_replay(choices: list[hunt_plan.Choice]) -> bool:
     return any(a.kind == "kafka-partitions" and _replays(b) for i, a in enumerate(choices)
                for b in choices[i + 1:])
@@ -45,6 +56,7 @@ class Target:
     case: str
     trigger: Callable[[list[hunt_plan.Choice]], bool]
     needs: str
+    kinds: str | None = None   # the hunt's --kinds (None: every kind the case can run)
 
 
 GALLERY = "examples/known-bugs"
@@ -55,6 +67,14 @@ TARGETS = (
     *(Target(entry, f"{GALLERY}/{entry}/scenario.toml", "buggy", _one_replay,
              "a batch run again after its write")
       for entry in ("paimon-9666", "iceberg-8809", "hudi-6098", "delta-1421")),
+    Target("spark-38033", f"{GALLERY}/spark-38033/scenario.toml", "buggy", _holds("lose-unsynced"),
+           "a crash that loses unsynced writes", "lose-unsynced,kill-driver,kill-executor,pause"),
+    Target("delta-6314", f"{GALLERY}/delta-6314/scenario.toml", "buggy", _holds("hide-commit"),
+           "a commit missing from the listings", "hide-commit,kill-driver,kill-executor,pause"),
+    Target("spark-25214", f"{GALLERY}/spark-25214/scenario.toml", "buggy", _holds("kafka-retention"),
+           "offsets deleted before the batch reads them"),
+    Target("spark-56720", f"{GALLERY}/spark-56720/scenario.toml", "buggy", _offsets_io_error,
+           "io-error on the offsets log's writes", "io-error,kill-driver,kill-executor,pause"),
 )
 
 
@@ -63,7 +83,7 @@ def first_hit(plans: list[list[dict]], trigger) -> int | None:
 
 
 def measure(target: Target, seeds: int, runs: int) -> dict:
-    search = HuntSearch.of(target.case, runs, 1, None, "30m", False)
+    search = HuntSearch.of(target.case, runs, 1, target.kinds, "30m", False)
     space = search.space(search.narrow(scenario_mod.load(REPO_ROOT / target.scenario)))
     # plans(space, seed, n) are a prefix of plans(space, seed, n + k): one list a seed
     firsts = [first_hit(hunt_plan.plans(space, s, LONG), target.trigger) for s in range(1, seeds + 1)]

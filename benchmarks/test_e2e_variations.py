@@ -290,10 +290,15 @@ def test_a_deleted_commit_makes_a_naive_sink_duplicate_and_a_transactional_one_h
     assert_nothing_left(run_dir)
 
 
-# the four entries: the buggy sink breaks exactly-once with its finding, the fixed one holds
+# the entries: the buggy sink (or source, or checkpoint storage) breaks exactly-once with its
+# finding, the fixed one holds
 GALLERY_ENTRIES = {"paimon-9666": "duplicated", "iceberg-8809": "duplicated", "hudi-6098": "duplicated",
-                   "delta-1421": "unexpected"}
-STORY = {"hudi-6098": ("commits/", "again")}
+                   "delta-1421": "unexpected", "spark-38033": "refused-restart", "delta-6314": "lost",
+                   "spark-25214": "duplicated", "spark-56720": "commit-without-offsets"}
+STORY = {"hudi-6098": ("commits/", "again"), "spark-38033": ("the newest offsets file", "refused"),
+         "spark-25214": ("101 times",), "spark-56720": ("never was", "io-error")}
+# findings a fixed case may have beside its verdict holding (the records retention deleted)
+FIXED_MAY_SAY = {"spark-25214": {"deleted-before-read"}}
 
 
 @pytest.mark.parametrize("entry", list(GALLERY_ENTRIES))
@@ -311,7 +316,8 @@ def test_a_gallery_entry_s_bug_is_caught_and_its_fix_passes(entry, tmp_path):
     assert 1 <= len(finding["witness"]) <= 5 and f"finding {finding['class']}" in proc.stdout
     for words in STORY.get(entry, ()):   # the story tells the replay
         assert words in finding["story"], finding["story"]
-    assert cases["fixed"]["verdict"]["holds"] and cases["fixed"]["findings"] == [], cases["fixed"]["verdict"]
+    assert cases["fixed"]["verdict"]["holds"], cases["fixed"]["verdict"]
+    assert {f["class"] for f in cases["fixed"]["findings"]} <= FIXED_MAY_SAY.get(entry, set()), cases["fixed"]
     assert_nothing_left(run_dir)
 
 

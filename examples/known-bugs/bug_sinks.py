@@ -12,6 +12,7 @@ import json
 import time
 
 from workloads.sinks.delta import DeltaBatchSink
+from workloads.sinks.kafka import KafkaTopicSink
 from workloads.sinks.postgres import PostgresSink
 
 
@@ -112,3 +113,23 @@ class MergeOncePerBatch(MergeWithoutTxn):
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps([*ids, batch_id]))
         tmp.replace(path)
+
+
+class AsyncProgressKafkaSink(KafkaTopicSink):
+    """SPARK-56720 (apache/spark PR 55676): Spark's Kafka sink with asynchronous progress
+    tracking, which writes the offset and commit logs on a thread of their own: once one of
+    those writes fails, the writes queued behind it still land, and can leave a commit-log entry
+    with no offset-log entry. The fix (PR 55676: later writes fail with the first error) is not in
+    Spark 4.2.0, so this reproduces it."""
+
+    def start(self, df, configured):
+        def asynchronous(records):
+            return (configured(records).option("asyncProgressTrackingEnabled", "true")
+                    .option("asyncProgressTrackingCheckpointIntervalMs", "0"))
+
+        return super().start(df, asynchronous)
+
+
+class SyncProgressKafkaSink(KafkaTopicSink):
+    """The same sink with Spark's default, synchronous progress tracking: each batch's offsets
+    are logged before it runs and its commit after, on the query's own thread."""

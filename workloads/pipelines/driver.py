@@ -220,7 +220,13 @@ def _start_query(spark, config: DriverConfig, sink):
         options = {"startingOffsets": config.starting_offsets, **config.source_options}
         events = parse_events(read_kafka(spark, config.bootstrap_servers, config.topic, options))
     build = plugins.load(config.build, "pipeline.build")
-    out = _checked_output(build(events, dict(config.params)), config)
+    params = dict(config.params)
+    # for a build that reads the source its own way (the gallery's source models)
+    if config.source == "delta":
+        params["source_table"] = config.delta_table
+    elif config.source != "rate":
+        params["source_topic"], params["bootstrap_servers"] = config.topic, config.bootstrap_servers
+    out = _checked_output(build(events, params), config)
     own = getattr(sink, "streaming_format", False)   # Spark's own sink: it reads the stage's rows itself
     if config.task_faults:   # the scenario has a fail-task fault: the stage it fails tasks in
         out = with_task_faults(out, config.control_dir, SPARK_SINK if own else JOB)
