@@ -74,3 +74,16 @@ def test_the_crash_s_story_names_the_newest_offsets_file_it_tore():
     assert told.endswith("offsets/9, the newest offsets file, kept 200 of its 409 bytes")
     durable = _lost(([], True), "torn")
     assert durable.told() == "" and durable.durable_storage
+
+
+@pytest.mark.parametrize("entry", sorted(p.name for p in (REPO / "examples" / "known-bugs").iterdir()
+                                         if (p / "scenario.toml").exists()))
+def test_every_gallery_entry_loads_with_a_buggy_and_a_fixed_case(entry, monkeypatch):
+    """Its builds and sink classes import with the right parameters, its faults fit (FUSE taken
+    as available: the storage entries need it)."""
+    from harness.scenario import load
+    from harness.services import faultfs
+
+    monkeypatch.setattr(faultfs, "fuse_problem", lambda: None)
+    scenario = load(REPO / "examples" / "known-bugs" / entry / "scenario.toml")
+    assert [c.name for c in scenario.cases] == ["buggy", "fixed"] and scenario.faults
