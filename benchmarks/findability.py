@@ -68,7 +68,10 @@ TARGETS = (
              "a batch run again after its write")
       for entry in ("paimon-9666", "iceberg-8809", "hudi-6098", "delta-1421")),
     Target("spark-38033", f"{GALLERY}/spark-38033/scenario.toml", "buggy", _holds("lose-unsynced"),
-           "a crash that loses unsynced writes", "lose-unsynced,kill-driver,kill-executor,pause"),
+           "a crash that loses unsynced writes", "lose-unsynced,kill-executor,pause"),
+    Target("spark-38033, with kill-driver", f"{GALLERY}/spark-38033/scenario.toml", "buggy",
+           _holds("lose-unsynced"), "a crash that loses unsynced writes",
+           "lose-unsynced,kill-driver,kill-executor,pause"),
     Target("delta-6314", f"{GALLERY}/delta-6314/scenario.toml", "buggy", _holds("hide-commit"),
            "a commit missing from the listings", "hide-commit,kill-driver,kill-executor,pause"),
     Target("spark-25214", f"{GALLERY}/spark-25214/scenario.toml", "buggy", _holds("kafka-retention"),

@@ -26,7 +26,7 @@ FINDING = {"paimon-9666": "duplicated", "iceberg-8809": "duplicated", "hudi-6098
            "spark-25214": "duplicated", "spark-56720": "commit-without-offsets"}
 # the kinds each entry's hunt draws from, when not every kind the case can run: lose-unsynced and
 # hide-commit are drawn only when named
-KINDS = {"spark-38033": "lose-unsynced,kill-driver,kill-executor,pause",
+KINDS = {"spark-38033": "lose-unsynced,kill-executor,pause",
          "delta-6314": "hide-commit,kill-driver,kill-executor,pause",
          "spark-56720": "io-error,kill-driver,kill-executor,pause"}
 # the sink entries within 10 runs; the state, storage and source entries within issue 30's 30
