@@ -130,6 +130,7 @@ class ListingDeltaSource(DataSource):
 
 
 KAFKA_NAME = "harness_offsets_kafka"
+EMPTY_POLLS = 30   # a task that cannot read its range fails (Spark retries it), never returns less
 
 
 class _Range(InputPartition):
@@ -173,10 +174,16 @@ class _KafkaReader(DataSourceStreamReader):
             consumer.assign([tp])
             consumer.seek(tp, partition.start)
             records = []   # what the partition still holds of the range, in order
-            while not records or records[-1].offset < partition.end - 1:
-                polled = consumer.poll(timeout_ms=2000).get(tp, [])
-                if not polled:
-                    break
+            empty = 0
+            # to the range's end, whatever a poll returns: an empty poll is no end of data (a
+            # clock that jumps ends a poll's wait at once: run h3 of hunt 20261126T172013-spark-25214-9577)
+            while consumer.position(tp) < partition.end:
+                polled = consumer.poll(timeout_ms=1000).get(tp, [])
+                empty = 0 if polled else empty + 1
+                if empty >= EMPTY_POLLS:
+                    raise RuntimeError(f"partition {partition.partition}: offsets {partition.start}-"
+                                       f"{partition.end - 1} not read to their end ({consumer.position(tp)}) "
+                                       f"after {EMPTY_POLLS} empty polls")
                 records += [r for r in polled if partition.start <= r.offset < partition.end]
         finally:
             consumer.close()
