@@ -67,15 +67,19 @@ class LostWrites(Details):
                 and f["path"].rsplit("/", 1)[-1].isdigit()]
         return max(logs, key=lambda f: int(f["path"].rsplit("/", 1)[-1])) if logs else None
 
+    def per_dir(self) -> str:
+        """"6 in commits/, 6 in offsets/": the files lost, counted by directory."""
+        return ", ".join(f"{n} in {'the checkpoint' if d == '.' else d + '/'}"
+                         for d, n in sorted(self.by_dir.items()))
+
     def told(self) -> str:
         """The clause a finding's story tells of the crash: what it took, and the file a restart
         reads first ("" when it took nothing)."""
         if not self.files:
             return ""
         verb = "dropped" if self.mode == "drop" else "tore"
-        dirs = ", ".join(f"{n} in {'the checkpoint' if d == '.' else d + '/'}"
-                         for d, n in sorted(self.by_dir.items()))
-        said = (f"the crash {verb} the unsynced writes of {len(self.files)} checkpoint files ({dirs}), "
+        said = (f"the crash {verb} the unsynced writes of {len(self.files)} checkpoint files "
+                f"({self.per_dir()}), "
                 "none of which Spark had fsynced")
         newest = self._newest_offsets()
         if newest is not None:
@@ -99,8 +103,7 @@ def _said(lost: LostWrites) -> str:
         return "the checkpoint's storage made every write durable as it returned: no write was lost"
     if not lost.files:
         return "no write of the process was still unsynced"
-    dirs = ", ".join(f"{n} in {'the checkpoint' if d == '.' else d + '/'}"
-                     for d, n in sorted(lost.by_dir.items()))
+    dirs = lost.per_dir()
     verb = "dropped" if lost.mode == "drop" else "torn"
     shown = ", ".join(f["path"].lstrip("/") for f in lost.files[:4]) + (" ..." if len(lost.files) > 4 else "")
     return f"{lost.bytes_lost:,} unsynced bytes of {len(lost.files)} file(s) {verb} ({dirs}: {shown})"

@@ -44,6 +44,7 @@ import json
 import os
 
 from workloads.delta_source import LOG
+from workloads.kafka_admin import client
 
 try:
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -143,15 +144,12 @@ class _KafkaReader(DataSourceStreamReader):
         self.bootstrap, self.topic, self.skip_missing = bootstrap, topic, skip_missing
 
     def _ends(self) -> dict[int, int]:
-        from kafka import KafkaConsumer, TopicPartition
+        from kafka import TopicPartition
 
-        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap)
-        try:
+        with client("consumer", self.bootstrap) as consumer:
             ids = sorted(consumer.partitions_for_topic(self.topic) or ())
             parts = [TopicPartition(self.topic, p) for p in ids]
             return {tp.partition: o for tp, o in consumer.end_offsets(parts).items()}
-        finally:
-            consumer.close()
 
     def initialOffset(self) -> dict:
         return {self.topic: {str(p): 0 for p in self._ends()}}
@@ -165,18 +163,17 @@ class _KafkaReader(DataSourceStreamReader):
                 if int(o) > int(first.get(p, 0))]
 
     def read(self, partition: _Range):
-        from kafka import KafkaConsumer, TopicPartition
+        from kafka import TopicPartition
 
-        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False,
-                                 auto_offset_reset="earliest")
         tp = TopicPartition(self.topic, partition.partition)
-        try:
+        with client("consumer", self.bootstrap, enable_auto_commit=False,
+                    auto_offset_reset="earliest") as consumer:
             consumer.assign([tp])
             consumer.seek(tp, partition.start)
             records = []   # what the partition still holds of the range, in order
             empty = 0
-            # to the range's end, whatever a poll returns: an empty poll is no end of data (a
-            # clock that jumps ends a poll's wait at once: run h3 of hunt 20261126T172013-spark-25214-9577)
+            # to the range's end, whatever a poll returns: an empty poll is no end of data (a clock
+            # that jumps ends a poll's wait at once: run h3 of hunt 20261126T172013-spark-25214-9577)
             while consumer.position(tp) < partition.end:
                 polled = consumer.poll(timeout_ms=1000).get(tp, [])
                 empty = 0 if polled else empty + 1
@@ -185,8 +182,6 @@ class _KafkaReader(DataSourceStreamReader):
                                        f"{partition.end - 1} not read to their end ({consumer.position(tp)}) "
                                        f"after {EMPTY_POLLS} empty polls")
                 records += [r for r in polled if partition.start <= r.offset < partition.end]
-        finally:
-            consumer.close()
         for r in answers(records, partition.start, partition.end, self.skip_missing):
             yield (r.key, r.value, self.topic, partition.partition, r.offset,
                    _datetime(r.timestamp), r.timestamp_type)
@@ -229,42 +224,38 @@ class OffsetsKafkaSource(DataSource):
                             self.options.get("mode", "skips_missing") == "skips_missing")
 
 
-def _through_offsets(events, params: dict, mode: str):
+def _passthrough_over(events, params: dict, source, **options):
+    """The passthrough pipeline over a model source, read with `options`, in place of `events`."""
     from workloads.pipelines import passthrough
     from workloads.pipelines.source import parse_events
 
     spark = events.sparkSession
-    spark.dataSource.register(OffsetsKafkaSource)
-    raw = (spark.readStream.format(KAFKA_NAME).option("bootstrap", params["bootstrap_servers"])
-           .option("topic", params["source_topic"]).option("mode", mode).load())
-    return passthrough.build(parse_events(raw), params)
+    spark.dataSource.register(source)
+    reader = spark.readStream.format(source.name())
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return passthrough.build(parse_events(reader.load()), params)
 
 
 def repeats_over_missing(events, params):
     """The passthrough pipeline over the model Kafka source that does not skip missing offsets."""
-    return _through_offsets(events, params, "steps_by_one")
+    return _passthrough_over(events, params, OffsetsKafkaSource, bootstrap=params["bootstrap_servers"],
+                             topic=params["source_topic"], mode="steps_by_one")
 
 
 def skips_missing(events, params):
     """The passthrough pipeline over the model Kafka source that skips them."""
-    return _through_offsets(events, params, "skips_missing")
-
-
-def _through_listing(events, params: dict, mode: str):
-    from workloads.pipelines import passthrough
-    from workloads.pipelines.source import parse_events
-
-    spark = events.sparkSession
-    spark.dataSource.register(ListingDeltaSource)
-    raw = spark.readStream.format(NAME).option("path", params["source_table"]).option("mode", mode).load()
-    return passthrough.build(parse_events(raw), params)
+    return _passthrough_over(events, params, OffsetsKafkaSource, bootstrap=params["bootstrap_servers"],
+                             topic=params["source_topic"], mode="skips_missing")
 
 
 def skips_unlisted(events, params):
     """The passthrough pipeline over the model source that skips a version its listing missed."""
-    return _through_listing(events, params, "trust_listing")
+    return _passthrough_over(events, params, ListingDeltaSource, path=params["source_table"],
+                             mode="trust_listing")
 
 
 def reads_every_version(events, params):
     """The passthrough pipeline over the model source that reads every version, in order."""
-    return _through_listing(events, params, "contiguous")
+    return _passthrough_over(events, params, ListingDeltaSource, path=params["source_table"],
+                             mode="contiguous")

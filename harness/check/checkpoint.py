@@ -92,13 +92,13 @@ def read_batches(checkpoint: Path, topic: str, query: int = 0, purged: bool = Fa
     offsets_dir, commits_dir = checkpoint / "offsets", checkpoint / "commits"
     if not offsets_dir.is_dir():
         return []
-    offsets = _log(offsets_dir)
-    commits = _log(commits_dir)
+    offsets = log_files(offsets_dir)
+    commits = log_files(commits_dir)
     if offsets and purged:   # what Spark purged: below the first batch it still keeps
         first = min(offsets)
         journal = journal_of(checkpoint)
-        offsets = {**{n: p for n, p in _log(journal / "offsets").items() if n < first}, **offsets}
-        commits = {**{n: p for n, p in _log(journal / "commits").items() if n < first}, **commits}
+        offsets = {**{n: p for n, p in log_files(journal / "offsets").items() if n < first}, **offsets}
+        commits = {**{n: p for n, p in log_files(journal / "commits").items() if n < first}, **commits}
     committed = {n: p.stat().st_mtime_ns // 1_000_000 for n, p in commits.items()}
     starts: list[dict[int, int]] = []
     batches = []
@@ -119,7 +119,7 @@ def read_batches(checkpoint: Path, topic: str, query: int = 0, purged: bool = Fa
     return batches
 
 
-def _log(directory: Path) -> dict[int, Path]:
+def log_files(directory: Path) -> dict[int, Path]:
     """A log directory's files by batch id (empty when there is none)."""
     if not directory.is_dir():
         return {}

@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from faults.registry import KINDS
+from harness.check.checkpoint import log_files
 from harness.check.replay import late_watermarks
 from harness.findings import text
 from harness.findings.compose import finding, name
@@ -165,8 +166,7 @@ def commit_without_offsets(inputs: Inputs, history: History) -> Finding | None:
     clauses: list[str] = []
     files: list[str] = []
     for cp in inputs.checkpoints:
-        logged = {d: {int(p.name) for p in (Path(cp) / d).glob("*") if p.name.isdigit()}
-                  for d in ("offsets", "commits")}
+        logged = {d: set(log_files(Path(cp) / d)) for d in ("offsets", "commits")}
         for n in sorted(logged["commits"] - logged["offsets"]):
             path = Path(cp) / "commits" / str(n)
             try:
