@@ -15,6 +15,20 @@ import pytest
 from harness import procs
 
 
+@pytest.fixture(autouse=True)
+def _fault_kinds_restored():
+    """A scenario's `fault_kinds` registers its kinds for the process; a test that loads one
+    leaves the registry as it found it, so no later test draws a user's kind (a hunt's covering
+    plans change with the kinds drawable: tests/test_hunt_plan.py failed after
+    examples/fault-kinds/ was loaded in the same session)."""
+    from faults.registry import KINDS
+
+    before = dict(KINDS)
+    yield
+    KINDS.clear()
+    KINDS.update(before)
+
+
 @pytest.fixture(scope="session")
 def registry():
     from harness.services.base import Registry

@@ -30,8 +30,10 @@ def fuse_problem() -> str | None:
     return _trial_mount()
 
 
-def _trial_mount(timeout_s: float = 10.0) -> str | None:
-    """Mount the file system on a scratch directory and unmount it: None when it worked."""
+def _trial_mount(timeout_s: float = 30.0) -> str | None:
+    """Mount the file system on a scratch directory and unmount it: None when it worked. The
+    timeout is generous: the answer is cached for the process, and a busy CI machine starting
+    Python and FUSE slowly must not take disk-full and io-error away for the whole session."""
     with tempfile.TemporaryDirectory(prefix="harness-fuse-") as tmp:
         fs = FaultFS(Path(tmp) / "fs", Path(tmp) / "backing", Path(tmp) / "mnt")
         try:
