@@ -91,6 +91,37 @@ def test_a_bid_read_after_its_window_closed_is_dropped_as_spark_drops_it():
     assert int(kept) == len(bids) - late
 
 
+def test_q7_joins_a_bid_at_a_window_s_end_with_both_windows_and_drops_the_join_s_late_bids():
+    """q7 (10 s windows): each window's highest price joined with the bids of [end - 10 s, end].
+    A bid at exactly a window's end joins that window's maximum as well as its own window's;
+    a bid the join drops as late (at or before the previous watermark) still sets the maximum
+    of a window the aggregation kept open, and no bid of that window is written."""
+    truth = _truth()
+    half, wm0 = len(truth) // 2, T0 + 25_000
+    batches = [Batch(0, -1, {0: 100}, True), Batch(1, wm0, {0: half}, True),
+               Batch(2, T0 + 100_000, {0: len(truth)}, True)]
+    bid = truth["nx_type"].to_numpy() == nx.BID
+    price = np.where(bid, 1, truth["price"])
+    at = {}
+    for name, t, p in (("b", T0 + 5_000, 999), ("a", T0 + 10_000, 999), ("c", T0 + 24_000, 5_000)):
+        i = int(np.flatnonzero(bid & (truth["event_time_ms"].to_numpy() >= t))[0])
+        at[name] = i
+        price[i] = p
+        truth.loc[i, "event_time_ms"] = t
+    truth = truth.assign(price=price)
+    real = oracle.real_events(truth, batches)
+    exp = oracle.q7(real, batches, {**PARAMS, "query": "q7"})
+    top = exp.frame[exp.frame["price"] == 999]
+    assert sorted(zip(top["date_time_ms"] - T0, top["window_end_ms"] - T0, strict=True)) == [
+        (5_000, 10_000), (10_000, 10_000), (10_000, 20_000)]
+    assert not (exp.frame["window_end_ms"] == T0 + 30_000).any(), "its maximum's bid was dropped by the join"
+    b = real[real["nx_type"] == nx.BID]
+    join_late = int(((b["batch"] == 2) & (b["event_time_ms"] <= wm0)).sum())
+    assert join_late > 0 and exp.dropped_late == join_late   # no pair of a closed window was read late
+    assert oracle.check(truth, _sink(exp.frame[list(queries.QUERIES["q7"].columns)]), batches,
+                        {**PARAMS, "query": "q7"}).counts["lost"] == 0
+
+
 def test_q15_counts_bids_bidders_and_auctions_per_price_rank():
     """Five bids on one day, hand-counted: prices 5,000 and 7,000 rank 1, 20,000 rank 2,
     2,000,000 rank 3; bidder 1 bids twice in rank 1 on two auctions."""

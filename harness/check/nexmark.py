@@ -245,11 +245,13 @@ def _windowed(
     batches: list[Batch],
     key: list[str],
     end_col: str = "window_end_ms",
+    late: int = 0,
 ) -> Expected:
-    """The rows of closed windows, and those of windows the last watermark left open."""
+    """The rows of closed windows, and those of windows the last watermark left open; the late
+    rows dropped: the (event, window) pairs, and `late` more that another operator dropped."""
     final = last_watermark(batches)
     open_mask = rows_[end_col].to_numpy() > final
-    late = int(pairs["late"].sum())
+    late += int(pairs["late"].sum())
     return Expected(rows_[~open_mask], key, end_col, dropped_late=late, open_rows=rows_[open_mask])
 
 
@@ -265,11 +267,22 @@ def q5(real, batches, params) -> Expected:
 
 
 def q7(real, batches, params) -> Expected:
-    pairs = _pairs(bids(real), batches, params["window_ms"], params["window_ms"])
-    kept = pairs[~pairs["late"]]
-    most = kept.groupby("window_start_ms")["price"].transform("max")
-    out = kept[kept["price"] == most].assign(date_time_ms=lambda f: f["event_time_ms"])
-    return _windowed(out, pairs, batches, [*queries.BID_COLUMNS, "window_end_ms"])
+    """Each window's maximum over the bids its aggregation kept, joined with every bid the join
+    kept whose price is that maximum and whose time is in [window end - window, window end].
+    Each operator drops late rows by its own rule, with the batch's previous watermark: the
+    aggregation a (bid, window) pair whose window ended at or before it, the join a bid whose
+    time is at or before it. The windows' rows are never late for the join: one is emitted in
+    the batch whose watermark passes its end, later than the previous watermark."""
+    w = params["window_ms"]
+    b = bids(real)
+    pairs = _pairs(b, batches, w, w)
+    maxes = pairs[~pairs["late"]].groupby("window_end_ms")["price"].max().rename("maxprice").reset_index()
+    wm = b["batch"].map(late_watermarks(batches)).fillna(-1).astype(np.int64).to_numpy()
+    late = (b["batch"].to_numpy() >= 0) & (b["event_time_ms"].to_numpy() <= wm)
+    joined = b[~late].merge(maxes, left_on="price", right_on="maxprice")
+    t, end = joined["event_time_ms"].to_numpy(), joined["window_end_ms"].to_numpy()
+    out = joined[(t >= end - w) & (t <= end)]
+    return _windowed(out, pairs, batches, [*queries.BID_COLUMNS, "window_end_ms"], late=int(late.sum()))
 
 
 def q8(real, batches, params) -> Expected:

@@ -13,8 +13,8 @@ every window, and the three views are filters of it, as its `ddl_views.sql`:
 Every query writes in append mode, and its rows are final. Each one is marked with its form:
   native      the query as Nexmark writes it, in Spark's operators;
   rewrite     Spark refuses Nexmark's form (COUNT DISTINCT, a GROUP BY without a window,
-              processing-time windows, ROW_NUMBER), or (q7) the form's oracle is not written
-              yet, so the query is written another way, named in its note;
+              processing-time windows, ROW_NUMBER), so the query is written another way,
+              named in its note;
   transformWithState  Nexmark's updating result (a Top-1, an average over all time) as rows
               that stay true: final ones, or numbered versions (workloads/pipelines/nexmark_state.py).
 Column names are Nexmark's in snake case; times are epoch milliseconds (`date_time_ms`).
@@ -428,30 +428,32 @@ def q5(v: Views, params: dict):
     "q7",
     {**BID_COLUMNS, "window_end_ms": "LONG"},
     uses=("window",),
-    form=REWRITE,
-    note="the highest bids of each 10 s window: one window aggregation keeps the window's bids and its "
-    "maximum, in place of Nexmark's time-bounded join of the bids with each window's maximum (Spark 4 "
-    "accepts that join in append mode; its oracle, the join's state bounds, is not written yet); a bid "
-    "at exactly a window's end counts in the next window only",
+    note="the highest bids of each 10 s window, Nexmark's form: the bids joined with each window's maximum "
+    "price (a window aggregation, then a stream-stream join in append mode), on the price and on the "
+    "bid's time between the window's end less the window and its end, both ends included (a bid at "
+    "exactly a window's end joins that window's maximum and its own window's)",
 )
 def q7(v: Views, params: dict):
     from pyspark.sql import functions as F
 
-    per = v.bid.groupBy(F.window("event_time", _dur(params["window_ms"]))).agg(
-        F.max("price").alias("maxprice"),
-        F.collect_list(F.struct("auction", "bidder", "price", "date_time_ms", "extra")).alias("bids"),
+    w = params["window_ms"]
+    maxes = v.bid.groupBy(F.window("event_time", _dur(w)).alias("w")).agg(
+        F.max("price").alias("maxprice"))
+    # window_time (the window's end less 1 microsecond) keeps the event-time mark, so the join
+    # bounds both sides' state by the watermark; the price names the event time, so the
+    # `price IS NOT NULL` Spark infers for the join key stays above withWatermark (Views._view)
+    maxes = maxes.select(
+        "maxprice", F.window_time("w").alias("w_time"), _ms(F.col("w.end")).alias("window_end_ms"))
+    b = v.bid.select("auction", "bidder", _timed("price").alias("price"), "date_time_ms", "extra",
+                     "event_time")
+    end = F.col("w_time") + F.expr("INTERVAL 1 MICROSECOND")
+    joined = b.join(
+        maxes,
+        (F.col("price") == F.col("maxprice"))
+        & (F.col("event_time") >= end - F.expr(f"INTERVAL {w} MILLISECONDS"))
+        & (F.col("event_time") <= end),
     )
-    top = per.select(
-        F.explode(F.filter("bids", lambda b: b["price"] == F.col("maxprice"))).alias("b"), "window"
-    )
-    return top.select(
-        "b.auction",
-        "b.bidder",
-        "b.price",
-        "b.date_time_ms",
-        "b.extra",
-        _ms(F.col("window.end")).alias("window_end_ms"),
-    )
+    return joined.select("auction", "bidder", "price", "date_time_ms", "extra", "window_end_ms")
 
 
 @query(
