@@ -231,6 +231,48 @@ class TestFlow:
         assert last["lag_records"] == 25 and last["lag_s"] > 2
         assert flow.counts_agree(truth, progress)["agree"] is False
 
+    def test_a_trigger_that_realigns_is_no_trend_at_the_batches_ends(self):
+        """100 events/s for 20 s; batches of 0.7 s, back to back until 8 s, then on a 1 s
+        trigger starting at .35 of each second (as a query that stopped catching up). Each
+        batch reads all that was there: it keeps up. By the second, the lag steps from about
+        1 s of records to 1.65 s as the phase moves, a slope over 2% of the rate; at the
+        batches' ends it is 0.7 s of records throughout."""
+        from datetime import UTC, datetime
+
+        from harness import metrics
+        from harness.metrics import flow
+
+        sent = self.START + np.arange(2000) * 10
+        truth = pd.DataFrame({"partition": 0, "offset": np.arange(2000), "sent_ms": sent, "append_ms": sent,
+                              "control": False})
+        starts = [1000 + k * 700 for k in range(10)] + [8350 + k * 1000 for k in range(12)]
+        progress, read = [], 0
+        for start in starts:
+            at = self.START + start
+            now = int((sent <= at).sum())
+            stamp = datetime.fromtimestamp(at / 1000, UTC).isoformat().replace("+00:00", "Z")
+            progress.append({"timestamp": stamp, "batchDuration": 700, "numInputRows": now - read,
+                             "sources": [{"endOffset": json.dumps({"t": {"0": now}}), "numInputRows": now - read}]})
+            read = now
+        rates, lag = flow.timeline(truth, progress, "t", np.array([]), self.START)
+        by_second = flow.measured(rates, lag, truth, self.START, from_s=2)
+        assert by_second["keeping_up"] is False and by_second["lag_trend_sampled_at"] == "seconds"
+        out = flow.measured(rates, lag, truth, self.START, from_s=2,
+                            at_batch_ends=metrics.lag_series(truth, progress, "t"))
+        assert out["keeping_up"] is True and out["lag_trend_sampled_at"] == "batch ends"
+        assert abs(out["lag_trend_records_per_s"]) < 1, out
+
+    def test_a_query_falling_behind_falls_behind_at_its_batches_ends_too(self):
+        from harness import metrics
+        from harness.metrics import flow
+
+        truth, progress = self._run(keep_up=False)
+        rates, lag = flow.timeline(truth, progress, "t", np.array([]), self.START)
+        out = flow.measured(rates, lag, truth, self.START, from_s=5,
+                            at_batch_ends=metrics.lag_series(truth, progress, "t"))
+        assert out["keeping_up"] is False and out["lag_trend_sampled_at"] == "batch ends"
+        assert out["lag_trend_records_per_s"] == pytest.approx(5, abs=1)
+
     def test_a_window_row_delivers_its_count_of_events(self):
         from harness.metrics import flow
 
