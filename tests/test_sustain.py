@@ -1,5 +1,7 @@
 """The sustainable-rate search: coarse doubling, then bisection (no services)."""
 
+import json
+
 import pytest
 
 from harness.results.model import CaseResult, Verdict
@@ -120,3 +122,22 @@ def test_spark_cores_are_the_driver_s_and_executors_cpu_over_the_measured_window
     assert spark_cores(timeline, 2, 5) == pytest.approx((190 + 210 + 230) / 3 / 100, abs=1e-3)
     assert spark_cores(timeline, 10, 12) is None
     assert spark_cores(timeline.drop(columns=[c for c in timeline if c.startswith("cpu")]), 0, 6) is None
+
+
+def test_a_trial_s_busy_rate_is_its_rows_per_second_of_batch_time_after_the_first_four(tmp_path):
+    """The ceiling on the stack (busy_ceiling) is read off each trial's own batches: rows
+    over the time its batches ran, the first four (the JVM's warm-up) and empty ones left out."""
+    from types import SimpleNamespace
+
+    from harness.results.rundir import RunDir
+    from harness.run.sustain import _busy_eps
+
+    run_dir = RunDir(tmp_path)
+    progress = run_dir.case("q0-8000eps").progress
+    progress.parent.mkdir(parents=True)
+    batches = [(2, 6000)] * 4 + [(0, 300), (8000, 400), (8000, 600), (16000, 1000)]
+    progress.write_text("".join(json.dumps({"batchId": i, "numInputRows": n, "timestamp": "2026-11-26T00:00:00Z",
+                                            "durationMs": {"triggerExecution": ms}}) + "\n"
+                                for i, (n, ms) in enumerate(batches)))
+    assert _busy_eps(run_dir, SimpleNamespace(name="q0-8000eps")) == pytest.approx(32000 / 2.0)
+    assert _busy_eps(run_dir, SimpleNamespace(name="absent")) is None

@@ -110,6 +110,10 @@ def render_sustain(sustain: dict) -> str:
     found, top = sustain.get("rate_eps"), (sustain.get("spark_ceiling") or {}).get("eps")
     if top:
         lines.append(f"Spark's ceiling for the query (rate source, noop sink): {top:,.0f} events/s")
+    busy = sustain.get("busy_ceiling") or {}
+    if busy.get("eps"):
+        lines.append(f"its ceiling on this stack (rows per second of batch time, trial {busy['trial']}): "
+                     f"{busy['eps']:,.0f} events/s")
     lines.append(f"sustained: {found:,.0f} events/s" if found is not None
                  else "sustained: none of the rates tried")
     if sustain.get("eps_per_spark_core"):

@@ -8,7 +8,12 @@ from `min_eps` until a trial fails (or `max_eps` passes), then bisects between t
 pass and the first failure `steps` times: Theodolite's and ShuffleBench's method, coarse
 then fine. Every trial is a case of the run directory, checked like any other. Then, as
 a reference, Spark's own ceiling for the same query without Kafka or the sink
-(harness/run/ceiling.py); the sustained rate's share of it is what they cost.
+(harness/run/ceiling.py); the sustained rate's share of it is what they cost. Beside it,
+the query's ceiling on the real stack, from the trials themselves (`busy_ceiling`): the
+most rows per second of batch time any trial's batches showed (after its first four),
+which the trial that fell behind shows when Spark runs back to back on Kafka, the JSON,
+the sink and the generator beside it; the sustained rate's share of it is what keeping up
+(a batch a trigger interval, the lag flat) costs against running flat out.
 
 With `executors` (`--executors 1,2,4`) the whole search runs once per size, and the sizes
 make a scaling curve: each size's sustained rate and its speed-up over the smallest size,
@@ -95,7 +100,7 @@ def search(scenario, spec, stack, run_dir: RunDir, run_id: str, progress, regist
         trials.append({"eps": eps, "sustained": ok, "why_not": why or None, "case": name,
                        "processed_eps": case.throughput, "p99_ms": case.p99_ms,
                        "lag_trend_records_per_s": case.backpressure.get("lag_trend_records_per_s"),
-                       "spark_cores": _spark_cores(run_dir, case)})
+                       "busy_eps": _busy_eps(run_dir, case), "spark_cores": _spark_cores(run_dir, case)})
         progress.step(f"sustain: {eps:,.0f} events/s " + ("kept up" if ok else f"did not: {why}"))
     found = max(passed, default=None)
     reference = ceiling.measure(Case.create(scenario, replace(spec, name=f"{spec.name}-ceiling"), stack,
@@ -103,7 +108,11 @@ def search(scenario, spec, stack, run_dir: RunDir, run_id: str, progress, regist
     progress.step(f"sustain: Spark's ceiling for the query {reference['eps']} events/s")
     ratio = round(found / reference["eps"], 3) if found and reference["eps"] else None
     cores = next((t["spark_cores"] for t in trials if t["eps"] == found), None)
+    busiest = max((t for t in trials if t["busy_eps"]), key=lambda t: t["busy_eps"], default=None)
+    busy = {"eps": busiest["busy_eps"], "trial": busiest["case"]} if busiest else None
     return {"rate_eps": found, "spark_ceiling": reference, "rate_of_ceiling": ratio,
+            "busy_ceiling": busy,
+            "rate_of_busy_ceiling": round(found / busy["eps"], 3) if found and busy else None,
             "spark_cores": cores, "eps_per_spark_core": round(found / cores, 1) if found and cores else None,
             "bounds": {
         "p99_ms": bounds.p99_ms, "lag_trend_max": scenario.measure.lag_trend_max,
@@ -173,6 +182,15 @@ def curve(sizes: list[dict]) -> dict:
     return {"rate_eps": max(rates, default=None), "executors": [s["executors"] for s in sizes],
             "speedup_base_executors": base["executors"], "scaling": sizes, "bounds": base["bounds"],
             "trials": trials}
+
+
+def _busy_eps(run_dir: RunDir, case: CaseResult) -> float | None:
+    """Rows per second of batch time over the trial's batches with input after the first
+    four (ceiling.ceiling_of, as for Spark's own ceiling)."""
+    from harness.metrics import read_progress
+
+    path = run_dir.case(case.name).progress
+    return ceiling.ceiling_of(read_progress(path))["eps"] if path.exists() else None
 
 
 def _spark_cores(run_dir: RunDir, case: CaseResult) -> float | None:
