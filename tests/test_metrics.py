@@ -251,8 +251,9 @@ class TestFlow:
             at = self.START + start
             now = int((sent <= at).sum())
             stamp = datetime.fromtimestamp(at / 1000, UTC).isoformat().replace("+00:00", "Z")
+            source = {"endOffset": json.dumps({"t": {"0": now}}), "numInputRows": now - read}
             progress.append({"timestamp": stamp, "batchDuration": 700, "numInputRows": now - read,
-                             "sources": [{"endOffset": json.dumps({"t": {"0": now}}), "numInputRows": now - read}]})
+                             "sources": [source]})
             read = now
         rates, lag = flow.timeline(truth, progress, "t", np.array([]), self.START)
         by_second = flow.measured(rates, lag, truth, self.START, from_s=2)

@@ -136,7 +136,8 @@ def test_a_trial_s_busy_rate_is_its_rows_per_second_of_batch_time_after_the_firs
     progress = run_dir.case("q0-8000eps").progress
     progress.parent.mkdir(parents=True)
     batches = [(2, 6000)] * 4 + [(0, 300), (8000, 400), (8000, 600), (16000, 1000)]
-    progress.write_text("".join(json.dumps({"batchId": i, "numInputRows": n, "timestamp": "2026-11-26T00:00:00Z",
+    stamp = "2026-11-26T00:00:00Z"
+    progress.write_text("".join(json.dumps({"batchId": i, "numInputRows": n, "timestamp": stamp,
                                             "durationMs": {"triggerExecution": ms}}) + "\n"
                                 for i, (n, ms) in enumerate(batches)))
     assert _busy_eps(run_dir, SimpleNamespace(name="q0-8000eps")) == pytest.approx(32000 / 2.0)
