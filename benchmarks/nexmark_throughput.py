@@ -48,12 +48,12 @@ P99_MS = 19_000
 MAX_EPS = 128_000
 
 
-def search(query: str, out: Path, quick: bool, start_eps: float | None = None) -> dict:
+def search(query: str, out: Path, quick: bool, start_eps: float | None = None, steps: int = 2) -> dict:
     """One sustain search of `query`, from `start_eps` (default START_EPS): its sustain section
     of summary.json."""
     start = start_eps or START_EPS.get(query, 500)
     args = [sys.executable, "-m", "harness", "sustain", str(SCENARIO), "--case", query, "--out", str(out),
-            "--min-eps", str(int(start)), "--max-eps", str(MAX_EPS), "--steps", "2",
+            "--min-eps", str(int(start)), "--max-eps", str(MAX_EPS), "--steps", str(steps),
             "--p99", f"{P99_MS}ms"]
     if quick:
         args.append("--quick")
@@ -110,16 +110,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--queries", default=",".join(STATELESS))
     p.add_argument("--quick", action="store_true")
     p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--start-eps", type=float, default=None,
+                   help="the first search's first rate, for every query (default: START_EPS)")
+    p.add_argument("--steps", type=int, default=2, help="bisections after the first failure (default 2)")
     a = p.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for query in a.queries.split(","):
         # the first search doubles from START_EPS; a repeat starts at half the rate the first
         # found, so it doubles once past it and bisects the same span in three trials fewer
-        searches = [search(query, a.out / (query if a.repeat == 1 else f"{query}-r1"), a.quick)]
+        searches = [search(query, a.out / (query if a.repeat == 1 else f"{query}-r1"), a.quick,
+                           a.start_eps, a.steps)]
         first = searches[0].get("rate_eps")
-        searches += [search(query, a.out / f"{query}-r{i + 1}", a.quick, first / 2 if first else None)
-                     for i in range(1, a.repeat)]
+        searches += [search(query, a.out / f"{query}-r{i + 1}", a.quick, first / 2 if first else None,
+                            a.steps) for i in range(1, a.repeat)]
         rows.append(row(query, searches))
         (a.out / "throughput.json").write_text(json.dumps(rows, indent=2))
         print(table(rows[-1:]).splitlines()[-1], flush=True)
