@@ -1,8 +1,9 @@
 """Nexmark on Structured Streaming (docs/pipelines-and-sinks.md, "Nexmark"): every query the
 harness runs, exactly-once into PostgreSQL, checked against its oracle (harness/check/nexmark.py),
 first without faults (nexmark.toml), then under kill-executor, fail-task and kill-driver after
-the write (nexmark-faults.toml). Together they take about 20 minutes with --quick and 40
-without, so they run only when asked: `tox -e bench -- --nexmark [--quick] -k nexmark`.
+the write (nexmark-faults.toml), and q0's throughput against its two ceilings (about 5
+minutes). Together they take about 25 minutes with --quick and 45 without, so they run only
+when asked: `tox -e bench -- --nexmark [--quick] -k nexmark`.
 
 Setup: nothing; each run starts its own Kafka, PostgreSQL and Spark local-cluster.
 """
@@ -74,3 +75,22 @@ def test_the_hunt_on_a_windowed_and_a_join_query_holds(query, tmp_path, request)
     assert proc.returncode == 0 and hunt["found"] is None, (hunt.get("found"), proc.stdout[-3000:])
     assert len(hunt["tried"]) == 3, hunt["tried"]
     assert_nothing_left(run_dir)
+
+
+def test_a_stateless_query_s_throughput_against_both_ceilings(tmp_path, request):
+    """benchmarks/nexmark_throughput.py on q0 (every bid written, exactly-once into PostgreSQL),
+    one search from 32,000 events/s with one bisection: it finds a sustained rate, and both
+    ceilings of the same run, Spark's own (rate source into noop) and the one on the stack
+    (the most rows per second of batch time a trial showed). The table for every query, three
+    repeats each, is in docs/performance.md ("Nexmark throughput per core")."""
+    from benchmarks import nexmark_throughput
+
+    quick = ["--quick"] if request.config.getoption("--quick") else []
+    out = tmp_path / "throughput"
+    assert nexmark_throughput.main(["--out", str(out), "--queries", "q0", "--start-eps", "32000",
+                                    "--steps", "1", *quick]) == 0
+    (row,) = json.loads((out / "throughput.json").read_text())
+    assert row["sustained_eps"] and row["ceiling_eps"] and row["busy_ceiling_eps"], row
+    assert 0 < row["of_ceiling"] and 0 < row["of_busy_ceiling"] <= 1.5, row
+    print(nexmark_throughput.table([row]))
+    assert_nothing_left(out / "q0")
