@@ -93,9 +93,11 @@ def lag_series(truth: pd.DataFrame, progress: list[dict], topic: str) -> list[tu
     return [(float(a), int(n), float(s)) for a, n, s in zip(at, waiting, age, strict=True)]
 
 
-def backpressure(truth: pd.DataFrame, progress: list[dict], topic: str) -> dict:
-    """The largest consumer lag of the run, in records and in seconds."""
-    series = lag_series(truth, progress, topic)
+def backpressure(truth: pd.DataFrame, progress: list[dict], topic: str,
+                 series: list[tuple[float, int, float]] | None = None) -> dict:
+    """The largest consumer lag of the run, in records and in seconds (from `series`, the
+    run's lag_series, when the caller has it)."""
+    series = lag_series(truth, progress, topic) if series is None else series
     return {"max_lag_records": max((n for _, n, _ in series), default=0),
             "max_lag_s": round(max((s for _, _, s in series), default=0.0), 3), "recovery_s": None}
 

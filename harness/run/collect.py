@@ -270,9 +270,10 @@ def _speed(case: Case, out: Output, window) -> tuple[dict, tuple]:
     weights = sink[weight].to_numpy() if len(delivered_ms) and weight else None
     rates, lag = flow.timeline(truth, progress_records, case.topic, delivered_ms, start_ms, weights)
     lag.to_parquet(case.files.lag, index=False)
+    at_batch_ends = metrics.lag_series(truth, progress_records, case.topic)   # once: three readers
     measured = flow.measured(rates, lag, truth, start_ms, (window.from_ms - start_ms) / 1000,
-                             measure.lag_trend_max, metrics.lag_series(truth, progress_records, case.topic))
-    backpressure = metrics.backpressure(truth, progress_records, case.topic)
+                             measure.lag_trend_max, at_batch_ends)
+    backpressure = metrics.backpressure(truth, progress_records, case.topic, at_batch_ends)
     # real-time mode commits a batch's offsets only at its end: the lag rebuilt from them is
     # the batch duration's worth of records, not what is waiting, so no verdict on it
     keeping_up = None if case.pipeline.trigger == "real-time" else measured["keeping_up"]
@@ -280,7 +281,7 @@ def _speed(case: Case, out: Output, window) -> tuple[dict, tuple]:
     backpressure.update(lag_trend=trend, lag_trend_records_per_s=measured["lag_trend_records_per_s"],
                         lag_trend_sampled_at=measured["lag_trend_sampled_at"], keeping_up=keeping_up)
     burst = _burst_drain(case.scenario.workload.rate, start_ms,
-                         lambda: metrics.lag_series(truth, progress_records, case.topic))
+                         lambda: at_batch_ends)
     if burst is not None:
         backpressure["burst"] = burst
     eps = measured["eps"]
