@@ -277,8 +277,7 @@ def q7(real, batches, params) -> Expected:
     b = bids(real)
     pairs = _pairs(b, batches, w, w)
     maxes = pairs[~pairs["late"]].groupby("window_end_ms")["price"].max().rename("maxprice").reset_index()
-    wm = b["batch"].map(late_watermarks(batches)).fillna(-1).astype(np.int64).to_numpy()
-    late = (b["batch"].to_numpy() >= 0) & (b["event_time_ms"].to_numpy() <= wm)
+    late = (b["batch"].to_numpy() >= 0) & _at_or_before_watermark(b, batches)
     joined = b[~late].merge(maxes, left_on="price", right_on="maxprice")
     t, end = joined["event_time_ms"].to_numpy(), joined["window_end_ms"].to_numpy()
     out = joined[(t >= end - w) & (t <= end)]
@@ -440,9 +439,15 @@ def _not_late(real: pd.DataFrame, batches: list[Batch]) -> tuple[pd.DataFrame, i
     dropped: transformWithState in EventTime mode drops a row whose event time is at or before
     the previous batch's watermark, before the processor sees it (as harness/check/logins.py)."""
     read = real[(real["batch"].to_numpy() >= 0) & np.isin(real["nx_type"].to_numpy(), [AUCTION, BID])]
-    wm = read["batch"].map(late_watermarks(batches)).fillna(-1).astype(np.int64).to_numpy()
-    late = read["event_time_ms"].to_numpy() <= wm
+    late = _at_or_before_watermark(read, batches)
     return read[~late], int(late.sum())
+
+
+def _at_or_before_watermark(rows: pd.DataFrame, batches: list[Batch]) -> np.ndarray:
+    """Whether each row's event time is at or before the late-row watermark of the batch that
+    read it (the previous batch's): the rows an operator that drops by event time drops."""
+    wm = rows["batch"].map(late_watermarks(batches)).fillna(-1).astype(np.int64).to_numpy()
+    return rows["event_time_ms"].to_numpy() <= wm
 
 
 AUCTION_COLUMNS = ("auction_id", "item_name", "description", "initial_bid", "reserve", "expires_ms", "seller",
