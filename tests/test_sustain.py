@@ -62,6 +62,32 @@ def test_spark_s_ceiling_leaves_out_the_warm_up_batches():
     assert out == {"eps": 3000.0, "batches": 3, "rows": 3000, "median_batch_ms": 250}
 
 
+def test_the_ceiling_s_cores_come_from_the_processes_cpu_times():
+    """A process spinning on one core reads about one core, a sleeping one about none: the
+    ceiling per Spark core divides by what the processes used, not by the machine's cores."""
+    import subprocess
+    import sys
+    import time
+
+    from harness.run.ceiling import cores_between, cpu_seconds
+
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    sleep = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        time.sleep(0.3)
+        start = (time.monotonic(), cpu_seconds([spin.pid])), (time.monotonic(), cpu_seconds([sleep.pid]))
+        time.sleep(1.5)
+        end = (time.monotonic(), cpu_seconds([spin.pid])), (time.monotonic(), cpu_seconds([sleep.pid]))
+    finally:
+        spin.kill(), sleep.kill()
+        spin.wait(), sleep.wait()
+    spinning, sleeping = cores_between(start[0], end[0]), cores_between(start[1], end[1])
+    assert 0.3 < spinning <= 1.1, spinning    # a busy shared machine gives it less than a core
+    assert sleeping < 0.05, sleeping
+    assert cpu_seconds([spin.pid]) == 0.0     # gone: counted as nothing, not an error
+    assert cores_between((5.0, 1.0), (5.0, 2.0)) is None
+
+
 class TestScalingCurve:
     """--executors: the search per size, and the sizes as a curve (no services)."""
 

@@ -291,7 +291,10 @@ def _sustain(found: dict) -> str:
     return "\n".join([f"<h2>Sustainable rate: {_fmt(found.get('rate_eps'))} events/s</h2>",
                       "<p>Spark's own ceiling for the query (rate source, noop sink): "
                       f"{_fmt(ceiling)} events/s; the sustained rate is "
-                      f"{_fmt((found.get('rate_of_ceiling') or 0) * 100, 0)}% of it. On this stack (Kafka, "
+                      f"{_fmt((found.get('rate_of_ceiling') or 0) * 100, 0)}% of it"
+                      + (f", and {_fmt(found['rate_of_ceiling_per_core'] * 100, 0)}% of it per core Spark "
+                         "used" if found.get("rate_of_ceiling_per_core") else "")
+                      + ". On this stack (Kafka, "
                       "the sink and the generator beside it), the most rows per second of batch time a "
                       f"trial showed: {_fmt((found.get('busy_ceiling') or {}).get('eps'))} events/s; the "
                       f"sustained rate is {_fmt((found.get('rate_of_busy_ceiling') or 0) * 100, 0)}% "

@@ -109,7 +109,9 @@ def render_sustain(sustain: dict) -> str:
                      + (f"  ({t['why_not']})" if t["why_not"] else ""))
     found, top = sustain.get("rate_eps"), (sustain.get("spark_ceiling") or {}).get("eps")
     if top:
-        lines.append(f"Spark's ceiling for the query (rate source, noop sink): {top:,.0f} events/s")
+        ceiling_cores = (sustain.get("spark_ceiling") or {}).get("spark_cores")
+        lines.append(f"Spark's ceiling for the query (rate source, noop sink): {top:,.0f} events/s"
+                     + (f" on {ceiling_cores} cores" if ceiling_cores else ""))
     busy = sustain.get("busy_ceiling") or {}
     if busy.get("eps"):
         lines.append(f"its ceiling on this stack (rows per second of batch time, trial {busy['trial']}): "
@@ -119,6 +121,9 @@ def render_sustain(sustain: dict) -> str:
     if sustain.get("eps_per_spark_core"):
         lines.append(f"per Spark core: {sustain['eps_per_spark_core']:,.0f} events/s "
                      f"(Spark's driver and executors used {sustain['spark_cores']} cores)")
+        if sustain.get("rate_of_ceiling_per_core"):
+            lines.append("per Spark core against the ceiling per Spark core: "
+                         f"{sustain['rate_of_ceiling_per_core']}")
     return "\n".join(lines)
 
 

@@ -7,11 +7,19 @@ the sink and everything around them cost (issue 11). Each batch holds `rows_per_
 events whose event time advances one second a batch, so windows close and state is
 evicted as in the real run; the first `skip` batches pay for the JVM's warm-up and are
 left out.
+
+Over the same batches, the cores Spark's processes (the driver's tree: its JVM and the
+executors) used, from their CPU times: the ceiling has the whole machine, and a sustained
+rate on the real stack shares it with the broker, the generator and the sink, so the two
+compare per core as well as per second (`spark_cores`, `eps_per_spark_core`).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
+
+import psutil
 
 from harness.metrics import read_progress
 from harness.services.spark import SparkDriver
@@ -19,6 +27,7 @@ from workloads.wait import wait_until
 
 ROWS_PER_BATCH = 20_000
 BATCHES, SKIP = 12, 4
+POLL_S = 0.1    # how often the batches are counted, and so how close the CPU window fits them
 
 
 def ceiling_of(progress: list[dict], skip: int = SKIP) -> dict:
@@ -45,13 +54,37 @@ def measure(case, rows_per_batch: int = ROWS_PER_BATCH, batches: int = BATCHES,
     driver = SparkDriver(workdir, config, case.registry, name="spark-ceiling").start()
     try:
         driver.wait_ready()
+        marks: list[tuple[float, float]] = []   # (wall, Spark's CPU seconds) after SKIP and after `batches`
 
         def enough() -> bool:
             driver.check_alive()
-            busy = [p for p in read_progress(driver.progress_path) if p.get("numInputRows", 0) > 0]
-            return len(busy) >= batches
+            busy = sum(1 for p in read_progress(driver.progress_path) if p.get("numInputRows", 0) > 0)
+            if busy >= SKIP and not marks or busy >= batches:
+                marks.append((time.monotonic(), cpu_seconds(driver.pids())))
+            return busy >= batches
 
-        wait_until(enough, timeout_s, 1.0, f"Spark did not run {batches} batches within {timeout_s:.0f}s")
+        wait_until(enough, timeout_s, POLL_S, f"Spark did not run {batches} batches within {timeout_s:.0f}s")
     finally:
         driver.stop()
-    return {**ceiling_of(read_progress(driver.progress_path)), "rows_per_batch": rows_per_batch}
+    found = ceiling_of(read_progress(driver.progress_path))
+    cores = cores_between(marks[0], marks[-1]) if len(marks) > 1 else None
+    return {**found, "rows_per_batch": rows_per_batch, "spark_cores": cores,
+            "eps_per_spark_core": round(found["eps"] / cores, 1) if found["eps"] and cores else None}
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU seconds the live processes `pids` have used so far."""
+    total = 0.0
+    for pid in pids:
+        try:
+            times = psutil.Process(pid).cpu_times()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        total += times.user + times.system
+    return total
+
+
+def cores_between(start: tuple[float, float], end: tuple[float, float]) -> float | None:
+    """The cores used between two (wall seconds, CPU seconds) marks."""
+    wall = end[0] - start[0]
+    return round((end[1] - start[1]) / wall, 3) if wall > 0 else None

@@ -8,7 +8,8 @@ from `min_eps` until a trial fails (or `max_eps` passes), then bisects between t
 pass and the first failure `steps` times: Theodolite's and ShuffleBench's method, coarse
 then fine. Every trial is a case of the run directory, checked like any other. Then, as
 a reference, Spark's own ceiling for the same query without Kafka or the sink
-(harness/run/ceiling.py); the sustained rate's share of it is what they cost. Beside it,
+(harness/run/ceiling.py); the sustained rate's share of it is what they cost, per second
+and per core Spark used (the ceiling has the machine to itself). Beside it,
 the query's ceiling on the real stack, from the trials themselves (`busy_ceiling`): the
 most rows per second of batch time any trial's batches showed (after its first four),
 which the trial that fell behind shows when Spark runs back to back on Kafka, the JSON,
@@ -110,10 +111,14 @@ def search(scenario, spec, stack, run_dir: RunDir, run_id: str, progress, regist
     cores = next((t["spark_cores"] for t in trials if t["eps"] == found), None)
     busiest = max((t for t in trials if t["busy_eps"]), key=lambda t: t["busy_eps"], default=None)
     busy = {"eps": busiest["busy_eps"], "trial": busiest["case"]} if busiest else None
+    per_core = round(found / cores, 1) if found and cores else None
+    top_per_core = reference.get("eps_per_spark_core")
     return {"rate_eps": found, "spark_ceiling": reference, "rate_of_ceiling": ratio,
             "busy_ceiling": busy,
             "rate_of_busy_ceiling": round(found / busy["eps"], 3) if found and busy else None,
-            "spark_cores": cores, "eps_per_spark_core": round(found / cores, 1) if found and cores else None,
+            "spark_cores": cores, "eps_per_spark_core": per_core,
+            "rate_of_ceiling_per_core": round(per_core / top_per_core, 3) if per_core and top_per_core
+            else None,
             "bounds": {
         "p99_ms": bounds.p99_ms, "lag_trend_max": scenario.measure.lag_trend_max,
         "min_eps": bounds.min_eps, "max_eps": bounds.max_eps, "steps": bounds.steps},
