@@ -11,14 +11,16 @@ workload was sent: status schedule-missed, every verdict held); 3 a bug in the h
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
+import shutil
 import signal
 import sys
 import traceback
 from pathlib import Path
 
-from harness.errors import RunAborted
+from harness.errors import HarnessError, RunAborted
 from workloads.errors import Problem
 
 
@@ -155,15 +157,41 @@ def _command(args) -> int:
     except RunAborted as exc:
         print(f"aborted: {exc}; every service was stopped", file=sys.stderr)
         return 128 + exc.signum
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            traceback.print_exc()
+            return _internal_error()
+        print(f"error: {no_space(exc, getattr(args, 'out', None))}", file=sys.stderr)
+        return 2
     except Exception:  # noqa: BLE001 - a bug: say so, distinctly from a failed verdict
         traceback.print_exc()
-        print("error: internal error in the harness (a bug: please report it with the traceback); "
-              "every service was stopped", file=sys.stderr)
-        return 3
+        return _internal_error()
+
+
+def _internal_error() -> int:
+    print("error: internal error in the harness (a bug: please report it with the traceback); "
+          "every service was stopped", file=sys.stderr)
+    return 3
+
+
+def no_space(exc: OSError, out) -> HarnessError:
+    """A disk or quota that filled mid-run: not a bug, a machine to free (exit 2, as any
+    broken environment). Names the file, the free space left where the run writes, and the
+    fix."""
+    where = Path(out) if out else Path.cwd()
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        free = f"; {shutil.disk_usage(where).free / 2**30:.1f} GiB free under {where} now"
+    except OSError:
+        free = ""
+    return HarnessError(f"no space left on the device writing {exc.filename or 'a file'}{free}; "
+                        "every service was stopped",
+                        "free space (old run directories are the usual bulk: each trial of a sustain search "
+                        "keeps its truth and sink) or give --out a bigger file system, then run again")
 
 
 def _report(args) -> int:
-    from harness.errors import HarnessError
     from harness.report import html
 
     if not (args.run_dir / "summary.json").is_file():

@@ -91,3 +91,37 @@ class TestSustain:
                        timeout=60)
         assert proc.returncode == 2 and words in proc.stderr, proc.stderr
         assert not out.exists()
+
+
+class TestFullDisk:
+    def test_a_full_disk_exits_2_naming_the_file_and_the_fix(self, tmp_path, monkeypatch, capsys):
+        """ENOSPC mid-run is the machine, not a bug: exit 2 (not 3's "internal error" and a
+        traceback), naming the file it could not write, what is free where the run writes,
+        and what to do."""
+        import argparse
+        import errno
+
+        from harness import cli
+
+        def full(args):
+            raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "run" / "truth.parquet"))
+
+        monkeypatch.setattr(cli, "_run", full)
+        rc = cli._command(argparse.Namespace(command="run", out=tmp_path / "run" / "deep"))
+        err = capsys.readouterr().err
+        assert rc == 2, err
+        assert "no space left" in err and "truth.parquet" in err and "GiB free under" in err
+        assert "fix:" in err and "Traceback" not in err and "internal error" not in err
+
+    def test_any_other_os_error_is_still_an_internal_error(self, monkeypatch, capsys):
+        import argparse
+        import errno
+
+        from harness import cli
+
+        def broken(args):
+            raise OSError(errno.EBADF, "Bad file descriptor")
+
+        monkeypatch.setattr(cli, "_run", broken)
+        assert cli._command(argparse.Namespace(command="run", out=None)) == 3
+        assert "internal error" in capsys.readouterr().err
