@@ -168,3 +168,18 @@ def test_a_trial_s_busy_rate_is_its_rows_per_second_of_batch_time_after_the_firs
                                 for i, (n, ms) in enumerate(batches)))
     assert _busy_eps(run_dir, SimpleNamespace(name="q0-8000eps")) == pytest.approx(32000 / 2.0)
     assert _busy_eps(run_dir, SimpleNamespace(name="absent")) is None
+
+
+def test_the_ceiling_s_batches_are_at_least_the_sustained_rate_s():
+    """A ceiling on smaller batches than the sustained trial's pays more fixed cost a row and
+    can come out under the rate it is the ceiling of (q5: 27,294 against 36,000 sustained)."""
+    from types import SimpleNamespace
+
+    from harness.run.ceiling import ROWS_PER_BATCH, batch_for
+
+    every_second = SimpleNamespace(trigger="processing-time", trigger_ms=1000)
+    assert batch_for(36_000, every_second) == 36_000
+    assert batch_for(48_000, SimpleNamespace(trigger="processing-time", trigger_ms=2000)) == 96_000
+    assert batch_for(8_000, every_second) == ROWS_PER_BATCH     # never under the default
+    assert batch_for(None, every_second) == ROWS_PER_BATCH      # nothing sustained
+    assert batch_for(36_000, SimpleNamespace(trigger="available-now", trigger_ms=1000)) == ROWS_PER_BATCH

@@ -104,8 +104,9 @@ def search(scenario, spec, stack, run_dir: RunDir, run_id: str, progress, regist
                        "busy_eps": _busy_eps(run_dir, case), "spark_cores": _spark_cores(run_dir, case)})
         progress.step(f"sustain: {eps:,.0f} events/s " + ("kept up" if ok else f"did not: {why}"))
     found = max(passed, default=None)
-    reference = ceiling.measure(Case.create(scenario, replace(spec, name=f"{spec.name}-ceiling"), stack,
-                                            run_dir, run_id, progress, registry))
+    alone = Case.create(scenario, replace(spec, name=f"{spec.name}-ceiling"), stack, run_dir, run_id,
+                        progress, registry)
+    reference = ceiling.measure(alone, ceiling.batch_for(found, alone.pipeline))
     progress.step(f"sustain: Spark's ceiling for the query {reference['eps']} events/s")
     ratio = round(found / reference["eps"], 3) if found and reference["eps"] else None
     cores = next((t["spark_cores"] for t in trials if t["eps"] == found), None)
