@@ -52,6 +52,30 @@ def test_a_trial_passes_when_the_lag_is_flat_and_p99_under_the_bound(case, ok, w
     assert passed is ok and words in why
 
 
+def test_a_p99_the_measured_window_could_not_give_comes_from_the_whole_run():
+    """A 10 s tumbling window closes once or twice in a quick trial: its output after the
+    warm-up is too few commits to measure, and the trial was failed for a p99 of None while its
+    lag fell (q8 at 1,000 events/s). The whole run's p99 stands in, said so; it holds the
+    warm-up's output too, so it can only read higher. A query that wrote nothing still fails."""
+    from harness.run.sustain import trial_p99
+
+    sparse = _case(p99=8315.0)
+    sparse.latency_measured_ms = {"event_time": {"p99": None, "count": 0}}
+    assert trial_p99(sparse) == (8315.0, "whole run")
+    assert trial_verdict(sparse, 19_000) == (True, "")
+    assert trial_verdict(sparse, 5000)[0] is False
+
+    measured = _case(p99=8315.0)
+    measured.latency_measured_ms = {"event_time": {"p99": 2100.0}}
+    assert trial_p99(measured) == (2100.0, "measured window")
+
+    silent = _case(p99=None)
+    silent.latency_measured_ms = {"event_time": {"p99": None}}
+    assert trial_p99(silent) == (None, None)
+    ok, why = trial_verdict(silent, 19_000)
+    assert not ok and "p99 None" in why
+
+
 def test_spark_s_ceiling_leaves_out_the_warm_up_batches():
     from harness.run.ceiling import ceiling_of
 
