@@ -74,6 +74,7 @@ def row(query: str, searches: list[dict]) -> dict:
 
     rate = med([s.get("rate_eps") for s in searches])
     ceiling = med([(s.get("spark_ceiling") or {}).get("eps") for s in searches])
+    ceiling_batch = med([(s.get("spark_ceiling") or {}).get("rows_per_batch") for s in searches])
     busy = med([(s.get("busy_ceiling") or {}).get("eps") for s in searches])
     cores = med([s.get("spark_cores") for s in searches])
     per_core = med([s.get("eps_per_spark_core") for s in searches])
@@ -82,7 +83,8 @@ def row(query: str, searches: list[dict]) -> dict:
     machine = rate / (os.cpu_count() or 1) if rate else None
     return {"query": query, "repeats": len(searches), "sustained_eps": rate, "spark_cores": cores,
             "eps_per_spark_core": per_core, "eps_per_machine_core": machine,
-            "ceiling_eps": ceiling, "of_ceiling": round(rate / ceiling, 3) if rate and ceiling else None,
+            "ceiling_eps": ceiling, "ceiling_rows_per_batch": ceiling_batch,
+            "of_ceiling": round(rate / ceiling, 3) if rate and ceiling else None,
             "ceiling_eps_per_spark_core": ceiling_per_core, "of_ceiling_per_core": of_per_core,
             "busy_ceiling_eps": busy, "of_busy_ceiling": round(rate / busy, 3) if rate and busy else None,
             "flink_eps_per_core": FLINK_K_PER_CORE.get(query, 0) * 1000 or None,
@@ -94,14 +96,16 @@ def table(rows: list[dict]) -> str:
         return "-" if v is None else fmt.format(v)
 
     lines = ["| query | sustained events/s | Spark cores used | per Spark core | per machine core "
-             "| Spark's ceiling events/s | sustained / ceiling | ceiling per Spark core | per core / it "
+             "| Spark's ceiling events/s (its batch) | sustained / ceiling | ceiling per Spark core "
+             "| per core / it "
              "| ceiling on the stack events/s | sustained / it | Flink per core (nexmark/nexmark) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         spread = (" (" + ", ".join(n(v) for v in r["rates"]) + ")") if r["repeats"] > 1 else ""
         lines.append(f"| {r['query']} | {n(r['sustained_eps'])}{spread} | {n(r['spark_cores'], '{:.2f}')} "
                      f"| {n(r['eps_per_spark_core'])} | {n(r['eps_per_machine_core'])} "
-                     f"| {n(r['ceiling_eps'])} | {n(r['of_ceiling'], '{:.2f}')} "
+                     f"| {n(r['ceiling_eps'])} ({n(r.get('ceiling_rows_per_batch'))}) "
+                     f"| {n(r['of_ceiling'], '{:.2f}')} "
                      f"| {n(r['ceiling_eps_per_spark_core'])} | {n(r['of_ceiling_per_core'], '{:.2f}')} "
                      f"| {n(r['busy_ceiling_eps'])} | {n(r['of_busy_ceiling'], '{:.2f}')} "
                      f"| {n(r['flink_eps_per_core'])} |")
