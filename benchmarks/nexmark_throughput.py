@@ -80,7 +80,7 @@ def row(query: str, searches: list[dict]) -> dict:
     per_core = med([s.get("eps_per_spark_core") for s in searches])
     ceiling_per_core = med([(s.get("spark_ceiling") or {}).get("eps_per_spark_core") for s in searches])
     of_per_core = med([s.get("rate_of_ceiling_per_core") for s in searches])
-    machine = rate / (os.cpu_count() or 1) if rate else None
+    machine = rate / machine_cores() if rate else None
     return {"query": query, "repeats": len(searches), "sustained_eps": rate, "spark_cores": cores,
             "eps_per_spark_core": per_core, "eps_per_machine_core": machine,
             "ceiling_eps": ceiling, "ceiling_rows_per_batch": ceiling_batch,
@@ -89,6 +89,15 @@ def row(query: str, searches: list[dict]) -> dict:
             "busy_ceiling_eps": busy, "of_busy_ceiling": round(rate / busy, 3) if rate and busy else None,
             "flink_eps_per_core": FLINK_K_PER_CORE.get(query, 0) * 1000 or None,
             "rates": [s.get("rate_eps") for s in searches]}
+
+
+def machine_cores() -> int:
+    """The cores this process may run on: the machine's, or fewer under `taskset`, whose
+    affinity every service the search starts inherits."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:   # no affinity on this platform
+        return os.cpu_count() or 1
 
 
 def table(rows: list[dict]) -> str:
