@@ -40,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
                          "duration at one constant rate, without faults")
     sustain.add_argument("--case", help="the case to run (default: the first)")
     sustain.add_argument("--p99", help="event-time p99 bound of a sustained rate (default: the pipeline's "
-                         "watermark delay + 5s, since no output can come sooner than the watermark)")
+                         "watermark delay + 5s, since no output can come sooner than the watermark, + the "
+                         "workload's late_by when late_share >= 1%%)")
     sustain.add_argument("--min-eps", type=float, default=250.0, help="the first rate tried (default 250)")
     sustain.add_argument("--max-eps", type=float, default=32_000.0,
                          help="the highest rate tried (default 32000)")

@@ -207,3 +207,14 @@ def test_the_ceiling_s_batches_are_at_least_the_sustained_rate_s():
     assert batch_for(8_000, every_second) == ROWS_PER_BATCH     # never under the default
     assert batch_for(None, every_second) == ROWS_PER_BATCH      # nothing sustained
     assert batch_for(36_000, SimpleNamespace(trigger="available-now", trigger_ms=1000)) == ROWS_PER_BATCH
+
+
+def test_the_default_p99_bound_makes_room_for_a_workload_s_late_events():
+    """Without --p99 the bound is the watermark's delay plus 5 s, and the declared lateness
+    when at least 1% of events come that late (their event time is that old at any rate)."""
+    from harness.run.sustain import default_p99_ms
+    from workloads.generator.spec import DelaySpec
+
+    assert default_p99_ms(4000, DelaySpec()) == 9000
+    assert default_p99_ms(4000, DelaySpec(late_share=0.01, late_by_ms=10_000)) == 19_000
+    assert default_p99_ms(4000, DelaySpec(late_share=0.001, late_by_ms=10_000)) == 9000

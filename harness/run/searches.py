@@ -69,8 +69,8 @@ class SustainSearch(Search):
         from harness.run import sustain
 
         pipeline = self.spec.pipeline or self.scenario.pipeline
-        over = sustain.P99_OVER_WATERMARK_MS
-        bound = self.p99_ms if self.p99_ms is not None else pipeline.watermark_ms + over
+        bound = (self.p99_ms if self.p99_ms is not None
+                 else sustain.default_p99_ms(pipeline.watermark_ms, self.scenario.workload.delay))
         bounds = sustain.Bounds(p99_ms=bound, min_eps=self.min_eps, max_eps=self.max_eps, steps=self.steps)
         found = result.sections["sustain"] = {"case": self.spec.name, "rate_eps": None, "trials": []}
         if self.executors:
