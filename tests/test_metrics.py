@@ -357,13 +357,13 @@ class TestBurstDrain:
         from harness.run.collect import _burst_drain
         from workloads.generator import shapes
 
-        out = _burst_drain(shapes.Burst(100, 2000, 20.0, 3.0), self.START, self._series)
+        out = _burst_drain(shapes.Burst(100, 2000, 20.0, 3.0), self.START, self._series())
         assert out == {"at_s": 20.0, "length_s": 3.0, "drained_s": 4.0}
         warm = shapes.WarmUp(shapes.Burst(100, 2000, 20.0, 3.0), 10.0, 50)
-        assert _burst_drain(warm, self.START, self._series)["drained_s"] == 4.0
+        assert _burst_drain(warm, self.START, self._series())["drained_s"] == 4.0
 
     def test_other_shapes_have_no_burst(self):
         from harness.run.collect import _burst_drain
         from workloads.generator import shapes
 
-        assert _burst_drain(shapes.Constant(100), self.START, self._series) is None
+        assert _burst_drain(shapes.Constant(100), self.START, self._series()) is None

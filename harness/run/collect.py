@@ -280,8 +280,7 @@ def _speed(case: Case, out: Output, window) -> tuple[dict, tuple]:
     trend = None if keeping_up is None else ("keeping-up" if keeping_up else "falling-behind")
     backpressure.update(lag_trend=trend, lag_trend_records_per_s=measured["lag_trend_records_per_s"],
                         lag_trend_sampled_at=measured["lag_trend_sampled_at"], keeping_up=keeping_up)
-    burst = _burst_drain(case.scenario.workload.rate, start_ms,
-                         lambda: at_batch_ends)
+    burst = _burst_drain(case.scenario.workload.rate, start_ms, at_batch_ends)
     if burst is not None:
         backpressure["burst"] = burst
     eps = measured["eps"]
@@ -298,7 +297,7 @@ def _speed(case: Case, out: Output, window) -> tuple[dict, tuple]:
              "records_read": flow.counts_agree(truth, progress_records)}, (rates, lag))
 
 
-def _burst_drain(rate, start_ms: float, series) -> dict | None:
+def _burst_drain(rate, start_ms: float, series: list[tuple[float, int, float]]) -> dict | None:
     """For a `burst` rate shape: when the burst came and how long after its end the lag was
     back at its level before it (`drained_s`; None when it never was, or the run had not yet
     run 10 s of batches when it came). None for any other shape."""
@@ -308,7 +307,7 @@ def _burst_drain(rate, start_ms: float, series) -> dict | None:
     if not isinstance(shape, shapes.Burst):
         return None
     began_ms, ended_ms = start_ms + shape.at_s * 1000, start_ms + (shape.at_s + shape.length_s) * 1000
-    back_s = metrics.lag_recovered_s(series(), began_ms, ended_ms)
+    back_s = metrics.lag_recovered_s(series, began_ms, ended_ms)
     return {"at_s": shape.at_s, "length_s": shape.length_s,
             "drained_s": None if back_s is None else round(max(back_s - shape.length_s, 0.0), 3)}
 

@@ -47,7 +47,7 @@ def default_p99_ms(watermark_ms: float, delay) -> float:
     workload's `late_by` when at least 1% of its events are sent that late, since their event
     time is that much older at any rate (nexmark.toml's 1% 10 s late put q5's p99 at 10.5 s at
     4,000 events/s, over a bound of 9 s, and the search found nothing)."""
-    late = delay.late_by_ms if getattr(delay, "late_share", 0.0) >= LATE_SHARE_IN_P99 else 0
+    late = delay.late_by_ms if delay.late_share >= LATE_SHARE_IN_P99 else 0
     return watermark_ms + late + P99_OVER_WATERMARK_MS
 
 
@@ -121,9 +121,9 @@ def search(scenario, spec, stack, run_dir: RunDir, run_id: str, progress, regist
         ok, why = trial_verdict(case, bounds.p99_ms)
         (passed if ok else failed).append(eps)
         cases.append(case)
+        p99, p99_over = trial_p99(case)
         trials.append({"eps": eps, "sustained": ok, "why_not": why or None, "case": name,
-                       "processed_eps": case.throughput, "p99_ms": trial_p99(case)[0],
-                       "p99_over": trial_p99(case)[1],
+                       "processed_eps": case.throughput, "p99_ms": p99, "p99_over": p99_over,
                        "lag_trend_records_per_s": case.backpressure.get("lag_trend_records_per_s"),
                        "busy_eps": _busy_eps(run_dir, case), "spark_cores": _spark_cores(run_dir, case)})
         progress.step(f"sustain: {eps:,.0f} events/s " + ("kept up" if ok else f"did not: {why}"))
