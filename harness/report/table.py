@@ -96,6 +96,13 @@ def render(result: RunResult) -> str:
     return "\n".join(lines)
 
 
+def _p99_text(trial: dict) -> str:
+    """A trial's p99, or why it has none that could be measured."""
+    if (trial.get("p99_over") or "").startswith("unmeasurable"):
+        return "unmeasurable (no row closed before the flush)"
+    return f"{_num(trial['p99_ms'])} ms"
+
+
 def render_sustain(sustain: dict) -> str:
     """The search's trials, lowest rate first, and the rate found; with sizes, each size's
     search and then the scaling curve."""
@@ -104,7 +111,7 @@ def render_sustain(sustain: dict) -> str:
     lines = [f"sustain: case {sustain['case']}"]
     for t in sustain.get("trials", []):
         lines.append(f"  {t['eps']:>9,.0f} events/s  {'kept up' if t['sustained'] else 'behind '}  "
-                     f"processed {_num(t['processed_eps'])}/s  p99 {_num(t['p99_ms'])} ms  "
+                     f"processed {_num(t['processed_eps'])}/s  p99 {_p99_text(t)}  "
                      f"lag trend {t['lag_trend_records_per_s']} records/s²"
                      + (f"  ({t['why_not']})" if t["why_not"] else ""))
     found, top = sustain.get("rate_eps"), (sustain.get("spark_ceiling") or {}).get("eps")
