@@ -76,3 +76,23 @@ class TestStorage:
         assert case["verdict"]["holds"], case["verdict"]
         assert not (run_dir / "cases" / "eo" / "checkpoint-fs").is_mount()
         assert_nothing_left(run_dir)
+
+
+class TestSource:
+    def test_a_delta_source_s_deleted_files_are_counted_and_exactly_once_holds(self, tmp_path):
+        """delta_quick.toml: the query reads a Delta table; the data files of versions it has
+        not read are deleted under a held batch, Spark reads on without them, and the checker
+        counts exactly their records as deleted_before_read, with none lost or duplicated.
+        (hide-commit and the AvailableNow restart: tox -e bench, delta_faults.toml.)"""
+        run_dir = tmp_path / "run"
+        proc = run_cli("run", str(REPO / "tests" / "scenarios" / "delta_quick.toml"), "--out", str(run_dir))
+        (case,) = _summary(run_dir)["cases"]
+        assert proc.returncode == 0, (case["faults"], proc.stdout[-3000:] + proc.stderr[-3000:])
+        (fault,) = case["faults"]
+        assert fault["kind"] == "delete-source-files" and fault["observed"] and fault["landed"], fault
+        deleted = sum(d["to"] - d["from"] for d in fault["deleted"])
+        events = case["events"]
+        assert events["deleted_before_read"] == deleted > 0, events
+        assert events["lost"] == 0 and events["duplicated"] == 0, events
+        assert case["verdict"]["holds"], case["verdict"]
+        assert_nothing_left(run_dir)
