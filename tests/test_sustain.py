@@ -242,3 +242,38 @@ def test_the_default_p99_bound_makes_room_for_a_workload_s_late_events():
     assert default_p99_ms(4000, DelaySpec()) == 9000
     assert default_p99_ms(4000, DelaySpec(late_share=0.01, late_by_ms=10_000)) == 19_000
     assert default_p99_ms(4000, DelaySpec(late_share=0.001, late_by_ms=10_000)) == 9000
+
+
+def test_an_interrupted_search_keeps_the_trials_it_finished(monkeypatch, tmp_path):
+    """Ctrl-C in a search's second trial: the first trial's line stays in the list the
+    sustain section of summary.json holds (it was lost before: `trials` was empty though the
+    trial's case was kept; an interrupted `sustain --case q16` at 2,000 events/s)."""
+    from harness.run import sustain
+    from harness.scenario import load
+    from tests.helpers import REPO
+
+    scenario = load(REPO / "tests" / "scenarios" / "delta_quick.toml")
+    finished = _case()
+    finished.latency_measured_ms = {"event_time": {"p99": 900.0}}
+    outcomes = iter([finished, KeyboardInterrupt()])
+
+    def run_case(_case):
+        outcome = next(outcomes)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    class Progress:
+        def step(self, _text):
+            pass
+
+    monkeypatch.setattr(sustain, "run_case", run_case)
+    monkeypatch.setattr(sustain.Case, "create", staticmethod(lambda *a, **k: None))
+    monkeypatch.setattr(sustain, "_busy_eps", lambda run_dir, case: None)
+    monkeypatch.setattr(sustain, "_spark_cores", lambda run_dir, case: None)
+    cases, trials = [], []
+    with pytest.raises(KeyboardInterrupt):
+        sustain.search(scenario, scenario.cases[0], None, tmp_path, "r", Progress(), None,
+                       Bounds(min_eps=1000, max_eps=4000), cases, trials=trials)
+    assert cases == [finished]
+    assert [(t["eps"], t["sustained"], t["p99_over"]) for t in trials] == [(1000, True, "measured window")]

@@ -77,8 +77,9 @@ class SustainSearch(Search):
             found.update(sustain.scale(self.scenario, self.spec, stack, run_dir, run_id, progress, registry,
                                        bounds, result.cases, self.executors))
         else:
+            # the trials land in the section as they end, so an interrupted search keeps them
             found.update(sustain.search(self.scenario, self.spec, stack, run_dir, run_id, progress, registry,
-                                        bounds, result.cases))
+                                        bounds, result.cases, trials=found["trials"]))
         sustain.write(run_dir, found)
 
     def render(self, result) -> str:

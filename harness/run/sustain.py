@@ -114,13 +114,14 @@ def next_rate(passed: list[float], failed: list[float], bisections: int, bounds:
 
 
 def search(scenario, spec, stack, run_dir: RunDir, run_id: str, progress, registry, bounds: Bounds,
-           cases: list[CaseResult]) -> dict:
+           cases: list[CaseResult], trials: list[dict] | None = None) -> dict:
     """Run trials until next_rate says done, appending each trial's case entry to `cases`
-    as it ends (an interrupted search keeps the trials it finished); returns the sustain
-    section of summary.json."""
+    and its line to `trials` as it ends (an interrupted search keeps the trials it finished,
+    in summary.json's cases and in its sustain section); returns the sustain section of
+    summary.json."""
     passed: list[float] = []
     failed: list[float] = []
-    trials: list[dict] = []
+    trials = [] if trials is None else trials
     bisections = 0
     while (eps := next_rate(passed, failed, bisections, bounds)) is not None:
         bisections += 1 if failed else 0
