@@ -71,8 +71,12 @@ def check(expected: pd.DataFrame, sink: pd.DataFrame, key: list[str], produced: 
     first = got.groupby(key, sort=False)["committed_ms"].min().rename("first_ms")
     timed = exp.join(first, on=key, how="inner")
     if time_col and latency_until_ms is not None:
-        # a result the harness's end-of-run flush made possible, ahead of its event time: no latency
-        timed = timed[timed[time_col].to_numpy() <= latency_until_ms]
+        # a result the harness's end-of-run flush made possible, ahead of its event time: no
+        # latency; counted, so a sustain trial can tell "nothing could close" from "nothing timed"
+        on_flush = timed[time_col].to_numpy() > latency_until_ms
+        if on_flush.any():
+            counts["closed_on_flush"] = int(on_flush.sum())
+        timed = timed[~on_flush]
     event_time = (timed["first_ms"] - timed[time_col]).to_numpy(dtype=float) if time_col else np.array([])
     at_ms = timed["first_ms"].to_numpy(np.int64) if time_col else np.array([], np.int64)
     return CheckResult(counts, event_time, np.array([]), problems, found, unit="rows", event_time_at_ms=at_ms)

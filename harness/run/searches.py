@@ -73,14 +73,18 @@ class SustainSearch(Search):
                  else sustain.default_p99_ms(pipeline.watermark_ms, self.scenario.workload.delay))
         bounds = sustain.Bounds(p99_ms=bound, min_eps=self.min_eps, max_eps=self.max_eps, steps=self.steps)
         found = result.sections["sustain"] = {"case": self.spec.name, "rate_eps": None, "trials": []}
-        if self.executors:
-            found.update(sustain.scale(self.scenario, self.spec, stack, run_dir, run_id, progress, registry,
-                                       bounds, result.cases, self.executors))
-        else:
-            # the trials land in the section as they end, so an interrupted search keeps them
-            found.update(sustain.search(self.scenario, self.spec, stack, run_dir, run_id, progress, registry,
-                                        bounds, result.cases, trials=found["trials"]))
-        sustain.write(run_dir, found)
+        # the trials land in the section as they end, and sustain.json is written however the
+        # search ends, so an interrupted search keeps the trials it finished
+        try:
+            if self.executors:
+                found.update(sustain.scale(self.scenario, self.spec, stack, run_dir, run_id, progress,
+                                           registry, bounds, result.cases, self.executors,
+                                           trials=found["trials"]))
+            else:
+                found.update(sustain.search(self.scenario, self.spec, stack, run_dir, run_id, progress,
+                                            registry, bounds, result.cases, trials=found["trials"]))
+        finally:
+            sustain.write(run_dir, found)
 
     def render(self, result) -> str:
         from harness.report import table

@@ -64,22 +64,32 @@ def trial_p99(case: CaseResult) -> tuple[float | None, str | None]:
     lag trend is; else, when that output came from too few of the sink's commits to measure
     (a tumbling window of 10 s closes once or twice in a quick trial: q8 at 1,000 events/s
     wrote its 121 rows in two commits), the whole run's output, warm-up included, which can
-    only read higher. None when no row of the output is timed: `UNMEASURABLE` when the
-    verdict held (the oracle times a row only when the workload's own events close it, so none
-    could close before the harness's flush: Nexmark's q15-q17 count by the day), else None."""
+    only read higher. None when no row of the output is timed: over `UNMEASURABLE` when the
+    checker left every delivered row untimed because only the harness's flush closed it
+    (Nexmark's q15-q17 count by the day), else over None."""
     measured = case.p99_ms
     if measured is not None:
         return measured, "measured window"
     whole = Percentiles.from_json((case.latency_ms or {}).get("event_time")).p99
     if whole is not None:
         return whole, "whole run"
-    return None, (UNMEASURABLE if case.verdict.holds else None)
+    return None, (UNMEASURABLE if closed_on_flush_only(case) else None)
 
 
-# a trial's p99 when no row of its output could close before the harness's flush: every
-# expected row was delivered (the verdict held), and a row's latency is measured only when
-# the workload's own events close it (harness/check/rows.py, latency_until_ms). A stuck
-# watermark is not this: its rows are still timed, from their windows' ends to the flush
+def closed_on_flush_only(case: CaseResult) -> bool:
+    """Whether the case's output, every expected row of it delivered, was all made possible by
+    the harness's end-of-run flush: the checker says how many rows it left untimed for that
+    (`events.closed_on_flush`). Not a case with nothing delivered, one that lost rows, one its
+    sink leaves unchecked (noop) or a pipeline that times no row at all."""
+    events = case.events or {}
+    return (case.verdict.holds and not events.get("lost") and bool(events.get("delivered"))
+            and int(events.get("closed_on_flush") or 0) > 0)
+
+
+# a trial's p99 when no row of its output could close before the harness's flush
+# (closed_on_flush_only): a row's latency is measured only when the workload's own events
+# close it (harness/check/rows.py, latency_until_ms). A stuck watermark is not this: its rows
+# are still timed, from their windows' ends to the flush
 UNMEASURABLE = "unmeasurable: no row could close before the harness's flush"
 
 
@@ -114,31 +124,34 @@ def next_rate(passed: list[float], failed: list[float], bisections: int, bounds:
 
 
 def search(scenario, spec, stack, run_dir: RunDir, run_id: str, progress, registry, bounds: Bounds,
-           cases: list[CaseResult], trials: list[dict] | None = None) -> dict:
+           cases: list[CaseResult], trials: list[dict] | None = None, tag: dict | None = None) -> dict:
     """Run trials until next_rate says done, appending each trial's case entry to `cases`
-    and its line to `trials` as it ends (an interrupted search keeps the trials it finished,
-    in summary.json's cases and in its sustain section); returns the sustain section of
-    summary.json."""
+    and its line (with `tag`'s fields) to `trials` as it ends, so that an interrupted search
+    keeps the trials it finished, in summary.json's cases and in its sustain section; returns
+    the sustain section of summary.json, with this search's trials."""
     passed: list[float] = []
     failed: list[float] = []
-    trials = [] if trials is None else trials
+    mine: list[dict] = []
     bisections = 0
     while (eps := next_rate(passed, failed, bisections, bounds)) is not None:
         bisections += 1 if failed else 0
         name = f"{spec.name}-{int(eps)}eps"
         workload = replace(scenario.workload, rate=shapes.Constant(eps=eps))
         trial_scenario = replace(scenario, workload=workload, faults=(), cases=(replace(spec, name=name),))
-        progress.step(f"sustain: trial {len(trials) + 1} at {eps:,.0f} events/s")
+        progress.step(f"sustain: trial {len(mine) + 1} at {eps:,.0f} events/s")
         case = run_case(Case.create(trial_scenario, trial_scenario.cases[0], stack, run_dir, run_id,
                                     progress, registry))
         ok, why = trial_verdict(case, bounds.p99_ms)
         (passed if ok else failed).append(eps)
         cases.append(case)
         p99, p99_over = trial_p99(case)
-        trials.append({"eps": eps, "sustained": ok, "why_not": why or None, "case": name,
-                       "processed_eps": case.throughput, "p99_ms": p99, "p99_over": p99_over,
-                       "lag_trend_records_per_s": case.backpressure.get("lag_trend_records_per_s"),
-                       "busy_eps": _busy_eps(run_dir, case), "spark_cores": _spark_cores(run_dir, case)})
+        trial = {**(tag or {}), "eps": eps, "sustained": ok, "why_not": why or None, "case": name,
+                 "processed_eps": case.throughput, "p99_ms": p99, "p99_over": p99_over,
+                 "lag_trend_records_per_s": case.backpressure.get("lag_trend_records_per_s"),
+                 "busy_eps": _busy_eps(run_dir, case), "spark_cores": _spark_cores(run_dir, case)}
+        mine.append(trial)
+        if trials is not None:
+            trials.append(trial)
         progress.step(f"sustain: {eps:,.0f} events/s " + ("kept up" if ok else f"did not: {why}"))
     found = max(passed, default=None)
     alone = Case.create(scenario, replace(spec, name=f"{spec.name}-ceiling"), stack, run_dir, run_id,
@@ -146,8 +159,8 @@ def search(scenario, spec, stack, run_dir: RunDir, run_id: str, progress, regist
     reference = ceiling.measure(alone, ceiling.batch_for(found, alone.pipeline))
     progress.step(f"sustain: Spark's ceiling for the query {reference['eps']} events/s")
     ratio = round(found / reference["eps"], 3) if found and reference["eps"] else None
-    cores = next((t["spark_cores"] for t in trials if t["eps"] == found), None)
-    busiest = max((t for t in trials if t["busy_eps"]), key=lambda t: t["busy_eps"], default=None)
+    cores = next((t["spark_cores"] for t in mine if t["eps"] == found), None)
+    busiest = max((t for t in mine if t["busy_eps"]), key=lambda t: t["busy_eps"], default=None)
     busy = {"eps": busiest["busy_eps"], "trial": busiest["case"]} if busiest else None
     per_core = round(found / cores, 1) if found and cores else None
     top_per_core = reference.get("eps_per_spark_core")
@@ -160,7 +173,7 @@ def search(scenario, spec, stack, run_dir: RunDir, run_id: str, progress, regist
             "bounds": {
         "p99_ms": bounds.p99_ms, "lag_trend_max": scenario.measure.lag_trend_max,
         "min_eps": bounds.min_eps, "max_eps": bounds.max_eps, "steps": bounds.steps},
-        "trials": sorted(trials, key=lambda t: t["eps"])}
+        "trials": sorted(mine, key=lambda t: t["eps"])}
 
 
 LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]")
@@ -195,16 +208,17 @@ def sized(spark, executors: int):
 
 
 def scale(scenario, spec, stack, run_dir: RunDir, run_id: str, progress, registry, bounds: Bounds,
-          cases: list[CaseResult], executors: list[int]) -> dict:
+          cases: list[CaseResult], executors: list[int], trials: list[dict] | None = None) -> dict:
     """The search once per size in `executors`; the sustain section with the curve in
-    `scaling` (one search's fields per size) and every trial, tagged with its size."""
+    `scaling` (one search's fields per size) and every trial, tagged with its size (each
+    appended to `trials` as it ends, as `search` does)."""
     sizes: list[dict] = []
     for n in executors:
         spark = sized(scenario.services.spark, n)
         at_n = replace(scenario, services=replace(scenario.services, spark=spark))
         progress.step(f"sustain: {n} executor{'s' if n != 1 else ''} ({spark.master})")
         found = search(at_n, replace(spec, name=f"{spec.name}-x{n}"), stack, run_dir, run_id, progress,
-                       registry, bounds, cases)
+                       registry, bounds, cases, trials=trials, tag={"executors": n})
         sizes.append({"executors": n, "master": spark.master, **found})
     return curve(sizes)
 
