@@ -115,8 +115,13 @@ class TestSparkDriver:
         """The STOP file ends the query; no driver, JVM or executor process survives."""
         pids = driver.snapshot_pids()
         app = driver.app_id()
+        # Spark's scratch (block managers, executors' directories) is in the harness's own
+        # directory, not loose in /tmp, and goes with the driver
+        scratch = driver.local_dirs
+        assert [p.name for d in scratch for p in d.glob("blockmgr-*")], scratch
         driver.request_stop()
         assert _all_dead(pids), f"alive: {[p for p in pids if procs.alive(p)]}"
+        assert not [d for d in scratch if d.exists()]
         assert driver.status()["state"] == "stopped"
         # the executors' logs are the case's, not left in Spark's home among copied jars
         kept = driver.workdir / "executor-logs" / app

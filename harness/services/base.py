@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import threading
 import time
@@ -60,7 +61,12 @@ class Service:
         return None
 
     def cleanup(self) -> None:
-        """Remove scratch state outside the workdir once the process is gone."""
+        """Tidy up once the process is gone (the scratch directories go after it)."""
+
+    def scratch(self) -> list[Path]:
+        """Directories outside the workdir that the process fills and nobody reads once it is
+        gone: removed when it is reaped, and by `reap_leftovers` when a crashed harness left it."""
+        return []
 
     def user(self) -> str | None:
         return None
@@ -192,6 +198,7 @@ class Service:
             log.warning("%s (pid %d) did not exit", self.name, self.process.pid)
         _pidfile(self).unlink(missing_ok=True)
         self.cleanup()
+        _remove(self.scratch())
 
 
 class Registry:
@@ -298,6 +305,7 @@ def _write_pidfile(service: Service) -> None:
     record = {"name": service.name, "pgid": proc.pid, "create_time": proc.create_time(),
               "owner_pid": me.pid, "owner_create_time": me.create_time(),
               "workdir": str(service.workdir), "written_at": time.time(),
+              "scratch": [str(path) for path in service.scratch()],
               "run_id": os.environ.get("HARNESS_RUN_ID")}
     _pidfile(service).write_text(json.dumps(record))
 
@@ -326,8 +334,14 @@ def reap_leftovers() -> list[dict]:
             procs.kill_group(record["pgid"])
             reaped.append({"name": record["name"], "run_id": record.get("run_id") or "unknown",
                            "processes": max(len(members), 1)})
+        _remove(Path(p) for p in record.get("scratch", []))
         path.unlink(missing_ok=True)
     return reaped
+
+
+def _remove(dirs) -> None:
+    for path in dirs:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def describe_reaped(reaped: list[dict]) -> list[str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from harness.net import free_port
 from harness.services.base import Service
+from harness.services.spark import make_local_dirs
 
 _REGISTERED = re.compile(r"Successfully registered with master")
 _LEADER = re.compile(r"I have been elected leader|Running Spark version")
@@ -73,6 +74,7 @@ class SparkWorker(_SparkDaemon):
     def __init__(self, workdir: Path, master_url: str, index: int, cores: int, memory: str, registry=None):
         super().__init__(f"spark-worker-{index}", workdir, registry)
         self.master_url, self.index, self.cores, self.memory = master_url, index, cores, memory
+        self.local_dirs: list[Path] = []
 
     def command(self) -> list[str]:
         return self._class("org.apache.spark.deploy.worker.Worker", self.master_url, "--host", "127.0.0.1",
@@ -82,6 +84,15 @@ class SparkWorker(_SparkDaemon):
     def prepare(self) -> None:
         # a restarted worker registers again: its log must say so anew
         self.log_path.unlink(missing_ok=True)
+        self.local_dirs = make_local_dirs()
+
+    def env(self) -> dict:
+        # its executors' scratch (shuffle files, block managers) under a directory of the
+        # harness's, removed when the worker is gone: a killed worker leaves them otherwise
+        return {**super().env(), "SPARK_LOCAL_DIRS": ",".join(map(str, self.local_dirs))}
+
+    def scratch(self) -> list[Path]:
+        return list(self.local_dirs)
 
     def is_ready(self) -> bool:
         return self._log_has(_REGISTERED)
