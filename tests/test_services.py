@@ -169,7 +169,9 @@ class TestSparkDriverFailure:
                 return [sys.executable, "-c", script]
 
         fake = type("Kafka", (), {"bootstrap_servers": "127.0.0.1:1"})()
-        driver = FailingDriver(tmp_path, driver_config(fake, None, "t", tmp_path / "cp")).start()
-        driver.process.wait(30)
-        with pytest.raises(ServiceError, match="Spark driver failed: sink unreachable"):
-            driver.wait_ready(10)
+        with Registry() as reg:   # which reaps it, and its scratch with it
+            driver = FailingDriver(tmp_path, driver_config(fake, None, "t", tmp_path / "cp"), reg).start()
+            driver.process.wait(30)
+            with pytest.raises(ServiceError, match="Spark driver failed: sink unreachable"):
+                driver.wait_ready(10)
+        assert not [d for d in driver.local_dirs if d.exists()]
