@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from harness.services import base
 from harness.services.base import Service
-from harness.services.spark import make_local_dirs
+from harness.services.spark import make_local_dirs, scratch_env
 
 pytestmark = pytest.mark.unit
 
@@ -46,9 +47,22 @@ def states(tmp_path, monkeypatch):
 @pytest.mark.parametrize("end", ["stop", "kill"])
 def test_the_scratch_goes_when_the_process_ends(tmp_path, states, end):
     service = _Sleeper(tmp_path / "work", tmp_path / "scratch").start()
-    record = json.loads(next(states.glob("*.json")).read_text())
-    assert record["scratch"] == [str(tmp_path / "scratch")] and (tmp_path / "scratch" / "blockmgr-1").is_dir()
-    getattr(service, end)()
+    try:
+        record = json.loads(next(states.glob("*.json")).read_text())
+        assert record["scratch"] == [str(tmp_path / "scratch")]
+        assert (tmp_path / "scratch" / "blockmgr-1").is_dir()
+    finally:
+        getattr(service, end)()
+    assert not (tmp_path / "scratch").exists() and not list(states.glob("*.json"))
+
+
+def test_the_scratch_goes_when_the_process_never_starts(tmp_path, states):
+    class Missing(_Sleeper):
+        def command(self) -> list[str]:
+            return [str(tmp_path / "no-such-program")]
+
+    with pytest.raises(OSError):
+        Missing(tmp_path / "work", tmp_path / "scratch").start()
     assert not (tmp_path / "scratch").exists() and not list(states.glob("*.json"))
 
 
@@ -71,10 +85,12 @@ def test_a_crashed_harness_leaves_its_scratch_to_the_next_run(tmp_path, states):
 
 def test_spark_scratch_goes_where_spark_would_have_put_it(tmp_path, monkeypatch):
     """Under the user's SPARK_LOCAL_DIRS (each of them), else the scenario's spark.local.dir,
-    else the system's temporary directory: a fresh directory of the harness's each time."""
-    one, two, conf = tmp_path / "one", tmp_path / "two", tmp_path / "conf"
-    for path in (one, two, conf):
+    else the system's temporary directory: a fresh directory of the harness's each time,
+    absolute whatever the setting."""
+    one, two, conf, system = tmp_path / "one", tmp_path / "two", tmp_path / "conf", tmp_path / "system"
+    for path in (one, two, conf, system):
         path.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(system))
     monkeypatch.setenv("SPARK_LOCAL_DIRS", f"{one},{two}")
     made = make_local_dirs(str(conf))
     assert [path.parent for path in made] == [one, two]
@@ -82,8 +98,19 @@ def test_spark_scratch_goes_where_spark_would_have_put_it(tmp_path, monkeypatch)
     monkeypatch.delenv("SPARK_LOCAL_DIRS")
     assert make_local_dirs(str(conf))[0].parent == conf
     first, second = make_local_dirs()[0], make_local_dirs()[0]
-    assert first != second and first.is_dir()
-    first.rmdir(), second.rmdir()
+    assert first != second and first.parent == system == second.parent
+    monkeypatch.chdir(tmp_path)
+    assert make_local_dirs("relative")[0].parent == tmp_path / "relative"
+
+
+def test_spark_s_processes_and_their_jvms_are_pointed_at_it(tmp_path, monkeypatch):
+    """SPARK_LOCAL_DIRS for Spark, java.io.tmpdir for every JVM under it (the native libraries
+    each unpacks), after the user's own JAVA_TOOL_OPTIONS."""
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-Xss2m")
+    env = scratch_env([tmp_path / "a", tmp_path / "b"])
+    assert env == {"SPARK_LOCAL_DIRS": f"{tmp_path / 'a'},{tmp_path / 'b'}",
+                   "JAVA_TOOL_OPTIONS": f"-Xss2m -Djava.io.tmpdir={tmp_path / 'a'}"}
+    assert scratch_env([]) == {}
 
 
 def test_a_local_dir_that_cannot_be_made_is_named_with_the_fix(tmp_path, monkeypatch):
@@ -94,5 +121,12 @@ def test_a_local_dir_that_cannot_be_made_is_named_with_the_fix(tmp_path, monkeyp
     with pytest.raises(ServiceError, match="cannot be made under .*file/spark") as e:
         make_local_dirs()
     assert "SPARK_LOCAL_DIRS" in str(e.value.fix)
-    monkeypatch.setenv("SPARK_LOCAL_DIRS", str(tmp_path / "new" / "deep"))
-    assert make_local_dirs()[0].parent == tmp_path / "new" / "deep"
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", f"{tmp_path / 'new' / 'deep'},{tmp_path / 'file' / 'x'}")
+    with pytest.raises(ServiceError):   # the second fails: the first's directory is not left
+        make_local_dirs()
+    assert not list((tmp_path / "new" / "deep").iterdir())
+    monkeypatch.delenv("SPARK_LOCAL_DIRS")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "x,y"))   # a TMPDIR Spark would split
+    with pytest.raises(ServiceError, match="a comma"):
+        make_local_dirs()
+    assert not list((tmp_path / "x,y").iterdir())

@@ -119,6 +119,10 @@ class TestSparkDriver:
         # directory, not loose in /tmp, and goes with the driver
         scratch = driver.local_dirs
         assert [p.name for d in scratch for p in d.glob("blockmgr-*")], scratch
+        assert [p.name for d in scratch for p in d.glob("spark-*/executor-*")], scratch
+        # the executors' JVMs unpack their native libraries there too (java.io.tmpdir)
+        for pid in driver.executor_pids():
+            assert f"-Djava.io.tmpdir={scratch[0]}" in psutil.Process(pid).environ()["JAVA_TOOL_OPTIONS"]
         driver.request_stop()
         assert _all_dead(pids), f"alive: {[p for p in pids if procs.alive(p)]}"
         assert not [d for d in scratch if d.exists()]

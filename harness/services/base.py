@@ -77,9 +77,13 @@ class Service:
         if self.running:
             raise ServiceError(f"{self.name} is already running (pid {self.pid})")
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.prepare()
-        self.process = procs.spawn(self.command(), self.log_path, env=self.env(),
-                                   cwd=self.workdir, user=self.user())
+        try:
+            self.prepare()
+            self.process = procs.spawn(self.command(), self.log_path, env=self.env(),
+                                       cwd=self.workdir, user=self.user())
+        except BaseException:
+            _remove(self.scratch())   # no process, no pid file: nothing else would
+            raise
         self.seen_pids.add(self.process.pid)
         _write_pidfile(self)
         log.info("%s started (pid %d), log %s", self.name, self.process.pid, self.log_path)

@@ -81,11 +81,8 @@ class PostgresServer(Service):
         if proc.returncode != 0:
             raise ServiceError(f"initdb failed:\n{proc.stdout}{proc.stderr}", _INSTALL_FIX)
 
-    def cleanup(self) -> None:
-        if self.socketdir is not None:
-            shutil.rmtree(self.socketdir, ignore_errors=True)
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
+    def scratch(self) -> list[Path]:
+        return [path for path in (self.socketdir, self._scratch) if path is not None]
 
     def command(self) -> list[str]:
         return [str(self.bindir / "postgres"), "-D", str(self.datadir), "-p", str(self.port),

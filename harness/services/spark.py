@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import sys
 import tempfile
@@ -54,21 +55,37 @@ def spark_home() -> Path:
 def make_local_dirs(conf_dirs: str = "") -> list[Path]:
     """A fresh directory of the harness's for one Spark process's scratch (SPARK_LOCAL_DIRS),
     under each place Spark would have put it: the user's SPARK_LOCAL_DIRS, else the scenario's
-    `spark.local.dir`, else the system's temporary directory."""
+    `spark.local.dir`, else the system's temporary directory. Absolute: Spark runs in the
+    service's workdir, the harness elsewhere."""
     chosen = os.environ.get("SPARK_LOCAL_DIRS") or conf_dirs
-    bases: list[str | None] = [part.strip() for part in chosen.split(",") if part.strip()]
-    made = []
-    for base in bases or [None]:
+    bases = [os.path.abspath(part.strip()) for part in chosen.split(",") if part.strip()]
+    made: list[Path] = []
+    for base in bases or [tempfile.gettempdir()]:
         try:
-            if base is not None:
-                Path(base).mkdir(parents=True, exist_ok=True)
+            Path(base).mkdir(parents=True, exist_ok=True)
             made.append(Path(tempfile.mkdtemp(prefix="harness-spark-", dir=base)))
+            if "," in str(made[-1]):
+                raise OSError("a comma in the path: SPARK_LOCAL_DIRS separates directories by commas")
         except OSError as e:
-            where = base or tempfile.gettempdir()
-            raise ServiceError(f"Spark's local directory cannot be made under {where}: {e}",
-                               "point SPARK_LOCAL_DIRS (or spark.local.dir in services.spark.conf) at a "
-                               "writable directory") from None
+            for path in made:
+                shutil.rmtree(path, ignore_errors=True)
+            raise ServiceError(f"Spark's local directory cannot be made under {base}: {e}",
+                               "point SPARK_LOCAL_DIRS (or TMPDIR, or spark.local.dir in "
+                               "services.spark.conf) at a writable directory") from None
     return made
+
+
+def scratch_env(local_dirs: list[Path]) -> dict[str, str]:
+    """The environment that puts a Spark process's scratch, and its child JVMs', in
+    `local_dirs`: Spark's local directories, and the JVMs' own temporary directory, where the
+    RocksDB and LZ4 native libraries are unpacked (a JVM killed by SIGKILL leaves its copy:
+    41 librocksdbjni-*.so of 14 MB and 2,068 liblz4-java-*.so files here after two days). A
+    -Djava.io.tmpdir of the user's, in extraJavaOptions, still wins: the command line comes
+    after JAVA_TOOL_OPTIONS."""
+    if not local_dirs:
+        return {}
+    tool = " ".join(filter(None, [os.environ.get("JAVA_TOOL_OPTIONS"), f"-Djava.io.tmpdir={local_dirs[0]}"]))
+    return {"SPARK_LOCAL_DIRS": ",".join(str(path) for path in local_dirs), "JAVA_TOOL_OPTIONS": tool}
 
 
 class DriverDied(ServiceError):
@@ -107,10 +124,11 @@ class SparkDriver(Service):
         self.local_dirs = make_local_dirs(self.config.spark_conf.get("spark.local.dir", ""))
 
     def scratch(self) -> list[Path]:
-        """Spark's local directories (the driver's block manager, its in-JVM workers' executor
-        directories, pyspark's and the added files' copies): a driver killed by SIGKILL, or its
-        executors, never remove them, and on a shared machine /tmp filled with one
-        `blockmgr-*` and one `spark-*` per driver (269 and 26 after two days of runs here)."""
+        """Spark's local directories and its JVMs' temporary directory (the driver's block
+        manager, its in-JVM workers' executor directories, pyspark's and the added files'
+        copies, the native libraries): a driver killed by SIGKILL, or its executors, never
+        remove them, and on a shared machine /tmp filled with one `blockmgr-*` and one
+        `spark-*` per driver (269 and 26 after two days of runs here)."""
         return list(self.local_dirs)
 
     def command(self) -> list[str]:
@@ -124,8 +142,7 @@ class SparkDriver(Service):
         env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
         env.setdefault("PYSPARK_PYTHON", sys.executable)
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        if self.local_dirs:
-            env["SPARK_LOCAL_DIRS"] = ",".join(str(path) for path in self.local_dirs)
+        env.update(scratch_env(self.local_dirs))
         return env
 
     def status(self) -> dict:

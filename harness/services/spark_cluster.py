@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.net import free_port
 from harness.services.base import Service
-from harness.services.spark import make_local_dirs
+from harness.services.spark import make_local_dirs, scratch_env
 
 _REGISTERED = re.compile(r"Successfully registered with master")
 _LEADER = re.compile(r"I have been elected leader|Running Spark version")
@@ -87,9 +87,10 @@ class SparkWorker(_SparkDaemon):
         self.local_dirs = make_local_dirs()
 
     def env(self) -> dict:
-        # its executors' scratch (shuffle files, block managers) under a directory of the
-        # harness's, removed when the worker is gone: a killed worker leaves them otherwise
-        return {**super().env(), "SPARK_LOCAL_DIRS": ",".join(map(str, self.local_dirs))}
+        # its executors' scratch (shuffle files, block managers, native libraries) under a
+        # directory of the harness's, removed when the worker is gone: a killed worker leaves
+        # them otherwise
+        return {**super().env(), **scratch_env(self.local_dirs)}
 
     def scratch(self) -> list[Path]:
         return list(self.local_dirs)
