@@ -181,14 +181,28 @@ class Targets:
         case's pace says a `what` may take, with `message` and that wait's basis. A wait for a
         batch counts only the time the query could run one: while another fault has the driver
         down or restarting it stands still (nexmark-faults' q7: a fail-task armed just before a
-        kill-driver timed out while no driver ran), for at most a restart's wait."""
+        kill-driver timed out while no driver ran), and while another fault holds a batch in the
+        commit gate (issue 43: a fail-task's wait ran out under a replay-batch's hold), for at
+        most a restart's wait."""
         timeout_s = self.pace.wait_s(what)
         batch = what == "batch"
         return wait_until(condition, timeout_s, every_s,
                           lambda: f"{message} within {timeout_s:g} s ({self.pace.basis(what)})",
-                          paused=self.query_paused if batch else None,
+                          paused=self.batch_stalled if batch else None,
                           most_paused_s=self.pace.wait_s("restart") if batch else 0.0,
-                          paused_means="the driver was down or restarting")
+                          paused_means="the driver was down or restarting, or another fault held a batch")
+
+    def batch_stalled(self) -> bool:
+        """Whether no batch can end now: the driver down or restarting, or a batch held in the
+        commit gate (a delay-commit's hold, a hold until a kill, a batch held before its read),
+        which no later batch passes. A hold is over once a batch ended after it began: a killed
+        driver never closes its hold's record."""
+        if self.query_paused():
+            return True
+        from workloads.pipelines.control import holding
+
+        held = holding(self.control_dir)
+        return held is not None and not any(end_s(p) * 1000 > held["at_ms"] for p in self.progress())
 
     def batches_after(self, at: float) -> list[dict]:
         """Progress records of batches that ended after wall-clock time `at`."""
