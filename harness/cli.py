@@ -45,7 +45,9 @@ def _parser() -> argparse.ArgumentParser:
     sustain.add_argument("--min-eps", type=float, default=250.0, help="the first rate tried (default 250)")
     sustain.add_argument("--max-eps", type=float, default=32_000.0,
                          help="the highest rate tried (default 32000)")
-    sustain.add_argument("--steps", type=int, default=3, help="bisections after doubling (default 3)")
+    sustain.add_argument("--steps", type=int, default=None,
+                         help="at most this many bisections after doubling (default: until the first rate "
+                              "that failed is within 10%% of the last that held)")
     sustain.add_argument("--executors", type=_sizes, metavar="N,N,...",
                          help="run the search once per number of executors (e.g. 1,2,4): a scaling curve")
     sustain.add_argument("--out", type=Path, help="run directory (default: results/<run-id>/)")

@@ -298,7 +298,14 @@ def _sustain(found: dict) -> str:
                       "the sink and the generator beside it), the most rows per second of batch time a "
                       f"trial showed: {_fmt((found.get('busy_ceiling') or {}).get('eps'))} events/s; the "
                       f"sustained rate is {_fmt((found.get('rate_of_busy_ceiling') or 0) * 100, 0)}% "
-                      "of it.</p>",
+                      "of it."
+                      + (" Held twice, the second time on freshly started services; bracket (held, first "
+                         f"failed above it): {_fmt(found['bracket'][0])}-{_fmt(found['bracket'][1])} events/s"
+                         + (f" ({escape(found['bracket_limit'])})" if found.get("bracket_limit") else "")
+                         + "."
+                         if found.get("bracket") else "")
+                      + (f" Above Spark's ceiling: {escape(found['above_ceiling'])}."
+                         if found.get("above_ceiling") else "") + "</p>",
                       _table(["offered/s", "result", "processed/s", "p99 ms", "lag trend", "why not"], rows,
                              "sustain", text_columns=0), chart])
 

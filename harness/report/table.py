@@ -113,8 +113,9 @@ def render_sustain(sustain: dict) -> str:
         lines.append(f"  {t['eps']:>9,.0f} events/s  {'kept up' if t['sustained'] else 'behind '}  "
                      f"processed {_num(t['processed_eps'])}/s  p99 {_p99_text(t)}  "
                      f"lag trend {t['lag_trend_records_per_s']} records/s²"
-                     + (f"  ({t['why_not']})" if t["why_not"] else ""))
-    found, top = sustain.get("rate_eps"), (sustain.get("spark_ceiling") or {}).get("eps")
+                     + (f"  ({t['why_not']})" if t["why_not"] else "")
+                     + ("  [freshly started services]" if t.get("fresh") else ""))
+    top = (sustain.get("spark_ceiling") or {}).get("eps")
     if top:
         ceiling_cores = (sustain.get("spark_ceiling") or {}).get("spark_cores")
         lines.append(f"Spark's ceiling for the query (rate source, noop sink): {top:,.0f} events/s"
@@ -123,15 +124,40 @@ def render_sustain(sustain: dict) -> str:
     if busy.get("eps"):
         lines.append(f"its ceiling on this stack (rows per second of batch time, trial {busy['trial']}): "
                      f"{busy['eps']:,.0f} events/s")
-    lines.append(f"sustained: {found:,.0f} events/s" if found is not None
-                 else "sustained: none of the rates tried")
+    lines.append(_sustained(sustain))
     if sustain.get("eps_per_spark_core"):
         lines.append(f"per Spark core: {sustain['eps_per_spark_core']:,.0f} events/s "
                      f"(Spark's driver and executors used {sustain['spark_cores']} cores)")
         if sustain.get("rate_of_ceiling_per_core"):
             lines.append("per Spark core against the ceiling per Spark core: "
                          f"{sustain['rate_of_ceiling_per_core']}")
+    if sustain.get("eps_per_stack_core"):
+        by = ", ".join(f"{name} {cores}" for name, cores in (sustain.get("cores_by") or {}).items())
+        lines.append(f"per stack core: {sustain['eps_per_stack_core']:,.0f} events/s (the whole stack used "
+                     f"{sustain['stack_cores']} cores" + (f": {by})" if by else ")"))
+    if sustain.get("above_ceiling"):
+        lines.append(f"above Spark's ceiling: {sustain['above_ceiling']}")
     return "\n".join(lines)
+
+
+def _sustained(sustain: dict) -> str:
+    """The rate found, and its bracket when the search gave one (harness/run/bracket.py): the
+    rate held twice, the second time on freshly started services, and the first above it
+    that failed; why the bracket is open or wider than its precision."""
+    found, limit = sustain.get("rate_eps"), sustain.get("bracket_limit")
+    held, failed = sustain.get("bracket") or (found, None)
+    if found is None:
+        return "sustained: none of the rates tried" + (
+            f" held twice (the lowest that failed: {_num(failed)} events/s; lower --min-eps)"
+            if "bracket" in sustain else "")
+    text = f"sustained: {found:,.0f} events/s"
+    if "bracket" not in sustain:
+        return text
+    text += f", held twice, the second time on freshly started services ({sustain.get('confirmed_by')})"
+    if limit == "max-eps" or not held or not failed:
+        return text + "; every rate held up to --max-eps: a lower bound"
+    text += f"; bracket {held:,.0f}-{failed:,.0f} events/s ({failed / held:.3f}x)"
+    return text + (": wider than 10%, --steps ran out" if limit == "steps" else "")
 
 
 def render_scaling(sustain: dict) -> str:

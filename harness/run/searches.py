@@ -44,9 +44,10 @@ class Search:
 
 class SustainSearch(Search):
     def __init__(self, case: str | None, p99_ms: float | None, min_eps: float, max_eps: float,
-                 steps: int, executors: list[int] | None = None):
+                 steps: int | None = None, executors: list[int] | None = None):
+        """`steps`: at most this many bisections (None: until the bracket is within 10%)."""
         super().__init__(case)
-        if not 0 < min_eps <= max_eps or steps < 0:
+        if not 0 < min_eps <= max_eps or (steps is not None and steps < 0):
             raise ScenarioError(f"--min-eps {min_eps:g}, --max-eps {max_eps:g}, --steps {steps}: the range "
                                 "is empty", "give 0 < --min-eps <= --max-eps and --steps >= 0")
         if executors is not None and (not executors or min(executors) < 1

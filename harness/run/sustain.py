@@ -1,15 +1,20 @@
 """`python -m harness sustain`: the highest constant rate a case's pipeline keeps up with.
 
 A trial runs the case (no faults) at one constant rate for the workload's duration, on
-services started once for the whole search. It passes when the lag's trend over the
-measured window stays flat (harness/metrics/flow.py: below [measure] lag_trend_max of the
-offered rate) and the event-time p99 stays under the bound. The search doubles the rate
-from `min_eps` until a trial fails (or `max_eps` passes), then bisects between the last
-pass and the first failure `steps` times: Theodolite's and ShuffleBench's method, coarse
-then fine. Every trial is a case of the run directory, checked like any other. Then, as
-a reference, Spark's own ceiling for the same query without Kafka or the sink
-(harness/run/ceiling.py); the sustained rate's share of it is what they cost, per second
-and per core Spark used (the ceiling has the machine to itself). Beside it,
+the run's services. It passes when the lag's trend over the measured window stays flat
+(harness/metrics/flow.py: below [measure] lag_trend_max of the offered rate) and the
+event-time p99 stays under the bound. The search doubles the rate from `min_eps` until a
+trial fails (or `max_eps` passes), then bisects between the last pass and the first
+failure until the failure is within 10% of the pass (Theodolite's and ShuffleBench's
+method, coarse then fine), and reports a rate only once it held a second time on freshly
+started services (harness/run/bracket.py plans it, harness/run/fresh.py restarts them),
+with its bracket: [the rate held twice, the lowest above it that failed]. Every trial is
+a case of the run directory, checked like any other. Each says the cores Spark used and
+the cores the whole stack used (the broker, PostgreSQL and the harness that runs the
+generator as well). Then, as a reference, Spark's own ceiling for the same query without
+Kafka or the sink (harness/run/ceiling.py); the sustained rate's share of it is what they
+cost, per second and per core Spark used (the ceiling has the machine to itself), and a
+share above 1 comes with why (`above_ceiling`). Beside it,
 the query's ceiling on the real stack, from the trials themselves (`busy_ceiling`): the
 most rows per second of batch time any trial's batches showed (after its first four),
 which the trial that fell behind shows when Spark runs back to back on Kafka, the JSON,
@@ -33,7 +38,7 @@ from harness.errors import ScenarioError
 from harness.metrics import flow
 from harness.results.model import CaseResult, Percentiles
 from harness.results.rundir import RunDir
-from harness.run import ceiling
+from harness.run import bracket, ceiling, fresh
 from harness.run.case import Case
 from harness.run.runner import run_case
 from workloads.generator import shapes
@@ -56,7 +61,8 @@ class Bounds:
     p99_ms: float = 5000.0      # event-time p99 must stay under this
     min_eps: float = 250.0
     max_eps: float = 32_000.0
-    steps: int = 3              # bisections after the coarse search
+    steps: int | None = None    # at most this many bisections; None: until the bracket is within precision
+    precision: float = bracket.PRECISION   # the first rate that failed over the last held, at most 1 + this
 
 
 def trial_p99(case: CaseResult) -> tuple[float | None, str | None]:
@@ -108,72 +114,112 @@ def trial_verdict(case: CaseResult, p99_ms: float) -> tuple[bool, str]:
     return not why, "; ".join(why)
 
 
-def next_rate(passed: list[float], failed: list[float], bisections: int, bounds: Bounds) -> float | None:
-    """The next rate to try, or None when the search is done. `bisections`: the trials run
-    since the first failure."""
-    if not failed:
-        top = max(passed, default=None)
-        if top is None:
-            return bounds.min_eps
-        return None if top >= bounds.max_eps else min(top * 2, bounds.max_eps)
-    high = min(failed)
-    low = max((p for p in passed if p < high), default=None)
-    if low is None or bisections >= bounds.steps or high - low < 0.02 * high:
-        return None
-    return round((low + high) / 2, 1)
-
-
 def search(scenario, spec, stack, run_dir: RunDir, run_id: str, progress, registry, bounds: Bounds,
            cases: list[CaseResult], trials: list[dict] | None = None, tag: dict | None = None) -> dict:
-    """Run trials until next_rate says done, appending each trial's case entry to `cases`
-    and its line (with `tag`'s fields) to `trials` as it ends, so that an interrupted search
-    keeps the trials it finished, in summary.json's cases and in its sustain section; returns
-    the sustain section of summary.json, with this search's trials."""
-    passed: list[float] = []
-    failed: list[float] = []
+    """Run the trials `bracket.Plan` asks for, the confirming ones on freshly started services
+    (fresh.Services; `stack` may be one already, shared by the sizes of `scale`), appending
+    each trial's case entry to `cases` and its line (with `tag`'s fields) to `trials` as it
+    ends, so that an interrupted search keeps the trials it finished, in summary.json's cases
+    and in its sustain section; returns the sustain section of summary.json, with this
+    search's trials."""
+    services = stack if isinstance(stack, fresh.Services) else fresh.Services(
+        scenario, stack, run_dir.services, registry, progress)
+    plan = bracket.Plan(bounds.min_eps, bounds.max_eps, bounds.steps, bounds.precision)
     mine: list[dict] = []
-    bisections = 0
-    while (eps := next_rate(passed, failed, bisections, bounds)) is not None:
-        bisections += 1 if failed else 0
-        name = f"{spec.name}-{int(eps)}eps"
+    while (step := plan.next()) is not None:
+        eps, on_fresh = step
+        restarted = services.restart() if on_fresh else None
+        name = f"{spec.name}-{int(eps)}eps" + ("-fresh" if on_fresh else "")
         workload = replace(scenario.workload, rate=shapes.Constant(eps=eps))
         trial_scenario = replace(scenario, workload=workload, faults=(), cases=(replace(spec, name=name),))
-        progress.step(f"sustain: trial {len(mine) + 1} at {eps:,.0f} events/s")
-        case = run_case(Case.create(trial_scenario, trial_scenario.cases[0], stack, run_dir, run_id,
+        progress.step(f"sustain: trial {len(mine) + 1} at {eps:,.0f} events/s"
+                      + (" on freshly started services, to confirm it" if on_fresh else ""))
+        case = run_case(Case.create(trial_scenario, trial_scenario.cases[0], services.stack, run_dir, run_id,
                                     progress, registry))
         ok, why = trial_verdict(case, bounds.p99_ms)
-        (passed if ok else failed).append(eps)
+        plan.record(eps, ok, fresh=on_fresh)
         cases.append(case)
-        p99, p99_over = trial_p99(case)
-        trial = {**(tag or {}), "eps": eps, "sustained": ok, "why_not": why or None, "case": name,
-                 "processed_eps": case.throughput, "p99_ms": p99, "p99_over": p99_over,
-                 "lag_trend_records_per_s": case.backpressure.get("lag_trend_records_per_s"),
-                 "busy_eps": _busy_eps(run_dir, case), "spark_cores": _spark_cores(run_dir, case)}
+        trial = {**(tag or {}), **_trial(run_dir, case, eps, ok, why), "fresh": on_fresh,
+                 "restarted": restarted}
         mine.append(trial)
         if trials is not None:
             trials.append(trial)
         progress.step(f"sustain: {eps:,.0f} events/s " + ("kept up" if ok else f"did not: {why}"))
-    found = max(passed, default=None)
-    alone = Case.create(scenario, replace(spec, name=f"{spec.name}-ceiling"), stack, run_dir, run_id,
+    found = plan.result()
+    rate = found["rate_eps"]
+    alone = Case.create(scenario, replace(spec, name=f"{spec.name}-ceiling"), services.stack, run_dir, run_id,
                         progress, registry)
-    reference = ceiling.measure(alone, ceiling.batch_for(found, alone.pipeline))
+    reference = ceiling.measure(alone, ceiling.batch_for(rate, alone.pipeline))
     progress.step(f"sustain: Spark's ceiling for the query {reference['eps']} events/s")
-    ratio = round(found / reference["eps"], 3) if found and reference["eps"] else None
-    cores = next((t["spark_cores"] for t in mine if t["eps"] == found), None)
+    held = next((t for t in mine if t["eps"] == rate and t["fresh"]), {})
     busiest = max((t for t in mine if t["busy_eps"]), key=lambda t: t["busy_eps"], default=None)
     busy = {"eps": busiest["busy_eps"], "trial": busiest["case"]} if busiest else None
-    per_core = round(found / cores, 1) if found and cores else None
-    top_per_core = reference.get("eps_per_spark_core")
-    return {"rate_eps": found, "spark_ceiling": reference, "rate_of_ceiling": ratio,
-            "busy_ceiling": busy,
-            "rate_of_busy_ceiling": round(found / busy["eps"], 3) if found and busy else None,
-            "spark_cores": cores, "eps_per_spark_core": per_core,
-            "rate_of_ceiling_per_core": round(per_core / top_per_core, 3) if per_core and top_per_core
-            else None,
-            "bounds": {
-        "p99_ms": bounds.p99_ms, "lag_trend_max": scenario.measure.lag_trend_max,
-        "min_eps": bounds.min_eps, "max_eps": bounds.max_eps, "steps": bounds.steps},
-        "trials": sorted(mine, key=lambda t: t["eps"])}
+    section = {**found, "confirmed_by": held.get("case"), "spark_ceiling": reference,
+               "rate_of_ceiling": _ratio(rate, reference["eps"]), "busy_ceiling": busy,
+               "rate_of_busy_ceiling": _ratio(rate, busy["eps"] if busy else None),
+               **_per_core(rate, held, reference),
+               "bounds": {"p99_ms": bounds.p99_ms, "lag_trend_max": scenario.measure.lag_trend_max,
+                          "min_eps": bounds.min_eps, "max_eps": bounds.max_eps, "steps": bounds.steps,
+                          "precision": bounds.precision},
+               "trials": sorted(mine, key=lambda t: (t["eps"], t["fresh"]))}
+    section["above_ceiling"] = above_ceiling(section, alone.pipeline)
+    return section
+
+
+def _trial(run_dir: RunDir, case: CaseResult, eps: float, ok: bool, why: str) -> dict:
+    """A trial's line in the sustain section: its outcome and what it measured."""
+    p99, p99_over = trial_p99(case)
+    cores = _cores(run_dir, case)
+    return {"eps": eps, "sustained": ok, "why_not": why or None, "case": case.name,
+            "processed_eps": case.throughput, "p99_ms": p99, "p99_over": p99_over,
+            "lag_trend_records_per_s": case.backpressure.get("lag_trend_records_per_s"),
+            "busy_eps": _busy_eps(run_dir, case), "spark_cores": cores.get("spark"),
+            "stack_cores": cores.get("stack"), "cores_by": cores.get("by")}
+
+
+def _per_core(rate: float | None, held: dict, reference: dict) -> dict:
+    """The rate per core Spark used and per core the whole stack used, at the confirming
+    trial (Flink's figure counts its generator, which runs inside its job, so the stack's
+    cores are the ones to set beside it), and per Spark core against the ceiling's."""
+    spark, stack = held.get("spark_cores"), held.get("stack_cores")
+    per_core = _ratio(rate, spark, 1)
+    return {"spark_cores": spark, "eps_per_spark_core": per_core, "stack_cores": stack,
+            "eps_per_stack_core": _ratio(rate, stack, 1), "cores_by": held.get("cores_by"),
+            "rate_of_ceiling_per_core": _ratio(per_core, reference.get("eps_per_spark_core"))}
+
+
+def _ratio(a: float | None, b: float | None, digits: int = 3) -> float | None:
+    return round(a / b, digits) if a and b else None
+
+
+def above_ceiling(section: dict, pipeline) -> str | None:
+    """Why the sustained rate reads above Spark's ceiling, per second or per core Spark used
+    (None when it does not), so that no report prints such a rate without a reason. The
+    ceiling is the same query on another source, not a bound: the rate source makes each row
+    inside Spark (Nexmark's strings from hashes) and spreads the keys its own way, where the
+    stack's Spark parses records the generator made outside it; its batches run back to back;
+    and per core, Spark alone has the cores that on the stack it shares."""
+    of, per_core = section.get("rate_of_ceiling"), section.get("rate_of_ceiling_per_core")
+    if not ((of or 0) > 1 or (per_core or 0) > 1):
+        return None
+    reference, rate = section.get("spark_ceiling") or {}, section["rate_eps"]
+    why = [f"the sustained rate is {of}x Spark's ceiling" if (of or 0) > 1
+           else f"per core Spark used, the sustained rate is {per_core}x Spark's ceiling"]
+    timed = pipeline.trigger == "processing-time" and pipeline.trigger_ms
+    batch = rate * pipeline.trigger_ms / 1000 if timed else None
+    if batch and (reference.get("rows_per_batch") or 0) < batch:
+        why.append(f"the ceiling ran on batches of {reference['rows_per_batch']:,} rows, fewer than the "
+                   f"sustained rate's {batch:,.0f}, each paying a batch's fixed cost")
+    busy = (section.get("busy_ceiling") or {}).get("eps")
+    if busy and reference.get("eps") and busy > reference["eps"]:
+        why.append(f"the trials' own batches on the stack ran at up to {busy:,.0f} rows per second of "
+                   "batch time, above the ceiling too")
+    why.append("the ceiling is the query on Spark's rate source (rows made inside Spark, keys spread its "
+               "own way), a reference rather than a bound on the query over Kafka's records")
+    if (per_core or 0) > 1 and not (of or 0) > 1:
+        why.append(f"Spark used {section.get('spark_cores')} cores on the stack and "
+                   f"{reference.get('spark_cores')} alone")
+    return "; ".join(why)
 
 
 LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]")
@@ -213,11 +259,12 @@ def scale(scenario, spec, stack, run_dir: RunDir, run_id: str, progress, registr
     `scaling` (one search's fields per size) and every trial, tagged with its size (each
     appended to `trials` as it ends, as `search` does)."""
     sizes: list[dict] = []
+    services = fresh.Services(scenario, stack, run_dir.services, registry, progress)
     for n in executors:
         spark = sized(scenario.services.spark, n)
         at_n = replace(scenario, services=replace(scenario.services, spark=spark))
         progress.step(f"sustain: {n} executor{'s' if n != 1 else ''} ({spark.master})")
-        found = search(at_n, replace(spec, name=f"{spec.name}-x{n}"), stack, run_dir, run_id, progress,
+        found = search(at_n, replace(spec, name=f"{spec.name}-x{n}"), services, run_dir, run_id, progress,
                        registry, bounds, cases, trials=trials, tag={"executors": n})
         sizes.append({"executors": n, "master": spark.master, **found})
     return curve(sizes)
@@ -250,15 +297,37 @@ def _busy_eps(run_dir: RunDir, case: CaseResult) -> float | None:
     return ceiling.ceiling_of(read_progress(path))["eps"] if path.exists() else None
 
 
-def _spark_cores(run_dir: RunDir, case: CaseResult) -> float | None:
-    """The cores Spark's driver and executors used over the trial's measured window."""
+def _cores(run_dir: RunDir, case: CaseResult) -> dict:
+    """The cores used over the trial's measured window: Spark's driver and executors
+    (`spark`), the whole stack (`stack`: Spark, the broker, PostgreSQL, the harness that
+    runs the generator), and each component's (`by`); empty without a timeline."""
     window = case.sections.get("measured_window") or {}
     path = run_dir.case(case.name).timeline
     if window.get("from_s") is None or window.get("to_s") is None or not path.exists():
-        return None
+        return {}
     import pandas as pd
 
-    return flow.spark_cores(pd.read_parquet(path), window["from_s"], window["to_s"])
+    timeline = pd.read_parquet(path)
+    by = cores_by_component(timeline, window["from_s"], window["to_s"])
+    return {"spark": flow.spark_cores(timeline, window["from_s"], window["to_s"]),
+            "stack": round(sum(by.values()), 3) if by else None, "by": by}
+
+
+def cores_by_component(timeline, from_s: float, to_s: float) -> dict[str, float] | None:
+    """Each component's cores on average over the seconds [from_s, to_s) of a case's
+    timeline (its `cpu_percent:<component>` columns), Spark's driver and executors together
+    as `spark`. None without samples in that span."""
+    cols = [c for c in timeline.columns if c.startswith("cpu_percent:")]
+    second = (timeline["at_ms"] - timeline["at_ms"].min()) // 1000 if len(timeline) else None
+    inside = timeline[(second >= from_s) & (second < to_s)] if cols and second is not None else ()
+    if not len(inside):
+        return None
+    by: dict[str, float] = {}
+    for col in cols:
+        name = col.removeprefix("cpu_percent:")
+        name = "spark" if name == "driver" or name.startswith("executor:") else name
+        by[name] = by.get(name, 0.0) + float(inside[col].fillna(0).mean()) / 100
+    return {name: round(cores, 3) for name, cores in sorted(by.items())}
 
 
 def write(run_dir: RunDir, found: dict) -> Path:
