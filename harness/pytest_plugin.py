@@ -5,7 +5,7 @@ Installed with the package (a `pytest11` entry point), nothing to configure:
     def test_my_sink_is_exactly_once(harness_run):
         result = harness_run("scenario.toml", quick=True)
         case = result.case("my-sink")
-        assert case.verdict.holds, case          # a failure prints each finding's story
+        assert case.verdict.holds, case          # PASS only: FAIL and UNKNOWN print the case
         assert case.latency.p99 < 30_000
 
 - `harness_run(scenario, quick=False, case=None, **overrides)` runs a scenario and returns its
@@ -21,8 +21,12 @@ Installed with the package (a `pytest11` entry point), nothing to configure:
   protocol schemas with a deprecated importlib API) do not reach the user's report.
 - `pytest --harness-out DIR` keeps every run directory under DIR; without it, the runs of a
   test that failed are kept (their path is printed) and the others removed.
+- `case.verdict.status` is PASS, FAIL or UNKNOWN (a case nothing failed that could not be
+  decided: a noop sink, a sink or an oracle that raised, a fault that never came);
+  `case.verdict.holds` is True for PASS alone, so `assert case.verdict.holds` fails on UNKNOWN.
 - With pytest-benchmark, a test that also asks for `benchmark` gets each case's figures in
-  the benchmark's `extra_info`, so `pytest-benchmark compare` compares them.
+  the benchmark's `extra_info`, keyed `<case>.<figure>` by the figure registry's names
+  (harness/results/figures.py), so `pytest-benchmark compare` compares them.
 """
 
 from __future__ import annotations
@@ -120,14 +124,19 @@ def _run_dir(root: Path, request, made: list[Path], label: str) -> Path:
     return path
 
 
-def _figures(result) -> dict:
-    """Each case's figures, flat, for a benchmark's extra_info."""
-    out: dict = {"run_id": result.run_id}
+def extra_info(result) -> dict:
+    """Each case's verdict and every figure of the registry, flat, for a benchmark's extra_info:
+    `<case>.status`, `.holds`, `.observed`, and `<case>.<figure name>`. The keys written before
+    the registry named them (`throughput_eps`, `p99_ms`, `recovery_s`: summary.json's headline)
+    are kept beside, deprecated: a key is added, never renamed."""
+    from harness.results import figures
+
+    out: dict = {"run_id": result.run_id, "verdict": result.verdict_status}
     for c in result.cases:
-        out.update({f"{c.name}.holds": c.verdict.holds, f"{c.name}.observed": c.verdict.observed,
-                    f"{c.name}.throughput_eps": c.throughput, f"{c.name}.p99_ms": c.p99_ms,
-                    f"{c.name}.recovery_s": c.recovery_s, f"{c.name}.lost": c.lost,
-                    f"{c.name}.duplicated": c.duplicated})
+        out.update({f"{c.name}.status": c.verdict.status, f"{c.name}.holds": c.verdict.holds,
+                    f"{c.name}.observed": c.verdict.observed})
+        out.update({f"{c.name}.{f.name}": f.value(c) for f in figures.FIGURES})
+        out.update({f"{c.name}.{key}": value for key, value in figures.headline(c).items()})
     return out
 
 
@@ -137,7 +146,7 @@ def _timed(request, fn):
         return fn()
     benchmark = request.getfixturevalue("benchmark")
     result = benchmark.pedantic(fn, rounds=1, iterations=1)
-    benchmark.extra_info.update(_figures(result if not isinstance(result, tuple) else result[1]))
+    benchmark.extra_info.update(extra_info(result if not isinstance(result, tuple) else result[1]))
     return result
 
 

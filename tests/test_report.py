@@ -15,7 +15,7 @@ class TestRender:
         s["cases"][0]["events"]["produced"] = 12345
         text = render(RunResult.from_json(s))
         assert "c " in text and "PASS" in text and "12,345" in text
-        assert text.splitlines()[-1] == "status: completed  run: r1"
+        assert text.splitlines()[-1] == "status: completed  verdict: PASS  run: r1"
 
     def test_a_failed_verdict_reads_fail_and_null_latency_reads_dash(self):
         """A failing case is visible at a glance; missing numbers are '-', not 0."""

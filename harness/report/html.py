@@ -19,10 +19,10 @@ from html import escape
 from pathlib import Path
 
 from harness.report import svg
-from harness.report.table import not_measured
+from harness.report.table import LEGEND, keeps_up, not_measured
 from harness.results import figures
 from harness.results import summary as summary_mod
-from harness.results.model import CaseResult, RunResult
+from harness.results.model import FAIL, PASS, CaseResult, RunResult
 from harness.results.rundir import CaseDir, RunDir
 
 # the percentile plot's points: dense towards the tail, as HdrHistogram's output is
@@ -36,7 +36,7 @@ table { border-collapse: collapse; margin: 8px 0 16px; font-size: 13px; }
 th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
 th { background: #f3f3f3; } td.text, th.text { text-align: left; }
 .pass { color: #1a7f37; font-weight: bold; } .fail { color: #c62828; font-weight: bold; }
-.unchecked { color: #777; font-weight: bold; }
+.unknown { color: #8a6d00; font-weight: bold; }
 svg.chart { display: block; margin: 8px 0; }
 .muted { color: #666; font-size: 12px; }
 """
@@ -115,7 +115,8 @@ def _run_table(result: RunResult) -> str:
 
 
 def _verdict(case: CaseResult) -> str:
-    return '<span class="pass">PASS</span>' if case.verdict.holds else '<span class="fail">FAIL</span>'
+    status = case.verdict.status
+    return f'<span class="{status.lower()}">{status}</span>'
 
 
 COMPARISON_HEAD = ["case", "guarantee", "sink", "verdict", "observed"]
@@ -126,14 +127,14 @@ def _comparison(cases: list[CaseResult]) -> str:
     report shows (harness/results/figures.py, as the terminal table prints them), and whether it
     kept up; a figure it could not measure says why below the table."""
     shown = figures.shown_in(figures.REPORT)
-    headers = [*COMPARISON_HEAD, *(f.label for f in shown), "keeps up"]
+    headers = [*COMPARISON_HEAD, *(f.column for f in shown), "keeps up"]
     rows = [[escape(c.name), escape(c.guarantee), escape(c.sink), _verdict(c),
-             escape(c.verdict.observed or "-"), *(f.cell(c) for f in shown),
-             _fmt(c.backpressure.get("keeping_up"))] for c in cases]
+             escape(c.verdict.observed or "-"), *(f.cell(c) for f in shown), keeps_up(c)] for c in cases]
     notes = [f"{escape(c.name)}: {escape(', '.join(labels))} not measured: {escape(why)}"
              for c in cases for why, labels in not_measured(c, figures.REPORT).items()]
     out = _table(headers, rows, "comparison", text_columns=len(COMPARISON_HEAD))
-    return out + "".join(f'<p class="muted">{n}</p>' for n in notes)
+    legend = "".join(f'<p class="muted">{escape(line)}</p>' for line in LEGEND)
+    return out + legend + "".join(f'<p class="muted">{n}</p>' for n in notes)
 
 
 def _bands(case: CaseResult) -> list[svg.Band]:
@@ -162,23 +163,28 @@ def _timeline_charts(case_dir: Path, case: CaseResult) -> list[str]:
         return [svg.Series(label, xs, [None if pd.isna(v) else float(v) for v in t[col]], connect)
                 for col, label in columns.items() if col in t]
 
+    fig, since = figures.figure, "seconds since the first event"
     charts = [svg.line_chart(f"{name}: throughput", series(
-                  {"offered": "offered", "ingested": "ingested", "processed": "processed",
-                   "delivered": "delivered"}),
-                  x_label="seconds since the first event", y_label="events/s", bands=bands),
+                  {"offered": fig("offered").label, "ingested": "ingested",
+                   "processed": fig("throughput").label, "delivered": "delivered"}),
+                  x_label=since, y_label=fig("throughput").unit, bands=bands),
               svg.line_chart(f"{name}: latency", series(
-                  {"event_time_p50_ms": "event time p50", "event_time_p99_ms": "event time p99",
-                   "processing_time_p50_ms": "processing p50", "processing_time_p99_ms": "processing p99"},
+                  {f"{column}_ms": fig(figure_name).label for column, figure_name in _LATENCY_SERIES.items()},
                   connect=True),   # output comes in bursts (windows close): join the seconds that had some
-                  x_label="seconds since the first event (output visible)", y_label="ms", bands=bands),
-              svg.line_chart(f"{name}: consumer lag", series({"lag_records": "lag (records)"}),
-                             x_label="seconds since the first event", y_label="records", bands=bands)]
+                  x_label=f"{since} (output visible)", y_label=fig("p99").unit, bands=bands),
+              svg.line_chart(f"{name}: consumer lag", series({"lag_records": "lag"}),
+                             x_label=since, y_label=fig("max_lag").unit, bands=bands)]
     cpu = {c: c.split(":", 1)[1] for c in t.columns if c.startswith("cpu_percent:")}
     if cpu:   # what each process used meanwhile (resources.parquet, joined per second)
         charts.append(svg.line_chart(f"{name}: CPU by component", series(cpu),
                                      x_label="seconds since the first event", y_label="% of one core",
                                      bands=bands))
     return charts
+
+
+# timeline.parquet's latency columns (without _ms) -> the figure whose label names the series
+_LATENCY_SERIES = {"event_time_p50": "p50", "event_time_p99": "p99", "processing_time_p50": "processing_p50",
+                   "processing_time_p99": "processing_p99"}
 
 
 def _percentile_chart(case_dir: Path, name: str) -> str:
@@ -197,9 +203,10 @@ def _percentile_chart(case_dir: Path, name: str) -> str:
 
 
 def _discrepancies(case_dir: Path, case: CaseResult) -> str:
-    if case.verdict.holds:
+    if case.verdict.status == PASS:
         return ""
-    out = [f"<h3>Why it failed</h3><p>{escape(case.verdict.detail)}</p>"]
+    why = "Why it failed" if case.verdict.status == FAIL else "Why it is unknown"
+    out = [f"<h3>{why}</h3><p>{escape(case.verdict.detail)}</p>"]
     if case.error:
         out.append(f"<p>{escape(str(case.error))}</p>")
     path = CaseDir(case_dir).discrepancies
@@ -226,7 +233,7 @@ def _faults_table(case: CaseResult) -> str:
              _fmt(f.ended_s, 1), escape(f.target), "missed" if f.missed else _fmt(f.observed),
              escape(f.detail), _recovered(f)] for f in case.faults]
     return _table(["fault", "asked", "landed s", "to s", "target", "observed", "what happened",
-                   "lag recovered s"], rows, f"faults-{case.name}", text_columns=2)
+                   figures.figure("recovery").column], rows, f"faults-{case.name}", text_columns=2)
 
 
 def _incidents_table(case: CaseResult) -> str:
@@ -240,11 +247,11 @@ def _incidents_table(case: CaseResult) -> str:
 
 
 def _recovered(fault) -> str:
-    """The fault's lag recovery in seconds, or why there is none."""
+    """The fault's lag recovery in seconds (as the case's recovery figure prints), or why there is none."""
     seconds = fault.recovery.get("lag_recovered_s")
     note = fault.recovery.get("note")
     if seconds is not None or not note:
-        return _fmt(seconds, 1)
+        return figures.figure("recovery").text(seconds)
     return f'<span class="muted">{escape(note)}</span>'
 
 
@@ -281,13 +288,14 @@ def _sustain(found: dict) -> str:
         return _scaling(found)
     trials = sorted(found.get("trials", []), key=lambda t: t["eps"])
     ceiling = (found.get("spark_ceiling") or {}).get("eps")
-    rows = [[_fmt(t["eps"]), "kept up" if t["sustained"] else "behind", _fmt(t.get("processed_eps")),
-             _fmt(t.get("p99_ms")), _fmt(t.get("lag_trend_records_per_s"), 2), escape(t.get("why_not") or "")]
-            for t in trials]
-    chart = svg.line_chart(f"sustain: event-time p99 against the offered rate (case {found.get('case')})",
-                           [svg.Series("p99 ms", [t["eps"] for t in trials],
+    offered, processed, p99 = (figures.figure(n) for n in ("offered", "throughput", "p99"))
+    rows = [[offered.text(t["eps"]), "kept up" if t["sustained"] else "behind",
+             processed.text(t.get("processed_eps")), p99.text(t.get("p99_ms")),
+             _fmt(t.get("lag_trend_records_per_s"), 2), escape(t.get("why_not") or "")] for t in trials]
+    chart = svg.line_chart(f"sustain: {p99.label} against the offered rate (case {found.get('case')})",
+                           [svg.Series(p99.label, [t["eps"] for t in trials],
                                        [t.get("p99_ms") for t in trials])],
-                           x_label="offered events/s", y_label="ms")
+                           x_label=offered.title, y_label=p99.unit)
     return "\n".join([f"<h2>Sustainable rate: {_fmt(found.get('rate_eps'))} events/s</h2>",
                       "<p>Spark's own ceiling for the query (rate source, noop sink): "
                       f"{_fmt(ceiling)} events/s; the sustained rate is "
@@ -306,8 +314,8 @@ def _sustain(found: dict) -> str:
                          if found.get("bracket") else "")
                       + (f" Above Spark's ceiling: {escape(found['above_ceiling'])}."
                          if found.get("above_ceiling") else "") + "</p>",
-                      _table(["offered/s", "result", "processed/s", "p99 ms", "lag trend", "why not"], rows,
-                             "sustain", text_columns=0), chart])
+                      _table([offered.column, "result", processed.column, p99.column, "lag trend", "why not"],
+                             rows, "sustain", text_columns=0), chart])
 
 
 def _scaling(found: dict) -> str:
@@ -337,12 +345,13 @@ def _scaling(found: dict) -> str:
 
 
 def _sweep(sweep: list[dict]) -> str:
-    rows = [[escape(str(s.get("case"))), _fmt(s.get("watermark_ms")), _fmt(s.get("event_time_p99_ms")),
+    p99 = figures.figure("p99")
+    rows = [[escape(str(s.get("case"))), _fmt(s.get("watermark_ms")), p99.text(s.get("event_time_p99_ms")),
              _fmt((s.get("late_share") or 0) * 100, 2, "%")] for s in sweep]
     chart = svg.line_chart("latency against completeness",
-                           [svg.Series("event-time p99 ms", [float(s["watermark_ms"]) for s in sweep],
+                           [svg.Series(p99.label, [float(s["watermark_ms"]) for s in sweep],
                                        [s.get("event_time_p99_ms") for s in sweep])],
-                           x_label="watermark delay (ms)", y_label="ms")
+                           x_label="watermark delay (ms)", y_label=p99.unit)
     return "\n".join(["<h2>Watermark sweep</h2>",
-                      _table(["case", "watermark ms", "event-time p99 ms", "dropped as late"], rows,
+                      _table(["case", "watermark ms", p99.column, "dropped as late"], rows,
                              "watermark-sweep"), chart])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.results import figures
-from harness.results.model import CaseResult, RunResult
+from harness.results.model import PASS, CaseResult, RunResult
 
 # the columns around the figures: who the case is and its verdict, then whether it kept up and
 # its faults; every number in between is a figure of harness/results/figures.py
@@ -13,10 +13,10 @@ _HEAD: list[tuple[str, Callable[[CaseResult], str]]] = [
     ("case", lambda c: c.name),
     ("guarantee", lambda c: c.guarantee),
     ("observed", lambda c: c.verdict.observed),
-    ("verdict", lambda c: "PASS" if c.verdict.holds else "FAIL"),
+    ("verdict", lambda c: c.verdict.status),
 ]
 _TAIL: list[tuple[str, Callable[[CaseResult], str]]] = [
-    ("keeps up", lambda c: _yes_no(c.backpressure.get("keeping_up"))),
+    ("keeps up", lambda c: keeps_up(c)),
     ("faults seen", lambda c: _faults_seen(c)),
 ]
 _AFTER: dict[str, str] = {"max_lag": "keeps up", "batch_p50": "faults seen"}   # placed right after a figure
@@ -29,7 +29,7 @@ def columns() -> list[tuple[str, Callable[[CaseResult], str]]]:
     out = list(_HEAD)
     tail = dict(_TAIL)
     for f in figures.shown_in(figures.TABLE):
-        out.append((f.label, f.cell))
+        out.append((f.column, f.cell))
         after = _AFTER.get(f.name)
         if after:
             out.append((after, tail.pop(after)))
@@ -38,8 +38,15 @@ def columns() -> list[tuple[str, Callable[[CaseResult], str]]]:
 
 COLUMNS = columns()
 
+# what the columns that are no figure mean, printed under the table (docs/measurement.md says more)
+LEGEND = ("verdict: PASS, FAIL, or UNKNOWN: nothing failed, but the case could not be decided (never a pass)",
+          "keeps up: over the measured window, the lag at the batches' ends grew no faster than "
+          "[measure] lag_trend_max of the offered rate (-: not judged)")
 
-def _yes_no(value) -> str:
+
+def keeps_up(case: CaseResult) -> str:
+    """Whether the case kept up (LEGEND says what that is): yes, NO, or - when not judged."""
+    value = case.backpressure.get("keeping_up")
     return "-" if value is None else ("yes" if value else "NO")
 
 
@@ -59,10 +66,10 @@ def not_measured(case: CaseResult, where: str = figures.TABLE) -> dict[str, list
 
 def _status(result: RunResult) -> str:
     missed = [f"{c.name}: {f.kind} ({f.asked})" for c in result.cases for f in c.missed]
-    line = f"status: {result.status}  run: {result.run_id}"
+    line = f"status: {result.status}  verdict: {result.verdict_status}  run: {result.run_id}"
     if missed:
-        line += ("\nthe schedule did not fit the run (exit 2, not a verdict on the pipeline): "
-                 + "; ".join(missed) + " never came while the workload was sent")
+        line += ("\nthe schedule did not fit the run (UNKNOWN unless the case failed, exit 4; nothing said "
+                 "of the pipeline): " + "; ".join(missed) + " never came while the workload was sent")
     return line
 
 
@@ -76,6 +83,7 @@ def render(result: RunResult) -> str:
     lines = ["  ".join(cell.ljust(w) if cols[i][0] in _LEFT else cell.rjust(w)
                        for i, (cell, w) in enumerate(zip(row, widths, strict=True))) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    lines += LEGEND
     for case in result.cases:
         lines.append(f"{case.name}: {case.verdict.detail}")
         lines += [f"  fault {f.kind} at {f.when}: "
@@ -84,23 +92,28 @@ def render(result: RunResult) -> str:
         lines += [f"  {', '.join(labels)} not measured: {why}" for why, labels in not_measured(case).items()]
         lines += [f"  incident {i.kind} at {i.at_s:g}s (not scheduled): {i.target}: {i.cause}"
                   for i in case.incidents if not i.scheduled]
-        if not case.verdict.holds:
+        if case.verdict.status != PASS:
             lines += [f"  finding {f.cls} ({f.count:,}): {f.story}" for f in case.findings]
     for row in result.sections.get("watermark_sweep") or []:
         share = (row["late_share"] or 0) * 100
-        p99 = figures.figure("p99").text(row["event_time_p99_ms"])
-        lines.append(f"watermark {row['watermark_ms']:>7,} ms: event-time p99 "
-                     f"{p99} ms, {row['dropped_late']:,} dropped as late "
+        lines.append(f"watermark {row['watermark_ms']:>7,} ms: {said('p99', row['event_time_p99_ms'])}, "
+                     f"{row['dropped_late']:,} dropped as late "
                      f"({share:.2f}% of sent)")
     lines.append(_status(result))
     return "\n".join(lines)
 
 
+def said(name: str, value) -> str:
+    """A figure's value in a sentence, label, text and unit: "ev-time p99 1,234 ms"."""
+    f = figures.figure(name)
+    return f"{f.label} {f.text(value)} {f.unit}"
+
+
 def _p99_text(trial: dict) -> str:
     """A trial's p99, or why it has none that could be measured."""
     if (trial.get("p99_over") or "").startswith("unmeasurable"):
-        return "unmeasurable (no row closed before the flush)"
-    return f"{_num(trial['p99_ms'])} ms"
+        return f"{figures.figure('p99').label} unmeasurable (no row closed before the flush)"
+    return said("p99", trial["p99_ms"])
 
 
 def render_sustain(sustain: dict) -> str:
@@ -111,7 +124,7 @@ def render_sustain(sustain: dict) -> str:
     lines = [f"sustain: case {sustain['case']}"]
     for t in sustain.get("trials", []):
         lines.append(f"  {t['eps']:>9,.0f} events/s  {'kept up' if t['sustained'] else 'behind '}  "
-                     f"processed {_num(t['processed_eps'])}/s  p99 {_p99_text(t)}  "
+                     f"{said('throughput', t['processed_eps'])}  {_p99_text(t)}  "
                      f"lag trend {t['lag_trend_records_per_s']} records/s²"
                      + (f"  ({t['why_not']})" if t["why_not"] else "")
                      + ("  [freshly started services]" if t.get("fresh") else ""))

@@ -3,10 +3,10 @@
 Built in one place (harness/run/collect.py for a case, harness/run/runner.py for the
 run) and serialised to summary.json with `to_json()`; read back with `from_json()`, from
 this schema version or an older one (harness/results/summary.py). Each headline figure
-has one accessor, which the terminal table, report.html, compare and the pytest plugin
-all use:
+has one accessor, which the figure registry (harness/results/figures.py) reads for the
+terminal table, report.html, compare, the history and the pytest plugin:
 
-  CaseResult.throughput_eps   events/s processed, over the measured window
+  CaseResult.throughput       events/s processed, over the measured window
   CaseResult.latency          event-time percentiles, over the output after the warm-up
   CaseResult.recovery_s       the longest any fault's backlog took to drain
 
@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from harness.results import figures
+
 
 def _get(d: dict | None, *path: str) -> Any:
     for key in path:
@@ -28,18 +30,40 @@ def _get(d: dict | None, *path: str) -> Any:
     return d
 
 
+# a verdict's status (harness/results/verdict.py has the rules): UNKNOWN is never a pass
+PASS, FAIL, UNKNOWN = "PASS", "FAIL", "UNKNOWN"
+STATUSES = (PASS, FAIL, UNKNOWN)
+_WORSE = {PASS: 0, UNKNOWN: 1, FAIL: 2}
+
+
+def worst(statuses) -> str:
+    """The status of several verdicts together: FAIL over UNKNOWN over PASS (PASS for none)."""
+    return max(statuses, key=_WORSE.__getitem__, default=PASS)
+
+
 @dataclass
 class Verdict:
-    """Whether the case's guarantee held, and in one sentence why (not)."""
+    """Whether the case's guarantee held, and in one sentence why (not). `status` is PASS, FAIL or
+    UNKNOWN; `holds` is True for PASS alone. Built without a status (a summary from before it was
+    written), the status is derived: a check that never ran (`observed` unchecked) is UNKNOWN
+    unless it failed, else `holds` says PASS or FAIL."""
 
     expected: str
     observed: str          # exactly-once, at-least-once, at-most-once, none, unchecked
     holds: bool
     detail: str
+    status: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.status:
+            self.status = (FAIL if not self.holds else UNKNOWN if self.observed == "unchecked" else PASS)
+        if self.status not in STATUSES:
+            raise ValueError(f"verdict status {self.status!r} is none of {', '.join(STATUSES)}")
+        self.holds = self.status == PASS
 
     @classmethod
     def from_json(cls, d: dict) -> Verdict:
-        return cls(d["expected"], d["observed"], d["holds"], d["detail"])
+        return cls(d["expected"], d["observed"], d["holds"], d["detail"], d.get("status") or "")
 
 
 @dataclass
@@ -296,8 +320,7 @@ class CaseResult:
                     "backpressure": self.backpressure})
         if self.latency_measured_ms is not None:
             out["latency_measured_ms"] = self.latency_measured_ms
-        out["headline"] = {"throughput_eps": self.throughput, "p99_ms": self.p99_ms,
-                           "recovery_s": self.recovery_s}
+        out["headline"] = figures.headline(self)
         return out
 
 
@@ -326,8 +349,13 @@ class RunResult:
 
     @property
     def holds(self) -> bool:
-        """Every case's verdict held."""
+        """Every case's verdict held (PASS: an UNKNOWN one did not)."""
         return all(c.verdict.holds for c in self.cases)
+
+    @property
+    def verdict_status(self) -> str:
+        """The worst of the cases' verdicts: FAIL, else UNKNOWN, else PASS (the CLI's exit 1, 4, 0)."""
+        return worst(c.verdict.status for c in self.cases)
 
     @classmethod
     def from_json(cls, d: dict) -> RunResult:
