@@ -30,10 +30,6 @@ class Details:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
 
-    @classmethod
-    def field_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
-
     def deleted_ranges(self) -> list[dict]:
         """Records Kafka deleted before the query read them ([{"partition", "from", "to"}], `to`
         exclusive): the checker takes them out of ground truth."""

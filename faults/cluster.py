@@ -11,6 +11,7 @@ from faults.base import Details, Fault, Observation
 from faults.kinds import FaultKind, Key, always
 from faults.targets import RefusedTarget
 from workloads import kafka_admin
+from workloads.pipelines import progress_log
 from workloads.wait import WaitTimeout
 
 # what a broker target may name (faults/targets.py Targets.broker)
@@ -101,13 +102,20 @@ class KillBroker(Fault):
                                         "record", 0.5)
         except WaitTimeout as exc:
             return Observation(False, str(exc), facts)
-        first = min(time.mktime(time.strptime(p["timestamp"][:19], "%Y-%m-%dT%H:%M:%S")) for p in reading)
-        facts["first_batch_after_s"] = round(max(0.0, first - killed), 3)
+        facts["first_batch_after_s"] = first_read_after_s(reading, killed)
         moves = ", ".join(f"partition {p} {a} -> {b}" for p, (a, b) in sorted(moved.items())) or "none it led"
         return Observation(True, f"{self.target} killed; new leaders elected in {election_s:.1f}s ({moves}); "
                                  f"the query went on reading", facts, landed=True,
                            proof=f"leaders before {self.led_before}, after {self.led_after}",
                            details=LeaderMoves(self.led_before, self.led_after))
+
+
+def first_read_after_s(reading: list[dict], since: float) -> float:
+    """Seconds from `since` (epoch seconds) to the start of the first of the `reading` batches:
+    their progress timestamps are UTC ("2026-11-26T05:51:50.123Z"), read as UTC whatever the
+    host's zone (progress_log.start_ms), and put back on the real clock under a clock fault."""
+    first = min(progress_log.start_ms(p) for p in reading) / 1000
+    return round(max(0.0, first - since), 3)
 
 
 class KillWorker(Fault):

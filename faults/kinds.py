@@ -305,11 +305,6 @@ class FaultKind:
         """The key whose values the hunt's coverage enumerates (Key.cover), if the kind has one."""
         return next((k for k in self.keys if k.cover), None)
 
-    def lasts_key(self) -> str | None:
-        """The key whose value is how long the fault lasts (duration or downtime)."""
-        names = self.key_names
-        return "duration" if "duration" in names else "downtime" if "downtime" in names else None
-
 
 def _seconds(s: float) -> str:
     """A duration string TOML and the parser agree on: "12.5s", "3s"."""

@@ -431,3 +431,22 @@ class TestStateFiles:
         found = of_version(tmp_path, 1, 8)
         assert [f["file"] for f in found] == ["state/0/1/8.changelog", "state/1/1/8.zip"]
         assert all(f["mtime_ms"] > 0 for f in found)
+
+
+def test_a_new_leader_s_first_read_is_timed_in_utc_on_any_host_zone(monkeypatch):
+    """kill-broker's first_batch_after_s reads the progress timestamps (UTC, "...Z") as UTC: on
+    a host in New York, local time (mktime) made it 18,004 s, five hours late."""
+    import time as clock
+
+    from faults.cluster import first_read_after_s
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    clock.tzset()
+    try:
+        killed = 1795766400.0   # 2026-11-27T08:00:00Z
+        reading = [{"batchId": 7, "timestamp": "2026-11-27T08:00:04.500Z"},
+                   {"batchId": 8, "timestamp": "2026-11-27T08:00:06.000Z"}]
+        assert first_read_after_s(reading, killed) == 4.5
+    finally:
+        monkeypatch.delenv("TZ")
+        clock.tzset()

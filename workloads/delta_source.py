@@ -88,13 +88,6 @@ class Manifest:
         known = [v for v in self.ends if v <= version]
         return dict(self.ends[max(known)]) if known else {}
 
-    def version_of(self, partition: int, offset: int) -> int | None:
-        """The version whose file holds record `offset` of `partition`."""
-        for v in sorted(self.ends):
-            if self.ends[v].get(partition, 0) > offset:
-                return v
-        return None
-
 
 def is_delta_offset(offset) -> bool:
     return isinstance(offset, dict) and "reservoirVersion" in offset
