@@ -3,7 +3,7 @@ pytest plugin (harness/pytest_plugin.py) does.
 
     from harness import api
     result = api.run("my_scenario.toml", out="runs/first", quick=True, case="eo")
-    assert result.case("eo").verdict.holds, result.case("eo")
+    assert result.case("eo").verdict.holds, result.case("eo")   # PASS: FAIL and UNKNOWN do not hold
 
 The run is the same as `python -m harness run`'s (a run directory that describes itself,
 summary.json, report.html); it can reuse services started before (`stack`).
@@ -11,7 +11,9 @@ summary.json, report.html); it can reuse services started before (`stack`).
 
 from __future__ import annotations
 
+import difflib
 import tomllib
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -43,15 +45,31 @@ def _overlay(base: Any, top: dict) -> dict:
     return out
 
 
-def run(scenario: str | Path, out: str | Path, *, quick: bool = False, case: str | None = None,
-        overrides: dict[str, Any] | None = None, registry=None, stack=None, progress=None,
-        search=None) -> RunResult:
-    """Run `scenario` (only `case`, when given) into the new run directory `out`; the result.
+def only_cases(scenario, names: Sequence[str], flag: str = "case"):
+    """`scenario` with only the cases `names` names, in the scenario's order (`run --case`, which
+    may be given again). An unknown name raises ScenarioError (exit 2) naming the cases there
+    are, with the closest one when a name looks misspelt."""
+    from harness.errors import ScenarioError
+
+    known = [c.name for c in scenario.cases]
+    for name in names:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ScenarioError(f"{flag} {name!r}: {scenario.path} has no such case "
+                                f"(cases: {', '.join(known)})", f"{hint}choose among {', '.join(known)}")
+    return replace(scenario, cases=tuple(c for c in scenario.cases if c.name in set(names)))
+
+
+def run(scenario: str | Path, out: str | Path, *, quick: bool = False,
+        case: str | Sequence[str] | None = None, overrides: dict[str, Any] | None = None, registry=None,
+        stack=None, progress=None, search=None) -> RunResult:
+    """Run `scenario` (only `case`, a name or several, when given) into the new run directory
+    `out`; the result.
 
     `registry` and `stack`: services of a session to reuse (none: the run starts its own and
     stops them). `search`: an object with narrow/cases, as the CLI's sustain and hunt."""
     from harness import scenario as scenario_mod
-    from harness.errors import ScenarioError
     from harness.report import html
     from harness.results import rundir
     from harness.run import runner
@@ -65,11 +83,7 @@ def run(scenario: str | Path, out: str | Path, *, quick: bool = False, case: str
         path = scenario_with(path, overrides, out.parent / f".{out.name}-scenario")
     loaded = scenario_mod.load(path, quick=quick)
     if case is not None:
-        names = [c.name for c in loaded.cases]
-        if case not in names:
-            raise ScenarioError(f"case {case!r}: {path} has no such case",
-                                f"choose one of {', '.join(names)}")
-        loaded = replace(loaded, cases=tuple(c for c in loaded.cases if c.name == case))
+        loaded = only_cases(loaded, [case] if isinstance(case, str) else list(case))
     if search is not None:
         loaded = search.narrow(loaded)
     runner.preflight(loaded)

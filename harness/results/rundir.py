@@ -54,6 +54,7 @@ class CaseDir:
     sink = property(lambda self: self.path / "sink.parquet")
     discrepancies = property(lambda self: self.path / "discrepancies.parquet")
     checker_error = property(lambda self: self.path / "checker-error.txt")
+    sink_error = property(lambda self: self.path / "sink-error.txt")        # the sink's read() raised
     findings_error = property(lambda self: self.path / "findings-error.txt")
     timeline = property(lambda self: self.path / "timeline.parquet")
     batches = property(lambda self: self.path / "batches.parquet")

@@ -42,6 +42,7 @@ class Output:
     truth: Any
     progress: list[dict]
     batches: list
+    unread: str | None = None   # why the sink could not be read (its read() raised): sink is None
 
 
 def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> CaseResult:
@@ -55,13 +56,17 @@ def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> Ca
         return result
     batch_times.table(out.progress).to_parquet(case.files.batches, index=False)
     window, rates, lag = _measure(case, result, out)
-    if not _checked_sink(case):   # a speed run: nothing to read back
+    if not _checked_sink(case):   # a speed run: nothing to read back (UNKNOWN)
         _timeline(case, out, rates, lag, {})
         result.verdict = verdicts.unchecked(case.spec.guarantee, case.failure)
         return result
+    if out.unread is not None:   # the sink's read() raised: nothing to check (UNKNOWN, not FAIL)
+        _timeline(case, out, rates, lag, {})
+        result.verdict = verdicts.undecided(case.spec.guarantee, out.unread, case.failure)
+        return result
     truth, deleted = _without_deleted(out.truth, _deleted_ranges(result.faults))
     checked = _check(case, result, truth, out)
-    if checked is None:   # the oracle raised: the case failed, said so
+    if checked is None:   # the oracle raised: UNKNOWN (FAIL with a dead driver), said so
         _timeline(case, out, rates, lag, {})
         return result
     if deleted:   # sent and acknowledged, then deleted before any batch read them (the findings say so)
@@ -85,8 +90,9 @@ def _read(case: Case) -> Output:
     pl, files = case.pipeline, case.files
     if case.driver is None:
         return Output(None, None, None, [], [])
-    sink, sink_report = _read_sink(case)
-    sink.to_parquet(files.sink, index=False)
+    sink, sink_report, unread = _read_sink(case)
+    if sink is not None:
+        sink.to_parquet(files.sink, index=False)
     truth = None
     if truth_mod.has_parts(case.truth_dir):
         # a run checked from its files holds truth for the measurements and findings only: its
@@ -94,7 +100,7 @@ def _read(case: Case) -> Output:
         lean = checker.checks_from_files(pl, RunFiles(case.truth_dir, files.sink))
         truth = truth_mod.read(case.truth_dir, checker.truth_columns(pl), categorical=lean)
     return Output(sink, sink_report, truth, metrics.read_progress(files.progress),
-                  checkpoint.read_queries(case.checkpoints, case.topic))
+                  checkpoint.read_queries(case.checkpoints, case.topic), unread)
 
 
 def _describe(case: Case, out: Output, resources: dict | None) -> dict[str, Any]:
@@ -150,8 +156,8 @@ def _checked_sink(case: Case) -> bool:
 
 
 def _check(case: Case, result: CaseResult, truth, out: Output) -> CheckResult | None:
-    """The oracle's result, its cost recorded; None when it raised (the case fails with the
-    traceback in checker-error.txt)."""
+    """The oracle's result, its cost recorded; None when it raised (Jepsen's check-safe: the
+    case's verdict is UNKNOWN, naming the exception, with the traceback in checker-error.txt)."""
     files = case.files
     run_files = RunFiles(case.truth_dir, files.sink, _deleted_ranges(result.faults))
     try:
@@ -162,12 +168,11 @@ def _check(case: Case, result: CaseResult, truth, out: Output) -> CheckResult | 
                                       "peak_rss_bytes": peak.bytes, "events": int(len(truth))}
     except Problem:
         raise   # the user's oracle returned the wrong shape: named with the fix, exit 2
-    except Exception as exc:  # noqa: BLE001 - an oracle that raises fails its case, not the run
+    except Exception as exc:  # noqa: BLE001 - an oracle that raises leaves its case undecided, not the run
         files.checker_error.write_text(traceback.format_exc())
         why = f"the checker raised {type(exc).__name__}: {exc}; traceback in {files.checker_error}"
-        case.progress.step(f"FAILED: {why}")
-        result.verdict = verdicts.verdict(case.spec.guarantee, 0, 0, 0,
-                                          problems=[*filter(None, [case.failure, why])])
+        result.verdict = verdicts.undecided(case.spec.guarantee, why, case.failure)
+        case.progress.step(f"{result.verdict.status}: {why}")
         return None
     checked.write_discrepancies(files.discrepancies)
     for line in checked.first_discrepancies():
@@ -192,13 +197,14 @@ def _explain(case: Case, result: CaseResult, truth, out: Output, checked: CheckR
 
 def _judge(case: Case, result: CaseResult, schedule: FaultRunner, checked: CheckResult) -> None:
     """The counts and the verdict: the output's guarantee, and every problem of the run (a dead
-    driver, a fault not observed or not landed). A missed fault is no problem of the pipeline's:
-    the schedule did not fit the run (the run's status says so)."""
+    driver, a fault not observed or not landed). A missed fault is no problem of the pipeline's,
+    but the case did not run what it was asked to: UNKNOWN, naming it, unless the case failed."""
     c = checked.counts
     problems = ([case.failure] if case.failure else []) + schedule.problems() + checked.problems
+    unknowns = [f"fault {f.kind} at {f.asked} never came: {f.missed}" for f in result.missed]
     result.events, result.sections["unit"] = c, checked.unit
     result.verdict = verdicts.verdict(case.spec.guarantee, c["lost"], c["duplicated"], c["unexpected"],
-                                      expected_count=c["expected"], problems=problems)
+                                      expected_count=c["expected"], problems=problems, unknowns=unknowns)
     result.sections["discrepancies"] = checked.discrepancies["kind"].value_counts().to_dict()
 
 
@@ -312,9 +318,11 @@ def _burst_drain(rate, start_ms: float, series: list[tuple[float, int, float]]) 
             "drained_s": None if back_s is None else round(max(back_s - shape.length_s, 0.0), 3)}
 
 
-def _read_sink(case: Case) -> tuple[Any, dict | None]:
-    """What a consumer of the case's sink sees: the output columns plus committed_ms. A
-    scenario's own sink whose read() returns something else is named with the fix."""
+def _read_sink(case: Case) -> tuple[Any, dict | None, str | None]:
+    """What a consumer of the case's sink sees: the output columns plus committed_ms; the sink's
+    report; and, when its read() raised, None and why (the traceback in sink-error.txt: the case's
+    verdict is UNKNOWN, not the run's crash). A scenario's own sink whose read() returns
+    something else is named with the fix."""
     import pandas as pd
 
     from workloads.sinks import sink_target
@@ -322,7 +330,16 @@ def _read_sink(case: Case) -> tuple[Any, dict | None]:
     spec, columns = case.spec, list(case.pipeline.columns)
     target = sink_target(spec.sink, spec.sink_class)
     sink = case.sink()
-    out = sink.read()
+    try:
+        out = sink.read()
+    except Problem:
+        raise   # the harness's own word on the environment (exit 2)
+    except Exception as exc:  # noqa: BLE001 - a user's sink may raise anything: its case is UNKNOWN
+        case.files.sink_error.write_text(traceback.format_exc())
+        why = (f"the sink {target}'s read() raised {type(exc).__name__}: {exc}; traceback in "
+               f"{case.files.sink_error}")
+        case.progress.step(f"UNKNOWN: {why}")
+        return None, _sink_report(sink), why
     wanted = [*columns, "committed_ms"]
     if not isinstance(out, pd.DataFrame) or any(c not in out.columns for c in wanted):
         got = list(out.columns) if isinstance(out, pd.DataFrame) else type(out).__name__
@@ -330,7 +347,7 @@ def _read_sink(case: Case) -> tuple[Any, dict | None]:
                            f"not a pandas DataFrame with the columns {wanted}",
                            "return the pipeline's output columns plus committed_ms (epoch ms at which "
                            "a reader could first see each row) from read()")
-    return out, _sink_report(sink)
+    return out, _sink_report(sink), None
 
 
 def _sink_report(sink) -> dict | None:
