@@ -20,10 +20,31 @@ def spawn(cmd: list[str], log_path: Path, env: dict | None = None,
     """Start `cmd` in a new session with stdout and stderr appended to `log_path`."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
-        return psutil.Popen(
+        proc = psutil.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env=env, cwd=cwd, start_new_session=True, user=user,
         )
+    _EXITS.pop(proc.pid, None)   # a reused pid: an older process's status is not this one's
+    return proc
+
+
+# pid -> how a child of this process ended, when a psutil wait reaped it (below): Popen.poll()
+# then finds no child to wait for and reads 0 (subprocess takes ECHILD for "exited 0"), so a
+# SIGKILLed driver was recorded as "exited with code 0" (issue 41)
+_EXITS: dict[int, int] = {}
+
+
+def _reaped(proc: psutil.Process) -> None:
+    if getattr(proc, "returncode", None) is not None:
+        _EXITS[proc.pid] = proc.returncode
+
+
+def exit_status(pid: int, polled: int | None) -> int | None:
+    """How the child `pid` ended: `polled` (Popen.poll()), unless a psutil wait of ours reaped it
+    first and knew better (negative: the signal that killed it); None while it runs."""
+    if polled is None:
+        return None
+    return _EXITS.get(pid, polled)
 
 
 def group_members(pgid: int) -> list[psutil.Process]:
@@ -60,7 +81,7 @@ def stop_group(pgid: int, timeout_s: float = 10.0) -> list[int]:
     members = group_members(pgid)
     signal_group(pgid, signal.SIGCONT)  # a paused process cannot handle SIGTERM
     signal_group(pgid, signal.SIGTERM)
-    _, alive = psutil.wait_procs(members, timeout=timeout_s)
+    _, alive = psutil.wait_procs(members, timeout=timeout_s, callback=_reaped)
     return kill_group(pgid) if alive else []
 
 
@@ -68,7 +89,7 @@ def kill_group(pgid: int, timeout_s: float = 10.0) -> list[int]:
     """SIGKILL every process of the group and wait for them to die."""
     members = group_members(pgid)
     signal_group(pgid, signal.SIGKILL)
-    psutil.wait_procs(members, timeout=timeout_s)
+    psutil.wait_procs(members, timeout=timeout_s, callback=_reaped)
     return [p.pid for p in members]
 
 
@@ -81,7 +102,7 @@ def kill_stragglers(members: list[psutil.Process], timeout_s: float = 10.0) -> N
             proc.kill()
         except psutil.NoSuchProcess:
             pass
-    psutil.wait_procs(left, timeout=timeout_s)
+    psutil.wait_procs(left, timeout=timeout_s, callback=_reaped)
 
 
 def alive(pid: int, create_time: float | None = None) -> bool:

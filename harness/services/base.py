@@ -157,7 +157,8 @@ class Service:
 
     @property
     def returncode(self) -> int | None:
-        return self.process.poll() if self.process else None
+        """Its exit code, negative for the signal that killed it; None while it runs."""
+        return procs.exit_status(self.process.pid, self.process.poll()) if self.process else None
 
     def pids(self) -> list[int]:
         """Live pids of the service: its process group (which survives a dead parent)
