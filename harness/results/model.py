@@ -285,7 +285,8 @@ class CaseResult:
     @property
     def missed(self) -> list[FaultRecord]:
         """The faults whose time or anchor did not come while the workload was sent: the schedule
-        did not fit the run (the run's status is schedule-missed), which says nothing of the pipeline."""
+        did not fit the run (the run's status is schedule-missed), so the case did not run what it
+        was asked to: its verdict is UNKNOWN unless it failed (it says nothing of the pipeline)."""
         return [f for f in self.faults if f.missed]
 
     @property
