@@ -47,6 +47,7 @@ class Prepared:
     partitions: list
     rank: np.ndarray
     anchors: np.ndarray
+    headers: list | None = None   # each message's Kafka headers (a replay's record id), or none
 
 
 def prepare(block: Block, keys: list, values: list) -> Prepared:

@@ -158,11 +158,19 @@ class Sender:
                     unknown = self._first_unknown(parts_np, i)
                     continue
                 end = unknown
-            for v, k, p, c in zip(values[i:end], keys[i:end], parts[i:end], callbacks[i:end], strict=True):
-                try:
-                    produce(topic, v, k, p, c)
-                except BufferError:
-                    self._produce_when_room(v, k, p, c)
+            if prepared.headers is None:
+                for v, k, p, c in zip(values[i:end], keys[i:end], parts[i:end], callbacks[i:end], strict=True):
+                    try:
+                        produce(topic, v, k, p, c)
+                    except BufferError:
+                        self._produce_when_room(v, k, p, c)
+            else:   # headers cost a keyword argument each: only the messages that have them pay it
+                for v, k, p, c, h in zip(values[i:end], keys[i:end], parts[i:end], callbacks[i:end],
+                                         prepared.headers[i:end], strict=True):
+                    try:
+                        produce(topic, v, k, p, c, headers=h)
+                    except BufferError:
+                        self._produce_when_room(v, k, p, c, h)
             after = time.time_ns() // 1000
             sent_us[i:end] = now + _RAMP[:end - i] * (after - now) // (end - i)   # spread over the burst
             poll(0)
@@ -219,12 +227,12 @@ class Sender:
         elif wait_s > 0:
             time.sleep(max(wait_s, PACE_QUANTUM_S))
 
-    def _produce_when_room(self, value, key, partition, callback) -> None:
+    def _produce_when_room(self, value, key, partition, callback, headers=None) -> None:
         """librdkafka's queue is full: let it drain, then send (the slip records the wait)."""
         while True:
             self.producer.poll(0.005)
             try:
-                self.producer.produce(self.topic, value, key, partition, callback)
+                self.producer.produce(self.topic, value, key, partition, callback, headers=headers)
                 return
             except BufferError:
                 continue
