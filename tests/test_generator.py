@@ -210,3 +210,37 @@ class TestFailures:
         w = spec.parse({"duration": "1s", "rate": {"eps": 10}})
         with pytest.raises(Problem, match="does not exist"):
             generator.generate(w, kafka.bootstrap_servers, tmp_path, topic=f"absent-{time.time_ns()}")
+
+
+class TestOpenEnded:
+    def test_it_goes_on_past_the_duration_while_asked_and_truth_holds_what_was_sent(self, kafka, tmp_path):
+        """A 1 s workload at 200 events/s asked to go on twice: it sends two more seconds, asked
+        before each and once more, and stops; truth and Kafka hold exactly the 600 events, the
+        report says it was sent for 3 s, 2 s past its duration, under the cap; and the end
+        offsets are what Kafka holds."""
+        w = spec.parse({"duration": "1s", "max_duration": "10s", "partitions": 2, "rate": {"eps": 200}})
+        topic = _topic(kafka, w.partitions)
+        answers = iter([True, True, False])
+        asked: list[float] = []
+
+        def keep_going() -> bool:
+            asked.append(time.time())
+            return next(answers)
+
+        report = generator.generate(w, kafka.bootstrap_servers, tmp_path, topic=topic, keep_going=keep_going)
+        t = truth.read(tmp_path)
+        assert len(asked) == 3 and report["events"] == len(t) == 600, (asked, report["events"])
+        offsets_s = (t["intended_ms"] - report["start_ms"]) / 1000
+        assert offsets_s.max() < 3 and (offsets_s >= 1).sum() == 400
+        assert (report["sent_for_s"], report["extended_by_s"], report["cut_at_cap"]) == (3.0, 2.0, False)
+        assert report["target_eps"] == pytest.approx(200)
+        assert sum(generator.end_offsets(kafka.bootstrap_servers, topic).values()) == 600
+        assert len(_read_back(kafka.bootstrap_servers, topic, 600)) == 600
+
+    def test_it_stops_at_the_cap_however_long_it_is_asked_to_go_on(self, kafka, tmp_path):
+        """Always asked to go on: it ends at max_duration and says the plan ran out."""
+        w = spec.parse({"duration": "1s", "max_duration": "2s", "rate": {"eps": 100}})
+        topic = _topic(kafka, w.partitions)
+        report = generator.generate(w, kafka.bootstrap_servers, tmp_path, topic=topic,
+                                    keep_going=lambda: True)
+        assert report["events"] == 200 and report["sent_for_s"] == 2.0 and report["cut_at_cap"]

@@ -266,3 +266,65 @@ def _first_seen(ids: np.ndarray) -> np.ndarray:
     out = np.zeros(len(ids), bool)
     out[first] = True
     return out
+
+
+class TestPastTheDuration:
+    """A planner with a horizon plans on past the duration (a harness run whose faults are pending)."""
+
+    def _blocks(self, w: spec.WorkloadSpec, horizon_s: float) -> tuple[Planner, list[events.Block]]:
+        planner = Planner(w, START_MS, horizon_s=horizon_s)
+        return planner, list(planner)
+
+    def test_the_duration_s_events_are_those_of_the_plan_without_a_horizon(self, small_blocks):
+        """The blocks before the duration are the plan's own, event for event in every column,
+        and none of them is past the duration."""
+        w = _spec(partitions=3, **DELAYED)
+        planner, blocks = self._blocks(w, 5.0)
+        before = [b for b in blocks if not planner.extends(b)]
+        plain = _plan(w)
+        joined = events.concat(before)
+        for f in COLUMNS:
+            assert np.array_equal(getattr(joined, f), getattr(plain, f)), f"column {f} differs"
+
+    def test_it_plans_on_to_the_horizon_in_blocks_of_a_second_with_fresh_ids(self, small_blocks):
+        """Past the 2 s duration, up to 5 s: at 200 events/s, three blocks of 200 events, each
+        within one second of the schedule, ids going on from the duration's."""
+        w = _spec(eps=200)
+        planner, blocks = self._blocks(w, 5.0)
+        past = [b for b in blocks if planner.extends(b)]
+        assert [len(b) for b in past] == [200, 200, 200]
+        for k, b in enumerate(past):
+            offsets_s = (b.intended_us - START_MS * 1000) / 1e6
+            assert 2 + k <= offsets_s.min() and offsets_s.max() < 3 + k, (k, offsets_s.min(), offsets_s.max())
+        ids = np.concatenate([b.event_id for b in blocks])
+        assert np.array_equal(ids, np.arange(400 + 600)) and planner.first_extension_id == 400
+
+    @pytest.mark.parametrize("rate, past_eps", [
+        ({"shape": "ramp", "from_eps": 100, "to_eps": 300}, 300),   # holds to_eps
+        ({"shape": "steps", "steps": [["0s", 100], ["1s", 50]]}, 50),   # holds the last step
+        ({"shape": "burst", "eps": 100, "burst_eps": 400, "at": "1s", "length": "500ms"}, 100),
+    ])
+    def test_each_shape_goes_on_as_its_rule_says(self, rate, past_eps):
+        """Past the duration a ramp holds its end rate, steps their last, a burst its base rate."""
+        planner, blocks = self._blocks(spec.parse({"duration": "2s", "rate": rate}), 4.0)
+        assert sum(len(b) for b in blocks if planner.extends(b)) == 2 * past_eps
+
+    def test_without_a_horizon_nothing_is_past_the_duration(self):
+        """The default planner ends at the duration, as ever."""
+        planner, blocks = self._blocks(_spec(), 2.0)
+        assert not any(planner.extends(b) for b in blocks) and planner.first_extension_id is None
+
+
+class TestMaxDuration:
+    def test_a_max_duration_under_the_duration_is_refused_naming_both(self):
+        """max_duration caps how long the workload may go on after its duration."""
+        with pytest.raises(spec.SpecError, match=r"max_duration.*shorter than workload.duration \(20s\)"):
+            spec.parse({"duration": "20s", "max_duration": "10s", "rate": {"eps": 1}})
+
+    def test_the_cap_is_three_durations_unless_given(self):
+        """The default follows the duration (a replaced duration too); a given one is kept."""
+        from dataclasses import replace
+
+        w = _spec(duration="10s")
+        assert w.cap_s == 30 and replace(w, duration_s=20).cap_s == 60
+        assert spec.parse({"duration": "10s", "max_duration": "15s", "rate": {"eps": 1}}).cap_s == 15

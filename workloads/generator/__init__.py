@@ -14,7 +14,7 @@ Modules, in the order data flows through them:
   producer    Sender: the paced open-loop send loop
   stages      Feeder and Drain threads around the sender
   truth       ground truth in Parquet;  histogram: the schedule slip
-  run         generate(), generate_parallel(), create_topic(), send_control()
+  run         generate(), generate_parallel(), create_topic(), send_control(), end_offsets()
   cli         python -m workloads generate;  locustfile: the same plan under Locust
 
 The public names below load on first use, so validating a scenario does not import the
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import importlib
 
-_PUBLIC = ("START_LEAD_MS", "create_topic", "generate", "generate_parallel", "merge_reports",
+_PUBLIC = ("START_LEAD_MS", "create_topic", "end_offsets", "generate", "generate_parallel", "merge_reports",
            "send_control", "write_report")
 __all__ = list(_PUBLIC)
 

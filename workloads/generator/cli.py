@@ -40,6 +40,12 @@ KNOBS: list[tuple[str, str, str, str]] = [
     ("partitions", "N", _INT,
      "partition count of the topic; key rank mod N picks the partition (default: 2)"),
     ("duration", "DURATION", _STR, 'how long the schedule runs, with a unit: "60s", "5m" (required)'),
+    ("max_duration", "DURATION", _STR,
+     "a harness run's: how long the workload may go on past --duration while its faults have not "
+     "landed (default: 3 x duration); generate alone sends for --duration"),
+    ("read_past_batches", "N", _INT,
+     "a harness run's: the committed batches past each fault it waits for (default: 3); generate "
+     "alone sends for --duration"),
     ("seed", "N", _INT, "seed of every random draw (default: 1)"),
     ("rate.shape", "SHAPE", _STR,
      "constant | ramp | steps | square | sine | burst | custom (default: constant)"),

@@ -10,6 +10,13 @@ with event_id mod n == j). For a topic that gains partitions mid-run, `partition
 steps the count up: from each step's time on, events take rank mod the step's count.
 
 Blocks hold at most BLOCK_EVENTS events, so a run of any length plans in bounded memory.
+
+A planner with a `horizon_s` past the workload's duration plans on after it, up to the
+horizon, as the rate shape goes on (shapes.py): the continuation of a harness run whose
+faults have not all landed by then. Its blocks before the duration are the plan's own (the
+same events, drawn in the same order, as without a horizon); after it, each block covers at
+most EXTEND_BLOCK_S of the schedule, so that whoever sends them can stop between two blocks
+(`extends()` tells those blocks apart) and never sends much more than it was asked to.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from workloads.generator.keys import KeyChooser
 from workloads.generator.spec import WorkloadSpec
 
 BLOCK_EVENTS = 65_536
+EXTEND_BLOCK_S = 1.0   # past the duration, a block covers at most this much of the schedule
 EVENT_TYPES = ("view", "login", "login-failed", "order", "payment")
 EVENT_TYPE_WEIGHTS = (0.55, 0.15, 0.05, 0.15, 0.10)
 _COPIES_STREAM = 0xD0B   # seeds the re-sent copies' own random stream, beside the plan's seed
@@ -77,11 +85,14 @@ def most_partitions(spec: WorkloadSpec, steps: Sequence[tuple[float, int]]) -> i
 
 class Planner:
     """Iterates the blocks of one workload from `start_ms`; `partitions_from` as in
-    `partition_steps`."""
+    `partition_steps`; `horizon_s` (at least the duration): plan on past the duration, up to
+    it, in blocks of at most EXTEND_BLOCK_S."""
 
     def __init__(self, spec: WorkloadSpec, start_ms: int, share: tuple[int, int] = (0, 1),
-                 partitions_from: Sequence[tuple[float, int]] = ()):
+                 partitions_from: Sequence[tuple[float, int]] = (), horizon_s: float | None = None):
         self.spec, self.start_ms, self.share = spec, start_ms, share
+        self.horizon_s = max(spec.duration_s, horizon_s if horizon_s is not None else spec.duration_s)
+        self.first_extension_id: int | None = None   # the first event id past the duration, once planned
         self.keys = KeyChooser(spec.keys)
         group = spec.delay.group_size if spec.delay.distribution == "groups" else 1
         self.block_events = BLOCK_EVENTS // group * group or group
@@ -99,7 +110,9 @@ class Planner:
         copies_rng = np.random.default_rng((self.spec.seed, _COPIES_STREAM))
         next_id = 0
         pending: Block | None = None     # re-sent copies due after the block they were drawn in
-        for offsets_s in _rebatch(shapes.schedule(self.spec.shape), self.block_events):
+        for extension, offsets_s in self._offsets():
+            if extension and self.first_extension_id is None:
+                self.first_extension_id = next_id   # set before any block of it is handed out
             block = self._block(rng, offsets_s, next_id)
             next_id += len(block)
             if self.spec.duplicates.share > 0 and len(block):
@@ -107,6 +120,24 @@ class Planner:
             yield self._mine(block)
         if pending is not None and len(pending):
             yield self._mine(pending)
+
+    def _offsets(self) -> Iterator[tuple[bool, np.ndarray]]:
+        """The schedule's send offsets in blocks, each with whether it is past the duration: the
+        duration's as ever, then, up to the horizon, the shape's continuation in blocks of at
+        most EXTEND_BLOCK_S."""
+        for offsets_s in _rebatch(shapes.schedule(self.spec.shape), self.block_events):
+            yield False, offsets_s
+        if self.horizon_s > self.spec.duration_s:
+            more = shapes.schedule(self.spec.rate, start_s=self.spec.duration_s, end_s=self.horizon_s)
+            for offsets_s in _rebatch(more, self.block_events, round(EXTEND_BLOCK_S / shapes.SLICE_S)):
+                yield True, offsets_s
+
+    def extends(self, block: Block) -> bool:
+        """Whether `block` (handed out by this planner) is past the duration: it holds an event
+        of the continuation (copies of earlier events may ride along; its newest id is one of
+        the continuation's own)."""
+        first = self.first_extension_id
+        return first is not None and bool(len(block)) and int(block.event_id.max()) >= first
 
     def _mine(self, block: Block) -> Block:
         j, n = self.share
@@ -173,11 +204,16 @@ def _shuffle_groups(values: np.ndarray, group_size: int, rng: np.random.Generato
     return np.concatenate([head, tail])
 
 
-def _rebatch(slices, size: int) -> Iterator[np.ndarray]:
-    """Arrays of exactly `size` items (the last may be shorter) from arrays of any size."""
+def _rebatch(slices, size: int, slices_per_block: int | None = None) -> Iterator[np.ndarray]:
+    """Arrays of exactly `size` items (the last may be shorter) from arrays of any size; with
+    `slices_per_block`, also cut after every that many input arrays (one per slice of the
+    schedule: a block then covers at most that much time)."""
     pending: list[np.ndarray] = []
     count = 0
-    for a in slices:
+    for k, a in enumerate(slices):
+        if slices_per_block and k and k % slices_per_block == 0 and count:
+            yield np.concatenate(pending)
+            pending, count = [], 0
         if not len(a):
             continue
         pending.append(a)

@@ -12,6 +12,7 @@ their reports; their truth parts sit side by side in one truth directory.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -70,11 +71,19 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
              start_ms: int | None = None, share: tuple[int, int] = (0, 1), pace: bool = True,
              progress: Callable[[int, int], None] | None = None,
              partitions_from: Sequence[tuple[float, int]] = (),
-             partitions_timeout_s: float = PARTITIONS_TIMEOUT_S) -> dict:
+             partitions_timeout_s: float = PARTITIONS_TIMEOUT_S,
+             keep_going: Callable[[], bool] | None = None) -> dict:
     """Send this process's share of `spec` to Kafka; write its truth part; return its report.
 
-    `progress(sent, planned)` is called about every 100 ms while sending; an exception it
-    raises stops the run (the runner uses that to notice a dead driver).
+    `progress(sent, planned)` is called about every 100 ms while sending (`planned`: the events
+    of the duration); an exception it raises stops the run (the runner uses that to notice a
+    dead driver).
+    `keep_going()`: the workload is open-ended. After `spec.duration_s` it goes on, as its rate
+    shape goes on, while keep_going() says so, asked before each block of at most
+    plan.EXTEND_BLOCK_S, up to `spec.cap_s` (Jepsen's generator running while the nemesis
+    schedule is pending). Events of the plan due after it stopped are never sent, so ground
+    truth holds none of them; the report's `sent_for_s`, `extended_by_s` and `cut_at_cap` say
+    how far it went.
     `partitions_from`: pairs (at_s, total partitions), in order of at_s, for a topic that gains
     partitions mid-run: events intended at_s or more after the start take rank mod total. Before
     its first message to a partition the client has not seen, the sender refreshes the topic's
@@ -93,13 +102,13 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
         sender.close()
         raise
     start_ms = start_ms if start_ms is not None else time.time_ns() // 1_000_000 + START_LEAD_MS
-    planner = Planner(spec, start_ms, share, steps)
+    planner = Planner(spec, start_ms, share, steps, horizon_s=spec.cap_s if keep_going is not None else None)
     nexmark_model = None
     if spec.kind == "nexmark":   # every Nexmark field in ground truth too (the oracles read them)
         nexmark_model = nexmark.Model(spec.nexmark, spec.seed, spec.mean_eps)
     writer = truth.TruthWriter(truth.part_path(truth_dir, share[0]), planner.keys.names,
                                nexmark.TRUTH_SCHEMA if nexmark_model is not None else None)
-    stats = _Stats(spec, start_ms, steps)
+    stats = _Stats(spec, start_ms, steps, planner.horizon_s)
     locator = Locator(partitions)
 
     def record(block, sent_us, seq, anchors, reports) -> None:
@@ -114,6 +123,11 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
     recorder = Drain(record, "truth")
     try:
         for item in feeder:
+            if planner.extends(item.block):
+                if keep_going is None or not keep_going():
+                    stats.stopped_at(item.block)
+                    break
+                stats.extended(item.block)
             sender.send(item)
             for done in sender.finished():
                 recorder.put(*done)
@@ -169,10 +183,17 @@ def _wait_for_metadata(sender: Sender, topic: str, partitions: int) -> None:
 
 
 class _Stats:
-    """What the report says: counts, rates, slip, per-partition and per-second counts."""
+    """What the report says: counts, rates, slip, per-partition and per-second counts, and how
+    far past its duration an open-ended workload went."""
 
-    def __init__(self, spec: WorkloadSpec, start_ms: int, steps: tuple[tuple[float, int], ...] = ()):
+    def __init__(self, spec: WorkloadSpec, start_ms: int, steps: tuple[tuple[float, int], ...] = (),
+                 horizon_s: float | None = None):
         self.spec, self.start_us, self.steps = spec, start_ms * 1000, steps
+        self.horizon_s = spec.duration_s if horizon_s is None else horizon_s
+        # an open-ended workload past its duration: where the last block it sent starts, and where
+        # it stopped (the start of the first block it did not send)
+        self.went_on_s: float | None = None
+        self.stop_s: float | None = None
         self.events = 0
         self.late = 0
         # partitions added mid-run included
@@ -182,6 +203,34 @@ class _Stats:
         self.last_sent_us = self.last_intended_us = self.start_us
         self.first_sent_us: int | None = None
         self.event_time: list[int | None] = [None, None]
+
+    def _offset_s(self, block) -> float:
+        """Where a block past the duration starts in the schedule: on the grid of EXTEND_BLOCK_S
+        from the duration (its newest event, an original, is in its span)."""
+        from workloads.generator.plan import EXTEND_BLOCK_S
+
+        newest_s = (int(block.intended_us.max()) - self.start_us) / 1e6 - self.spec.duration_s
+        return self.spec.duration_s + math.floor(max(newest_s, 0.0) / EXTEND_BLOCK_S) * EXTEND_BLOCK_S
+
+    def extended(self, block) -> None:
+        """A block past the duration is sent."""
+        self.went_on_s = self._offset_s(block)
+
+    def stopped_at(self, block) -> None:
+        """The workload stops before this block past the duration."""
+        self.stop_s = self._offset_s(block)
+
+    def sent_for(self) -> tuple[float, bool]:
+        """How much of the schedule was offered (its duration, and the blocks sent past it), and
+        whether the plan ran out while the workload was still to go on (at the horizon, or
+        where a custom shape ended)."""
+        from workloads.generator.plan import EXTEND_BLOCK_S
+
+        if self.stop_s is not None:
+            return self.stop_s, False
+        if self.went_on_s is not None:
+            return min(self.horizon_s, self.went_on_s + EXTEND_BLOCK_S), True
+        return self.spec.duration_s, False
 
     @staticmethod
     def _per_s(acc: np.ndarray, seconds: np.ndarray) -> np.ndarray:
@@ -216,7 +265,8 @@ class _Stats:
         # sending starts at once rather than at the origin
         origin = self.start_us if pace or self.first_sent_us is None else self.first_sent_us
         sent_s = (self.last_sent_us - origin) / 1e6
-        target = self.events / self.spec.duration_s
+        sent_for_s, ran_out = self.sent_for()
+        target = self.events / sent_for_s
         achieved = self.events / sent_s if sent_s > 0 else float("nan")
         # from the first produce() to the last delivery report: the raw client benchmark's window
         first_us, acked_us = sender.first_sent_us, sender.acked_us
@@ -229,6 +279,9 @@ class _Stats:
             "late_by_design": self.late,
             "event_time_ms": {"min": self.event_time[0], "max": self.event_time[1]},
             "duration_s": self.spec.duration_s, "sending_s": sent_s,
+            # the schedule offered: its duration, and what an open-ended workload added to it
+            "sent_for_s": round(sent_for_s, 3), "max_duration_s": self.horizon_s,
+            "extended_by_s": round(sent_for_s - self.spec.duration_s, 3), "cut_at_cap": ran_out,
             "target_eps": target, "achieved_eps": achieved,
             "acked_s": acked_s, "acked_eps": self.events / acked_s if acked_s > 0 else float("nan"),
             "pacing_error": achieved / target - 1 if pace and self.events else None,
@@ -254,7 +307,7 @@ def merge_reports(reports: list[dict]) -> dict:
         width = max(len(r[key]) for r in reports)
         return np.sum([np.pad(r[key], (0, width - len(r[key]))) for r in reports], axis=0).tolist()
 
-    target = events / first["duration_s"]
+    target = events / first.get("sent_for_s", first["duration_s"])
     achieved = events / sending if sending > 0 else float("nan")
     return {**first, "share": [None, len(reports)], "events": events,
             "failed": sum(r["failed"] for r in reports),
@@ -301,6 +354,26 @@ def generate_parallel(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Pat
 def write_report(path: Path, report: dict) -> Path:
     Path(path).write_text(json.dumps(report, indent=2) + "\n")
     return Path(path)
+
+
+def end_offsets(bootstrap_servers: str, topic: str, timeout_s: float = 2.0) -> dict[int, int]:
+    """Partition -> the topic's end offset now: what has been appended to it. Raises when the
+    broker does not answer within about `timeout_s` per request."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from workloads.generator.producer import CLIENT_LOG
+
+    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "harness-end-offsets",
+                         "enable.auto.commit": False, "logger": CLIENT_LOG})
+    try:
+        found = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        if found is None or found.error is not None:
+            raise Problem(f"topic {topic!r} has no metadata ({found.error if found else 'absent'})",
+                          "check that the broker is up")
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s,
+                                                  cached=False)[1] for p in sorted(found.partitions)}
+    finally:
+        consumer.close()
 
 
 def send_control(bootstrap_servers: str, topic: str, partitions: int, first_id: int,

@@ -13,6 +13,13 @@ slice away from the edges that durations in whole slices put on it (a square wav
 flank, a burst's end, the run's end), where float rounding of `k * SLICE_S` would
 otherwise decide which side of the edge a whole slice falls on. A `Bounded` shape's last
 slice ends at its duration, so any duration in milliseconds is honoured exactly.
+
+Past a workload's duration (a harness run whose faults have not all landed goes on, up to
+its `max_duration`) every shape goes on as its own `tick()` says: `constant` and `steps`
+hold their (last) rate, a `ramp` holds `to_eps`, a `burst` is back at its base rate, a
+`square` and a `sine` go on with their period, and a custom shape is asked on (None ends the
+workload there). `schedule(shape, start_s=..., end_s=...)` is that continuation: the same
+rule, its slices counted from `start_s`.
 """
 
 from __future__ import annotations
@@ -169,16 +176,20 @@ def describe(shape: RateShape) -> dict:
     return {"shape": "custom", "class": f"{type(shape).__module__}:{type(shape).__qualname__}"}
 
 
-def _rates(shape: RateShape, slice_s: float) -> Iterator[tuple[int, float, float]]:
-    """(k, rate, width) of each slice k until the shape ends, the rate sampled at the slice's midpoint.
+def _rates(shape: RateShape, slice_s: float, start_s: float = 0.0,
+           end_s: float | None = None) -> Iterator[tuple[int, float, float]]:
+    """(k, rate, width) of each slice k from `start_s` until the shape ends (or `end_s`), the
+    rate sampled at the slice's midpoint; slice k starts at start_s + k * slice_s.
 
     Slices are `slice_s` wide, except that a Bounded shape's last slice stops at its duration
-    (so a duration that is not a whole number of slices is neither rounded up nor down).
+    (so a duration that is not a whole number of slices is neither rounded up nor down), and
+    the last before `end_s` at `end_s`.
     """
     end = shape.duration_s if isinstance(shape, Bounded) else math.inf
+    end = end if end_s is None else min(end, end_s)
     k = 0
     while True:
-        t_k = k * slice_s
+        t_k = start_s + k * slice_s
         width = min(slice_s, end - t_k)
         if width <= slice_s * 1e-9:   # the end, give or take the rounding of k * slice_s
             return
@@ -193,21 +204,24 @@ def _rates(shape: RateShape, slice_s: float) -> Iterator[tuple[int, float, float
         k += 1
 
 
-def schedule(shape: RateShape, slice_s: float = SLICE_S) -> Iterator[np.ndarray]:
+def schedule(shape: RateShape, slice_s: float = SLICE_S, start_s: float = 0.0,
+             end_s: float | None = None) -> Iterator[np.ndarray]:
     """Intended send offsets in seconds from the start, one array per slice (possibly empty).
 
     Event m (0-based) is due at the moment the cumulative count C(t) = integral of the
     rate reaches m; within a slice of constant rate r starting at t_k with count C_k it is
-    t_k + (m - C_k) / r. Ends when the shape returns None.
+    t_k + (m - C_k) / r. Ends when the shape returns None (or at `end_s`). `start_s`: the
+    schedule from there on, counted afresh (a workload's continuation past its duration).
     """
     done = 0.0   # C(t_k): events due before this slice, fractional
-    for k, rate, width in _rates(shape, slice_s):
+    for k, rate, width in _rates(shape, slice_s, start_s, end_s):
         end = done + rate * width
         first, last = _ceil(done), _ceil(end)   # events first .. last-1 fall in this slice
         if last > first:
             m = np.arange(first, last, dtype=np.float64)
             # clip: rounding must not move an event out of its slice (times never go back)
-            yield np.clip(k * slice_s + (m - done) / rate, k * slice_s, (k + 1) * slice_s)
+            t_k = start_s + k * slice_s
+            yield np.clip(t_k + (m - done) / rate, t_k, start_s + (k + 1) * slice_s)
         else:
             yield np.empty(0)
         done = end

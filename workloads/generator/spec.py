@@ -16,6 +16,11 @@ same knobs with the same checks; the CLI names an option after its path in the t
     [workload.payload]    format, fields, size, users, items
     [workload.duplicates] share, after: re-send that share of events (same id, same
                           event time, same fields) `after` later, as a producer retry would
+
+`duration` is how long the workload is sent at least. A harness run with faults goes on past
+it while a fault has not landed or the query has not read past it (`read_past_batches`
+committed batches beyond what was sent when the fault was seen), up to `max_duration`
+(default 3 x `duration`); `python -m workloads generate` alone sends for `duration`.
 """
 
 from __future__ import annotations
@@ -37,7 +42,10 @@ PAYLOAD_FIELDS = ("user", "item", "amount", "type")
 FORMATS = ("json",)
 
 _TOP = ("kind", "topic", "partitions", "duration", "seed", "rate", "keys", "delay", "time", "payload",
-        "duplicates", "proportions", "hot_auction_ratio", "hot_seller_ratio", "hot_bidder_ratio")
+        "duplicates", "proportions", "hot_auction_ratio", "hot_seller_ratio", "hot_bidder_ratio",
+        "max_duration", "read_past_batches")
+MAX_DURATION_FACTOR = 3     # max_duration's default: this many times the duration
+READ_PAST_BATCHES = 3       # read_past_batches's default
 KINDS = ("events", "nexmark")
 NEXMARK_KEYS = ("proportions", "hot_auction_ratio", "hot_seller_ratio", "hot_bidder_ratio")
 # the keys each rate shape uses (besides `shape`)
@@ -110,6 +118,18 @@ class WorkloadSpec:
     duplicates: DuplicatesSpec = field(default_factory=DuplicatesSpec)
     kind: str = "events"                      # events, or nexmark: Person, Auction and Bid
     nexmark: Any = None                       # a nexmark.NexmarkSpec when kind is nexmark
+    # how long a harness run may go on past duration_s while its faults have not landed and been
+    # read past (None: MAX_DURATION_FACTOR x duration_s), and the committed batches past each
+    # fault it waits for
+    max_duration_s: float | None = None
+    read_past_batches: int = READ_PAST_BATCHES
+
+    @property
+    def cap_s(self) -> float:
+        """The longest the workload may last: max_duration, never under the duration (a spec
+        whose duration was replaced keeps its cap's meaning)."""
+        cap = MAX_DURATION_FACTOR * self.duration_s if self.max_duration_s is None else self.max_duration_s
+        return max(cap, self.duration_s)
 
     @property
     def mean_eps(self) -> float:
@@ -127,6 +147,11 @@ class WorkloadSpec:
                **{k: asdict(getattr(self, k)) for k in ("keys", "delay", "time", "payload", "duplicates")}}
         if self.kind != "events":
             out.update(kind=self.kind, nexmark=asdict(self.nexmark))
+        # only when given: at their defaults a scenario's fingerprint is what it was before them
+        if self.max_duration_s is not None:
+            out["max_duration_s"] = self.max_duration_s
+        if self.read_past_batches != READ_PAST_BATCHES:
+            out["read_past_batches"] = self.read_past_batches
         return out
 
 
@@ -148,9 +173,25 @@ def parse(raw: Any, path: str = "workload") -> WorkloadSpec:
         duplicates=_duplicates(s.table("duplicates", ("share", "after"))),
         kind=s.choice("kind", KINDS, "events"),
         nexmark=_nexmark(s),
+        max_duration_s=_max_duration_s(s, duration_ms),
+        read_past_batches=s.integer("read_past_batches", READ_PAST_BATCHES, ge=1, le=1000),
     )
     _check_sends_events(spec, path)
     return spec
+
+
+def _max_duration_s(s: Section, duration_ms: int) -> float | None:
+    """max_duration: at least the duration (the workload runs that long in any case)."""
+    if "max_duration" not in s:
+        return None
+    max_ms = s.duration_ms("max_duration", gt=0)
+    if max_ms < duration_ms:
+        raise bad(s.field("max_duration"), s.raw("max_duration"),
+                  f"is shorter than {s.field('duration')} ({s.raw('duration')}): the workload is sent for "
+                  "its duration at least, and max_duration caps how long it may go on after it",
+                  f"make max_duration at least {s.raw('duration')}, or drop it (default "
+                  f"{MAX_DURATION_FACTOR} x duration: {MAX_DURATION_FACTOR * duration_ms / 1000:g}s)")
+    return max_ms / 1000
 
 
 def _nexmark(s: Section):
