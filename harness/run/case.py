@@ -52,6 +52,7 @@ class Case:
     planned: int = 0
     warmup: list[dict] = field(default_factory=list)
     report: dict | None = None
+    workload: dict | None = None   # how long the workload was sent, and why (summary.json's cases[].workload)
     flush_offsets: dict[int, int] = field(default_factory=dict)   # partition -> end offset after the flush
     failure: str | None = None     # why the case failed while it ran (a dead driver)
     # epoch ms: its first batch committed (the warm-up done), and its driver asked to stop; the
@@ -365,6 +366,12 @@ class Case:
             for b in brokers:
                 out[f"broker:{b.node_id}"] = (proxy, [b.proxy_name], _kafka_probe(b.spark_bootstrap_servers))
         return out
+
+    def sent_offsets(self) -> dict[int, int]:
+        """The case's topic's end offsets now: what has been sent to it (from the broker)."""
+        from workloads import generator
+
+        return generator.end_offsets(self.stack.bootstrap_servers, self.topic)
 
     def whereabouts(self) -> str:
         """How far the case had got, for a message: 'at 4,868 of 10,000 events sent'."""

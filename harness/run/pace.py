@@ -10,6 +10,8 @@ one machine (ducktape's wait_until with a deadline from the run, Jepsen's genera
   faults anchored at "warmup" or "batch N" count from it.
 - A wait that decides "not observed" is a number of the query's recent batch times and of its
   driver's measured start-ups (faults/targets.py: Pace), never a fixed 10 s or 120 s.
+- The workload goes on past its duration until the query has read past every fault
+  (run/schedule.py): `read_past()` counts the committed batches that did.
 
 Batches are read from the checkpoint (offsets/N's and commits/N's mtimes: a batch's start and
 end), incrementally, so the pace is known with measurement off too.
@@ -61,6 +63,7 @@ class Pace:
         self._logs: dict[Path, _Log] = {}
         self._read_at = 0.0
         self._done: list[Done] = []
+        self._ends: list[dict[int, int]] = []   # each of _done's end offsets, in the same order
         self._warm: Warm | None = None
         self._lock = threading.Lock()
 
@@ -101,6 +104,20 @@ class Pace:
                 self._refresh()
                 self._read_at = time.monotonic()
             return list(self._done)
+
+    def read_past(self, since_s: float, mark: dict[int, int] | None) -> int:
+        """How many batches with input committed after `since_s` (epoch s) read past `mark`
+        (partition -> end offset): their end offsets reach it on every partition (a partition
+        the batch does not name has read nothing). Without a mark, every batch planned after
+        `since_s` counts (it read whatever was there when it was planned)."""
+        self.done()   # read the checkpoint, at most every REFRESH_S
+        with self._lock:
+            pairs = list(zip(self._done, self._ends, strict=True))
+        since_ms = since_s * 1000
+        if mark is None:
+            return sum(1 for d, _ in pairs if d.planned_ms > since_ms)
+        return sum(1 for d, ends in pairs if d.committed_ms > since_ms
+                   and all(ends.get(p, 0) >= offset for p, offset in mark.items()))
 
     # -- the warm-up and the anchors --------------------------------------------------------
     def warm(self) -> Warm | None:
@@ -143,12 +160,13 @@ class Pace:
 
     # -- reading the checkpoint ---------------------------------------------------------------
     def _refresh(self) -> None:
-        done: list[Done] = []
+        done: list[tuple[Done, dict[int, int]]] = []
         for query, cp in enumerate(self.checkpoints()):
             log = self._logs.setdefault(Path(cp), _Log())
             self._read(Path(cp), log)
             done += _batches(query, log)
-        self._done = sorted(done, key=lambda d: d.committed_ms)
+        done.sort(key=lambda pair: pair[0].committed_ms)
+        self._done, self._ends = [d for d, _ in done], [ends for _, ends in done]
 
     def _read(self, cp: Path, log: _Log) -> None:
         if log.first is None and (cp / "sources" / "0" / "0").exists():
@@ -167,9 +185,10 @@ class Pace:
                         continue
 
 
-def _batches(query: int, log: _Log) -> list[Done]:
-    """The committed batches with input of one checkpoint: each reads from where the one before
-    it ended (the first from sources/0/0; a partition added later, from 0)."""
+def _batches(query: int, log: _Log) -> list[tuple[Done, dict[int, int]]]:
+    """The committed batches with input of one checkpoint, each with its end offsets: each reads
+    from where the one before it ended (the first from sources/0/0; a partition added later,
+    from 0)."""
     out, previous = [], dict(log.first or {})
     for n in sorted(log.ends):
         ends = log.ends[n]
@@ -178,7 +197,7 @@ def _batches(query: int, log: _Log) -> list[Done]:
         rows = sum(max(0, end - previous.get(p, 0)) for p, end in ends.items())
         previous.update(ends)
         if n in log.committed and rows > 0:
-            out.append(Done(query, n, log.planned[n], log.committed[n], rows))
+            out.append((Done(query, n, log.planned[n], log.committed[n], rows), ends))
     return out
 
 

@@ -17,7 +17,7 @@ from harness.metrics import resources
 from harness.results import summary as summary_mod
 from harness.results.model import CaseResult, RunResult
 from harness.results.rundir import RunDir
-from harness.run import incidents, journal, stages
+from harness.run import incidents, journal, references, stages
 from harness.run.case import Case
 from harness.run.collect import case_result
 from harness.run.schedule import FaultRunner
@@ -46,7 +46,10 @@ def run(scenario, run_dir: RunDir, run_id: str, progress: Progress, registry: Re
             cases(stack, result)
         for spec in scenario.cases if cases is None else ():
             case = Case.create(scenario, spec, stack, run_dir, run_id, progress, registry)
-            result.cases.append(run_case(case))
+            done = run_case(case)
+            if scenario.measure.ceiling:   # a reference of the run's own, after the case
+                references.with_ceiling(case, done)
+            result.cases.append(done)
         sweep = watermark_sweep(scenario, result.cases)
         if sweep:
             result.sections["watermark_sweep"] = sweep
@@ -144,11 +147,11 @@ def run_case(case: Case) -> CaseResult:
     if broken is not None:   # before any driver starts: the driver would build it the same way
         case.failure = broken
         case.progress.step(f"FAILED: case {case.name}: {broken}")
-        return case_result(case, FaultRunner(case.scenario.faults, case.targets(), say=case.progress.step,
-                                             clock=case.pace), None)
+        return _described(case, case_result(case, FaultRunner(case.scenario.faults, case.targets(),
+                                                              say=case.progress.step, clock=case.pace), None))
     case.mount_storage()   # the storage faults' file system, before the faults' targets name it
     schedule = FaultRunner(case.scenario.faults, case.targets(), say=case.progress.step, clock=case.pace,
-                           fresh_restarts=case.spec.guarantee == "at-most-once")
+                           fresh_restarts=case.spec.guarantee == "at-most-once", mark=case.sent_offsets)
     sampler = resources.Sampler(case.registry, case.files.resources)
     if case.scenario.measure.enabled:
         sampler.start()
@@ -177,4 +180,14 @@ def run_case(case: Case) -> CaseResult:
         case.spark.stop()
     case.stop_appender()
     case.unmount_storage()
-    return case_result(case, schedule, used)
+    return _described(case, case_result(case, schedule, used))
+
+
+def _described(case: Case, result: CaseResult) -> CaseResult:
+    """The case's sections of this module's: how long its workload was sent and why
+    (`workload`), and its references (`references`: the restart floor; a ceiling only with
+    [measure] ceiling, added by run())."""
+    if case.workload is not None:
+        result.sections["workload"] = case.workload
+    result.sections["references"] = references.references(case)
+    return result

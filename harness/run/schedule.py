@@ -8,12 +8,21 @@ kill-driver inside a delay-commit finds the held batch. Faults due at the same a
 injected in the order the scenario lists them, so that one may count on the one before it
 (the delay-commit's request is placed before the kill that waits for its batch).
 
+The workload waits for the schedule (Jepsen's phases: the generator runs while the nemesis
+schedule is pending, then a quiet end). After its `duration` it goes on while `pending()` names
+a fault that has not come, landed, healed and been observed, or whose heal the query has not
+read past: `read_past_batches` committed batches (with input) whose end offsets reach what had
+been sent to the topic when the fault was observed (`mark`, from the broker). It goes on up
+to its cap, `max_duration`; `ended(at)` tells the schedule it stopped.
+
 A fault is injected only while the workload is being sent, and a fault that kills the driver
 only with events left for its successor to read: those sent while it is down, and for a fresh
 restart (at-most-once, which reads only what is sent after it starts) those sent after the
-driver's measured start-up. A fault whose moment does not come in time is `missed`, with why:
-the schedule did not fit the run, which says nothing about the pipeline (the run's status is
-schedule-missed, exit 2).
+driver's measured start-up. Since the workload waits for it, only the cap can leave too little
+of it: a fault whose moment does not come before the cap (or before a workload that ended
+early: its case failed, its custom shape ended) is `missed`, with why, "cut at max_duration"
+among it: the schedule did not fit the run, which says nothing about the pipeline (the case's
+verdict is UNKNOWN, the run's status schedule-missed).
 
 On an interrupted run `stop(aborted=True)` undoes what can be undone at once (SIGCONT, the
 lock, the commit hold) and starts nothing new (no driver restart).
@@ -44,16 +53,65 @@ class FaultRun:
     """One fault of the schedule, from its injection to its observation."""
 
     def __init__(self, spec: FaultSpec, targets: Targets, t0: float, say: Callable[[str], None],
-                 clock: Any = None, send_end: float | None = None, fresh_restarts: bool = False):
+                 clock: Any = None, send_end: float | None = None, fresh_restarts: bool = False,
+                 cap: float | None = None, mark: Callable[[], dict[int, int] | None] | None = None):
+        """`send_end`: when the workload's duration ends (epoch s); `cap`: the latest it may go
+        on to (max_duration; default `send_end`); `mark()`: the topic's end offsets now."""
         self.spec, self.targets, self.t0, self.say = spec, targets, t0, say
         self.clock, self.send_end, self.fresh_restarts = clock, send_end, fresh_restarts
+        self.cap = cap if cap is not None else send_end
+        self.mark_now = mark
+        self.ended_at: float | None = None    # the workload stopped (FaultRunner.ended)
         self.fault: Fault | None = None
         self.observation: Observation | None = None
         self.error: str | None = None
         self.missed: str | None = None
         self.due_at: float | None = None      # epoch seconds its time or anchor came
+        self.seen_at: float | None = None     # ... and it was observed, having sent `mark` by then
+        self.mark: dict[int, int] | None = None
         # injected, missed or given up: the next fault at the same anchor may go
         self.settled = threading.Event()
+        self.finished = threading.Event()     # its thread is done: nothing more will happen to it
+
+    # -- how long the workload lasts --------------------------------------------------------------
+    def _end(self) -> float | None:
+        """When the workload ends at the latest (epoch s): when it stopped, else its cap."""
+        return self.ended_at if self.ended_at is not None else self.cap
+
+    def _cut(self) -> str:
+        """What ended the workload, for a missed fault's sentence."""
+        if self.ended_at is not None and (self.cap is None or self.ended_at < self.cap - 0.5):
+            return f"the workload ended at {self.ended_at - self.t0:.1f} s"
+        if self.cap is not None and self.send_end is not None and self.cap > self.send_end:
+            return f"the workload was cut at max_duration ({self.cap - self.t0:g} s)"
+        return "the workload ended"
+
+    def _coming_end(self) -> str:
+        """The workload's end still to come, for a sentence."""
+        if self.cap is not None and self.send_end is not None and self.cap > self.send_end:
+            return f"max_duration ({self.cap - self.t0:g} s) cuts the workload"
+        return "the workload ends"
+
+    def pending(self, batches: int) -> str | None:
+        """Why the workload must go on for this fault (None: nothing more is to come of it): it
+        has not come, landed, healed and been observed, or the query has not committed
+        `batches` batches past what was sent when it was observed."""
+        what = f"fault {self.spec.kind} ({self.spec.at})"
+        if self.missed is not None or self.error is not None:
+            return None
+        if self.observation is None:
+            if self.finished.is_set():
+                return None   # stopped before it was observed: nothing more will come of it
+            if self.due_at is None:
+                return f"{what} has not come"
+            return f"{what} has not " + ("landed" if self.fault is None or self.fault.landed_at is None
+                                         else "healed and been observed")
+        if not self.observation.observed or self.observation.outcome == "refused" or self.seen_at is None:
+            return None   # not seen, or Spark refused to go on: no query will read past it
+        read = self.clock.read_past(self.seen_at, self.mark) if self.clock is not None else batches
+        if read >= batches:
+            return None
+        return f"the query has read past {what} in {read} of {batches} batches"
 
     # -- when -----------------------------------------------------------------------------------
     def _due(self, stopping: threading.Event) -> float | None:
@@ -71,8 +129,9 @@ class FaultRun:
                 if stopping.wait(max(0.0, reached - time.time())):
                     return None
                 return reached
-            if self.send_end is not None and time.time() >= self.send_end:
-                self.missed = (f"{anchor.text()} never came while the workload was sent: "
+            end = self._end()
+            if end is not None and time.time() >= end:
+                self.missed = (f"{anchor.text()} never came while the workload was sent ({self._cut()}): "
                                f"{self.clock.not_reached(anchor)}")
                 return None
             stopping.wait(POLL_S)
@@ -89,19 +148,22 @@ class FaultRun:
         return self.spec.lasts_s + (self.clock.start_s if self.fresh_restarts else 0.0)
 
     def _too_late(self, now: float) -> str | None:
-        """Why the fault cannot land now (None: it can): too little of the workload left."""
-        if self.send_end is None or self.clock is None:
+        """Why the fault cannot land now (None: it can): too little of the workload left before
+        its end at the latest (the cap; the workload waits for the fault until then)."""
+        end = self._end()
+        if end is None or self.clock is None:
             return None
-        left, need = self.send_end - now, self._need_s()
+        left, need = end - now, self._need_s()
         if left > need:
             return None
         at = f"at {now - self.t0:.1f} s" + (f" ({self.spec.at})" if self.spec.by_progress else "")
         if left <= 0:
-            return f"{at} the workload had ended"
+            return f"{at} the workload had ended ({self._cut()})"
         start = (f" and the driver's measured start-up of {self.clock.start_s:.1f} s" if self.fresh_restarts
                  else "")
         return (f"{at} it needed {need:.1f} s of the workload after it (its {self.spec.lasts_s:g} s down"
-                f"{start}: a new driver must find events it has not read), and {left:.1f} s were left")
+                f"{start}: a new driver must find events it has not read), and {left:.1f} s were left "
+                f"before {self._coming_end()}")
 
     # -- the fault ------------------------------------------------------------------------------
     def run(self, stopping: threading.Event, before: FaultRun | None = None) -> None:
@@ -122,6 +184,7 @@ class FaultRun:
             self._carry_out(stopping)
         finally:
             self.settled.set()
+            self.finished.set()
 
     def _carry_out(self, stopping: threading.Event) -> None:
         try:
@@ -137,7 +200,10 @@ class FaultRun:
             stopping.wait(max(0.0, since + self.spec.lasts_s - time.time()))
             if not stopping.is_set():
                 self.fault.heal()
-                self.observation = self.fault.observe()
+                observation = self.fault.observe()
+                # what the query must read past before the workload may end (its batches after now)
+                self.seen_at, self.mark = time.time(), self._mark()
+                self.observation = observation
                 seen = "seen" if self.observation.observed else "NOT SEEN"
                 self.say(f"fault {self.spec.kind}: {seen}: {self.observation.detail}")
         except Missed as exc:   # the run offered it nothing to act on: the schedule did not fit
@@ -149,6 +215,17 @@ class FaultRun:
             log.error("fault %s failed: %s\n%s", self.spec.kind, exc, traceback.format_exc())
             self.say(f"fault {self.spec.kind}: FAILED: {self.error}")
             self.release()
+
+    def _mark(self) -> dict[int, int] | None:
+        """The topic's end offsets now; None when there is no way to ask, or the broker did not
+        answer (then any batch planned after now counts as read past it)."""
+        if self.mark_now is None:
+            return None
+        try:
+            return self.mark_now()
+        except Exception as exc:  # noqa: BLE001 - the mark only decides how long to go on
+            log.warning("the topic's end offsets after %s: %s", self.spec.kind, exc)
+            return None
 
     def release(self) -> None:
         """Undo what lasts (SIGCONT, the lock, the commit hold), whatever happened."""
@@ -211,24 +288,29 @@ def stop_every_schedule() -> None:
 
 
 class FaultRunner:
-    """The schedule of one case: `start(t0, send_end)` when sending begins, `join()` after it.
-    `clock`: the case's pace (progress anchors, batch times, start-ups); `fresh_restarts`: a
-    new driver starts on a fresh checkpoint at the latest offsets (at-most-once)."""
+    """The schedule of one case: `start(t0, send_end, cap)` when sending begins, `pending()` while
+    the workload asks whether to go on, `ended(at)` when it stopped, `join()` after it.
+    `clock`: the case's pace (progress anchors, batch times, start-ups, batches read past a
+    mark); `fresh_restarts`: a new driver starts on a fresh checkpoint at the latest offsets
+    (at-most-once); `mark()`: the topic's end offsets now (what has been sent)."""
 
     def __init__(self, specs: tuple[FaultSpec, ...], targets: Targets,
-                 say: Callable[[str], None] = log.info, clock: Any = None, fresh_restarts: bool = False):
+                 say: Callable[[str], None] = log.info, clock: Any = None, fresh_restarts: bool = False,
+                 mark: Callable[[], dict[int, int] | None] | None = None):
         _LIVE.add(self)
         self.runs: list[FaultRun] = []
         self.specs, self.targets, self.say = specs, targets, say
-        self.clock, self.fresh_restarts = clock, fresh_restarts
+        self.clock, self.fresh_restarts, self.mark = clock, fresh_restarts, mark
         self.stopping = threading.Event()
         self.threads: list[threading.Thread] = []
         self.t0: float | None = None   # wall-clock seconds of the first event sent
 
-    def start(self, t0: float, send_end: float | None = None) -> None:
+    def start(self, t0: float, send_end: float | None = None, cap: float | None = None) -> None:
+        """`send_end`: the workload's duration ends (epoch s); `cap`: the latest it may go on to
+        while a fault is pending (default: `send_end`, a workload that does not wait)."""
         self.t0 = t0
-        self.runs = [FaultRun(spec, self.targets, t0, self.say, self.clock, send_end, self.fresh_restarts)
-                     for spec in self.specs]
+        self.runs = [FaultRun(spec, self.targets, t0, self.say, self.clock, send_end, self.fresh_restarts,
+                              cap, self.mark) for spec in self.specs]
         previous: dict[tuple, FaultRun] = {}
         for run in self.runs:
             key = (run.spec.when.after, run.spec.when.plus_s, run.spec.when.batches)
@@ -238,6 +320,17 @@ class FaultRunner:
                                       name=f"fault-{run.spec.kind}", daemon=True)
             thread.start()
             self.threads.append(thread)
+
+    def pending(self, batches: int) -> str | None:
+        """Why the workload must go on (the first fault listed that is not done with, in a
+        sentence); None when every fault has landed and the query has read `batches` batches
+        past each, or will never."""
+        return next((why for run in self.runs if (why := run.pending(batches)) is not None), None)
+
+    def ended(self, at: float) -> None:
+        """The workload stopped at `at` (epoch s): a fault whose moment has not come is missed."""
+        for run in self.runs:
+            run.ended_at = at
 
     def join(self, timeout_s: float = 600.0) -> None:
         """Wait for every fault to be injected, healed and observed (or missed)."""

@@ -25,7 +25,7 @@ def driver_died(case: Case, exc: DriverDied) -> None:
     """Say at once how the driver died, how far the case had got, and its log's errors."""
     case.failure = f"driver of case {case.name} {exc.how} {case.whereabouts()}"
     lines = "\n".join(f"    {line}" for line in exc.error_lines) or "    (none)"
-    more = "; the workload goes on to the end of its schedule (open loop)" if case.phase == "sending" else ""
+    more = "; the workload goes on to the end of its duration (open loop)" if case.phase == "sending" else ""
     case.progress.step(f"FAILED: {case.failure}{more}; its log's error lines:\n{lines}")
 
 
@@ -62,9 +62,62 @@ def warm_up(case: Case, timeout_s: float = WARM_UP_TIMEOUT_S) -> None:
     case.registry.changed()   # the executors registered after the driver was ready: record them
 
 
+class GoingOn:
+    """Whether the workload goes on past its duration (the generator's `keep_going`): while a
+    fault of the schedule is pending (FaultRunner.pending: not landed, or not read past in
+    `batches` committed batches), and the case has not failed; and, once it stopped, why it
+    lasted as long as it did (summary.json's cases[].workload)."""
+
+    def __init__(self, case: Case, schedule: FaultRunner, batches: int):
+        self.case, self.schedule, self.batches = case, schedule, batches
+        self.asked = False          # the duration is over: the generator has asked
+        self.why: str | None = None   # what the workload last went on for
+        self.failed = False         # it stopped because the case had failed
+
+    def __call__(self) -> bool:
+        self.asked = True
+        if self.case.failure is not None:   # a dead driver: its case failed; nothing will land
+            self.failed = True
+            return False
+        why = self.schedule.pending(self.batches)
+        if why is None:
+            return False
+        self.why = why
+        return True
+
+    def line(self, duration_s: float) -> str:
+        """For the live status line, past the duration: what the workload goes on for."""
+        return f"; past the {duration_s:g}s duration while {self.why}" if self.asked and self.why else ""
+
+    def record(self, wl, report: dict) -> dict:
+        """How long the workload was sent, and why (cases[].workload)."""
+        extended, cut = report.get("extended_by_s", 0.0), report.get("cut_at_cap", False)
+        done = f"every fault had landed and the query had read {self.batches} batches past each"
+        if not self.schedule.specs:
+            why = "no fault is scheduled: the workload is sent for its duration"
+        elif wl.cap_s <= wl.duration_s:
+            why = "max_duration is the duration: the workload does not wait for its faults"
+        elif self.failed:
+            why = ("the case had failed (its driver died), so the workload went no further than "
+                   + (f"{extended:g} s past its duration, where it was" if extended else "its duration"))
+        elif cut:
+            why = (f"cut at max_duration ({wl.cap_s:g} s) while {self.why}" if wl.cap_s - wl.duration_s
+                   <= extended + 1e-6 else f"the rate shape ended {extended:g} s past the duration while "
+                   f"{self.why}")
+        elif extended:
+            why = f"went on {extended:g} s past the duration while {self.why}; then {done}"
+        else:
+            why = f"{done} by the end of the duration"
+        return {"duration_s": wl.duration_s, "max_duration_s": wl.cap_s,
+                "read_past_batches": self.batches, "sent_for_s": report.get("sent_for_s", wl.duration_s),
+                "extended_by_s": extended, "cut_at_max_duration": bool(cut and not self.failed), "why": why}
+
+
 def offer_load(case: Case, schedule: FaultRunner) -> None:
     """Send the workload open-loop, then the control events that move the watermark past
-    the last output; ground truth goes to the case's truth/ directory."""
+    the last output; ground truth goes to the case's truth/ directory. With faults, the
+    workload goes on past its duration until each has landed and the query has read past it
+    (GoingOn), up to max_duration."""
     from workloads import generator
     from workloads.generator import shapes, truth
 
@@ -75,8 +128,11 @@ def offer_load(case: Case, schedule: FaultRunner) -> None:
                        if k != "shape")
     first = ("" if warmup is None
              else f", after a {warmup['for_s']:g}s warm-up at {warmup['eps']:,.0f} events/s")
+    going = GoingOn(case, schedule, wl.read_past_batches)
+    waits = bool(schedule.specs) and wl.cap_s > wl.duration_s
+    more = f", then on while a fault is pending, up to {wl.cap_s:g}s" if waits else ""
     case.progress.step(f"case {case.name}: sending for {wl.duration_s:g}s "
-                       f"at a {rate['shape']} rate ({params}){first}")
+                       f"at a {rate['shape']} rate ({params}){first}{more}")
     case.phase = "sending"
     live = LiveStatus(case.spark.progress_path, case.topic, len(case.warmup))
 
@@ -88,18 +144,22 @@ def offer_load(case: Case, schedule: FaultRunner) -> None:
             except DriverDied as exc:   # the schedule never waits for the system, nor stops for it
                 if not case.expect_down:   # a fault may have killed it between the two checks
                     driver_died(case, exc)
-        case.progress.update(live.line(sent, planned))
+        case.progress.update(live.line(sent, planned) + going.line(wl.duration_s))
 
     start_ms = time.time_ns() // 1_000_000 + generator.START_LEAD_MS
     steps = partition_steps(case.scenario.faults, wl.partitions)
     case.pace.sending(start_ms, start_ms + wl.duration_s * 1000)
     # a fault's `at` counts from the first event sent; its anchor, from the query's progress
-    schedule.start(t0=start_ms / 1000, send_end=start_ms / 1000 + wl.duration_s)
+    t0 = start_ms / 1000
+    schedule.start(t0=t0, send_end=t0 + wl.duration_s, cap=t0 + wl.cap_s)
     try:
         report = generator.generate(wl, case.stack.bootstrap_servers, case.truth_dir, topic=case.topic,
-                                    start_ms=start_ms, progress=on_progress, partitions_from=steps)
+                                    start_ms=start_ms, progress=on_progress, partitions_from=steps,
+                                    keep_going=going if waits else None)
     finally:
+        schedule.ended(time.time())   # a fault whose moment has not come is missed now
         truth.write_control(case.truth_dir, case.warmup)   # the warm-up events are truth too
+    case.workload = going.record(wl, report)
     if schedule.specs:
         case.progress.step(f"case {case.name}: waiting for the faults to heal and be observed")
         schedule.join()

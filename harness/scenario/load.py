@@ -168,7 +168,7 @@ def _fault_kinds(top: Section, scenario_dir: Path) -> tuple[str, ...]:
     return tuple(raw)
 
 
-_MEASURE_KEYS = ("warmup", "warmup_eps", "lag_trend_max", "enabled")
+_MEASURE_KEYS = ("warmup", "warmup_eps", "lag_trend_max", "enabled", "ceiling")
 
 
 def _measures(top: Section, quick_raw: Any, quick: bool, workload: WorkloadSpec) -> Measure:
@@ -192,7 +192,8 @@ def _measure(s: Section, workload: WorkloadSpec) -> Measure:
         raise bad(s.field("warmup_eps"), s.raw("warmup_eps"), "is the rate of a warm-up phase, but "
                   "[measure] warmup is 0s", "give [measure] warmup a duration too")
     return Measure(warmup_s=warmup_s, lag_trend_max=s.number("lag_trend_max", 0.02, gt=0),
-                   warmup_eps=warmup_eps, enabled=s.boolean("enabled", True))
+                   warmup_eps=warmup_eps, enabled=s.boolean("enabled", True),
+                   ceiling=s.boolean("ceiling", False))
 
 
 def _faults(raw: Any, quick_raw: Any, quick: bool, ctx: Context):
