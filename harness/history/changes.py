@@ -3,11 +3,17 @@
 The method was chosen by measurement on planted histories built from real run noise
 (benchmarks/changepoints.py; docs/results.md, "Nightly history"): PELT (Killick, Fearnhead and
 Eckley, 2012) with an l2 cost, through `ruptures` (its KernelCPD with a linear kernel: the
-same search in C), on each figure relative to its median, with
-a penalty of PENALTY x sd^2 x ln(n), sd being the figure's relative noise measured on A/A nights
-(harness/history/noise.py). A change is reported with the medians and ranges of the nights
-before and after it (up to the previous and next change), its size, and what changed between
-its two nights: the commits and the versions.
+same search in C), on each figure relative to its median, with a penalty of
+PENALTY x sd^2 x ln(n), sd being the figure's relative noise (harness/history/noise.py), and
+levels of at least MIN_SIZE nights.
+
+A change point sits at the first night at the new level. PELT's levels of at least two nights
+would put a step in the newest night one night early (on a night of the old level, blaming
+the commits before it), so each change point is then placed where it fits best within a night
+of PELT's, the new level allowed a single night. A change is reported with the medians and
+ranges of the nights before and after it (up to the neighbouring changes), its size, and what
+changed from the last night before it to the first night at the new level: the commits, the
+versions, the machine. It alarms once MIN_AFTER nights are at the new level.
 """
 
 from __future__ import annotations
@@ -16,28 +22,33 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from harness.history.machine import differences
 from harness.history.noise import Noise
 from harness.history.store import Night, Series, moved_versions
 from harness.results import figures
 
-# calibrated on planted histories of real noise (benchmarks/changepoints.py, the quick bench's
-# noise from ten two-core runs and the full baseline's repeats: throughput 1.3%, p99 9.1%), with
-# levels of at least MIN_SIZE nights: 0.31 false alarms in 30 A/A nights of throughput and 0.26
-# of p99 (a penalty of 1.5 made 0.69 and 0.60, and caught a 10% p99 step in 38% of histories
-# where 2 catches it in 26%) ...
-PENALTY = 2.0
-# ... at which a step of 3.2 noise sd is caught within NEWEST nights in 95% of the histories
-# (4% for the quick bench's throughput; 29% for its p99)
-DETECTABLE_SDS = 3.2
-# a change alarms once this many nights are past it: a single night off is an outlier as often
-# as a step (one night of 3 sd made a false alarm in 40 A/A nights)
+# calibrated on planted histories (benchmarks/changepoints.py `across`: 200 histories of 30
+# nights on two machines, one 1.6x slower, the runner switching every 3-8 nights, noise from
+# real repeats): every speed alarm of every series counted, a night's check judging four figures
+# (throughput and p99 on its machine, the two ratios on every machine). With --repeat 3 and an
+# A/A night in seven (the nightly), 0.62 false alarms in 30 nights and a 5% step in the ratio
+# throughput caught within 3 nights in 98%; a penalty of 2 made 1.4 false alarms ...
+PENALTY = 3.0
+# ... at which a step of DETECTABLE_SDS noise sd is caught within NEWEST nights in 95% of the
+# histories of one figure whose noise is known (`calibrate`)
+DETECTABLE_SDS = 3.3
+# a change alarms once this many nights are at its new level (the night of the change and the
+# one after it): a single night off is an outlier as often as a step (one night of 3 sd made a
+# false alarm in 40 A/A nights)
 MIN_AFTER = 2
-# a level lasts at least this many nights: one night off alone is never a level of its own
+# PELT's levels last at least this many nights: one night off alone is never a level of its own
 # (the real history of ten A/A quick benches, results/history, had a night 4 sd off in four
 # figures at once, which a level of one night made four false alarms)
 MIN_SIZE = 2
 NEWEST = 3          # a change among the newest NEWEST nights is a change `check` alarms on
-MIN_NIGHTS = 4      # fewer nights than this: no change point is looked for
+# fewer nights than this in a series: its speed is not judged yet (a new machine's first nights
+# never alarm; 4 made 0.82 false alarms in 30 nights where 6 makes 0.62)
+MIN_NIGHTS = 6
 
 
 @dataclass(frozen=True)
@@ -52,10 +63,11 @@ class Side:
 class Change:
     series: Series
     figure: str
-    night: int            # the index of the first night after the change
+    night: int            # the index of the first night at the new level
     before: Side
     after: Side
     worse: bool
+    noise: Noise | None = None
 
     @property
     def size(self) -> float:
@@ -66,20 +78,39 @@ class Change:
 
     @property
     def run(self) -> Night:
+        """The first night at the new level."""
         return self.series.nights[self.night]
 
     @property
     def previous(self) -> Night:
+        """The last night before the change."""
         return self.series.nights[self.night - 1]
 
+    @property
+    def settled(self) -> bool:
+        """Whether enough nights are at the new level to alarm (MIN_AFTER)."""
+        return self.after.nights >= MIN_AFTER
+
+    @property
+    def newest(self) -> bool:
+        """Among the series' newest NEWEST nights."""
+        return self.night >= len(self.series.nights) - NEWEST
+
+    @property
+    def alarm(self) -> bool:
+        """What `check` alarms on: a change for the worse among the newest nights, settled."""
+        return self.worse and self.newest and self.settled
+
     def between(self) -> str:
-        """The commits and the versions that changed between the two nights."""
+        """What changed from the last night before it to the first night at the new level: the
+        commits, the versions, the machine."""
         a, b = self.previous, self.run
         parts = [f"commits {_short(a.commit)}..{_short(b.commit)}" if a.commit != b.commit
                  else f"the same commit {_short(b.commit)}"]
-        moved = [f"{k} {a.versions.get(k)} -> {b.versions.get(k)}"
-                 for k in moved_versions(a.versions, b.versions)]
-        return "; ".join(parts + moved)
+        parts += [f"{k} {a.versions.get(k)} -> {b.versions.get(k)}"
+                  for k in moved_versions(a.versions, b.versions)]
+        parts += [f"machine: {d}" for d in differences(a.on, b.on)]
+        return "; ".join(parts)
 
 
 def _short(sha: str | None) -> str:
@@ -87,7 +118,8 @@ def _short(sha: str | None) -> str:
 
 
 def detect(values: list[float], sd: float) -> list[int]:
-    """Indices where a new level starts (PELT, l2 cost, on the values relative to their median)."""
+    """Indices where a new level starts (PELT, l2 cost, on the values relative to their median),
+    each placed at the first night at its new level."""
     import numpy as np
     import ruptures as rpt
 
@@ -97,41 +129,52 @@ def detect(values: list[float], sd: float) -> list[int]:
     # KernelCPD with a linear kernel is PELT with the l2 cost, in C: the same change points as
     # Pelt(model="l2"), 0.4 ms for 365 nights where Pelt's Python cost takes 110-260 ms
     search = rpt.KernelCPD(kernel="linear", min_size=MIN_SIZE, jump=1).fit(y)
-    return [int(b) for b in search.predict(pen=pen) if b < len(y)]
+    points = [int(b) for b in search.predict(pen=pen) if b < len(y)]
+    return place(y.tolist(), points)
+
+
+def place(y: list[float], points: list[int]) -> list[int]:
+    """Each change point moved by at most a night to where the two levels beside it fit best
+    (least squares), the new level allowed a single night: PELT's levels of MIN_SIZE nights put
+    a step in the newest night on the night before it."""
+    out = list(points)
+    for k, p in enumerate(out):
+        start = out[k - 1] if k else 0
+        end = out[k + 1] if k + 1 < len(out) else len(y)
+        candidates = [q for q in (p - 1, p, p + 1) if start + MIN_SIZE <= q < end]
+        out[k] = min(candidates, key=lambda q: (_sse(y[start:q]) + _sse(y[q:end]), q != p))
+    return out
+
+
+def _sse(values: list[float]) -> float:
+    if not values:
+        return 0.0
+    mean = statistics.fmean(values)
+    return sum((v - mean) ** 2 for v in values)
 
 
 def speed_changes(series: Series, noise: dict[str, Noise]) -> list[Change]:
-    """Every change point of every compared figure of one series."""
+    """Every change point of every figure the series judges (harness/history/store.py)."""
     out: list[Change] = []
-    for f in figures.shown_in(figures.COMPARE):
-        if f.better is None or noise.get(f.name) is None or noise[f.name].sd is None:
+    for f in figures.compared():
+        told = noise.get(f.name)
+        if not series.judges(f) or told is None or told.sd is None:
             continue
-        values = series.values(f.name)
-        kept = [(i, v) for i, v in enumerate(values) if v is not None]
+        kept = [(i, v) for i, v in enumerate(series.values(f.name)) if v is not None]
         if len(kept) < MIN_NIGHTS or not statistics.median(v for _, v in kept):
             continue
-        sd = noise[f.name].sd
-        assert sd is not None
-        points = detect([v for _, v in kept], sd)
+        points = detect([v for _, v in kept], told.sd)
         edges = [0, *points, len(kept)]
         for k, p in enumerate(points):
-            before = [v for _, v in kept[edges[k]:p]]
-            after = [v for _, v in kept[p:edges[k + 2]]]
-            b, a = _side(before), _side(after)
+            b = _side([v for _, v in kept[edges[k]:p]])
+            a = _side([v for _, v in kept[p:edges[k + 2]]])
             worse = (a.median < b.median) if f.better == figures.HIGHER else (a.median > b.median)
-            out.append(Change(series, f.name, kept[p][0], b, a, worse))
+            out.append(Change(series, f.name, kept[p][0], b, a, worse, told))
     return out
 
 
 def _side(values: list[float]) -> Side:
     return Side(statistics.median(values), min(values), max(values), len(values))
-
-
-def newest(change: Change) -> bool:
-    """Whether `check` alarms on the change: among the series' newest NEWEST nights, with at
-    least MIN_AFTER nights after it."""
-    n = len(change.series.nights)
-    return n - NEWEST <= change.night <= n - MIN_AFTER
 
 
 def detectable(sd: float | None) -> float | None:

@@ -1,10 +1,24 @@
-"""Each figure's noise on the machine, calibrated, not assumed.
+"""Each figure's noise in a series, calibrated, not assumed; `history check` says which
+estimates it used.
 
-A/A: two nights of a series that ran the same commit (clean checkouts) differ by noise alone.
-The relative noise of one night's value is sqrt(mean(d^2) / 2), d = (a - b) / mean(a, b) over
-every such pair. Without A/A pairs, the spread of a night's --repeat runs about their mean is
-used and said so; without either, the noise is unknown and `history check` says that no change
-of that figure can be told from noise.
+Two estimates of the noise of one night's value, each a relative sd with its degrees of freedom:
+- A/A nights: two nights of a series that ran the same clean commit differ by noise alone:
+  sqrt(mean(d^2) / 2), d = (a - b) / mean(a, b) over every such pair (one degree of freedom a
+  pair), pooled over the cases of one workload on one machine; a case noisier than the pool
+  is judged by its own A/A pairs.
+- the series itself, from its night-to-night differences: the same formula over consecutive
+  nights (two thirds of a degree of freedom each, as neighbours share a night), robust to
+  steps: the differences across a change point that a first estimate finds are left out. It
+  sees what A/A nights run back to back miss (the runner's drift from night to night), and
+  needs no A/A night: at least MIN_DIFFS differences.
+Both, where both are there, are pooled (weighted by their degrees of freedom). Without either,
+the spread of a night's --repeat runs is used (it misses the drift between nights); without
+that, the noise is unknown and the figure's speed is not judged.
+
+The estimate is then raised to the upper CONFIDENCE bound of the sd it could be (chi-square on
+its degrees of freedom): from three A/A pairs or six nights an sd is often half the true one,
+and a series judged against a noise it happened to understate raises false alarms (planted
+histories: benchmarks/changepoints.py `across`, docs/results.md).
 """
 
 from __future__ import annotations
@@ -14,80 +28,129 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
-from harness.history.store import Series
+from harness.history.store import Night, Series
 
-AA, REPEATS, NONE = "A/A nights", "repeats within a night", "none"
+AA, NIGHTS, REPEATS, NONE = "A/A nights", "night-to-night differences", "repeats within a night", "none"
+MIN_DIFFS = 5       # night-to-night differences (six nights) before the series' own estimate is used
+CONFIDENCE = 0.8    # the sd judged by is the upper bound at this confidence of the one measured
+_WHAT = {AA: "pairs of A/A nights", NIGHTS: "night-to-night differences", REPEATS: "runs of repeated nights"}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    source: str
+    sd: float           # relative sd of one night's value, as measured
+    samples: int        # A/A pairs, night-to-night differences, or runs of repeated nights
+    df: float           # its degrees of freedom
+
+    def text(self) -> str:
+        return f"{self.sd:.1%} from {self.samples} {_WHAT[self.source]}"
 
 
 @dataclass(frozen=True)
 class Noise:
     figure: str
-    sd: float | None      # relative standard deviation of one night's value
-    samples: int          # A/A pairs, or runs of repeated nights
-    source: str
+    sd: float | None                    # the relative sd of one night's value judged by
+    estimates: tuple[Estimate, ...] = ()
+
+    @property
+    def source(self) -> str:
+        return " and ".join(e.source for e in self.estimates) or NONE
+
+    @property
+    def samples(self) -> int:
+        return sum(e.samples for e in self.estimates)
 
     def text(self) -> str:
         if self.sd is None:
-            return f"{self.figure}: noise unknown (no A/A nights nor repeats)"
-        pairs = "pairs of " if self.source == AA else ""
-        return f"{self.figure}: {self.sd:.1%} ({self.samples} {pairs}{self.source})"
+            return (f"{self.figure}: noise unknown (no A/A nights, fewer than {MIN_DIFFS + 1} nights, "
+                    "no repeats)")
+        measured = "; ".join(e.text() for e in self.estimates)
+        return f"{self.figure}: {self.sd:.1%} ({measured}; its {CONFIDENCE:.0%} upper bound)"
 
 
-def aa_pairs(series: list[Series]) -> dict[str, list[tuple[float, float]]]:
-    """Per figure, the (a, b) values of every two nights of a series that ran the same clean commit
-    (consecutive ones, when a commit ran three times or more)."""
-    from harness.results import figures
-
-    out: dict[str, list[tuple[float, float]]] = defaultdict(list)
+def aa_pairs(series: list[Series], figure: str) -> list[tuple[float, float]]:
+    """The (a, b) values of `figure` of every two nights of a series that ran the same clean
+    commit (consecutive ones, when a commit ran three times or more)."""
+    out = []
     for s in series:
-        by_commit = defaultdict(list)
+        by_commit: dict[str, list[Night]] = defaultdict(list)
         for night in s.nights:
             if night.commit and night.dirty is False:
                 by_commit[night.commit].append(night)
         for nights in by_commit.values():
             for a, b in zip(nights, nights[1:], strict=False):
-                for f in figures.FIGURES:
-                    x, y = a.value(f.name), b.value(f.name)
-                    if x is not None and y is not None and x + y > 0:
-                        out[f.name].append((x, y))
+                x, y = a.value(figure), b.value(figure)
+                if x is not None and y is not None and x + y > 0:
+                    out.append((x, y))
     return out
 
 
-def calibrate(series: list[Series]) -> dict[str, Noise]:
-    """Each figure's noise over the given series (one machine's), from A/A pairs, else repeats."""
-    from harness.results import figures
-
-    pairs = aa_pairs(series)
-    out = {}
-    for f in figures.FIGURES:
-        got = pairs.get(f.name, [])
-        if got:
-            d = [(a - b) / ((a + b) / 2) for a, b in got]
-            out[f.name] = Noise(f.name, math.sqrt(statistics.fmean(x * x for x in d) / 2), len(got), AA)
-            continue
-        residuals = [r for s in series for night in s.nights for r in _repeats(night, f.name)]
-        sd = math.sqrt(statistics.fmean(r * r for r in residuals)) if len(residuals) >= 3 else None
-        out[f.name] = (Noise(f.name, sd, len(residuals), REPEATS) if sd is not None
-                       else Noise(f.name, None, 0, NONE))
-    return out
+def from_aa(series: list[Series], figure: str) -> Estimate | None:
+    pairs = aa_pairs(series, figure)
+    if not pairs:
+        return None
+    return Estimate(AA, _rms([(a - b) / ((a + b) / 2) for a, b in pairs]), len(pairs), len(pairs))
 
 
-def _repeats(night, figure: str) -> list[float]:
-    values = [float(v) for v in (e.figures.get(figure) for e in night.entries) if v is not None]
+def from_nights(s: Series, figure: str) -> Estimate | None:
+    """The series' own noise from its consecutive nights' relative differences, those across a
+    change point left out; None with fewer than MIN_DIFFS differences."""
+    values = [v for v in s.values(figure) if v is not None]
+    d = [(b - a) / ((a + b) / 2) for a, b in zip(values, values[1:], strict=False) if a + b > 0]
+    if len(d) < MIN_DIFFS:
+        return None
+    first = _rms(d)
+    if first > 0:
+        from harness.history.changes import detect
+
+        steps = set(detect(values, first))
+        d = [x for i, x in enumerate(d) if i + 1 not in steps] or d
+    return Estimate(NIGHTS, _rms(d), len(d), 2 * len(d) / 3)
+
+
+def from_repeats(s: Series, figure: str) -> Estimate | None:
+    residuals, df = [], 0
+    for night in s.nights:
+        r = _repeats(night, figure)
+        residuals += r
+        df += max(len(r) - 1, 0)
+    if len(residuals) < 3:
+        return None
+    return Estimate(REPEATS, math.sqrt(statistics.fmean(r * r for r in residuals)), len(residuals), df)
+
+
+def _repeats(night: Night, figure: str) -> list[float]:
+    values = night.values(figure)
     if len(values) < 2 or not statistics.fmean(values):
         return []
     mean, k = statistics.fmean(values), len(values)
     return [(v / mean - 1) * math.sqrt(k / (k - 1)) for v in values]
 
 
-def wider(pooled: dict[str, Noise], own: dict[str, Noise]) -> dict[str, Noise]:
-    """Per figure, the wider of a series' own A/A noise and its machine's pooled noise: a case
-    noisier than the others (an at-most-once case's throughput moves with what it lost) is
-    judged by its own, a quiet one never by less than the pool's."""
-    out = dict(pooled)
-    for name, n in own.items():
-        base = pooled.get(name)
-        if n.source == AA and n.sd is not None and (base is None or base.sd is None or n.sd > base.sd):
-            out[name] = n
-    return out
+def _rms(d: list[float]) -> float:
+    """The sd of one night's value from relative differences of two nights' values."""
+    return math.sqrt(statistics.fmean(x * x for x in d) / 2)
 
+
+def upper(sd: float, df: float) -> float:
+    """The upper CONFIDENCE bound of an sd measured as `sd` on `df` degrees of freedom."""
+    from scipy.stats import chi2
+
+    df = max(df, 1.0)
+    return sd * math.sqrt(df / chi2.ppf(1 - CONFIDENCE, df))
+
+
+def calibrate(s: Series, pool: list[Series], figure: str) -> Noise:
+    """The noise `figure` of series `s` is judged by: A/A nights of its pool (the cases of its
+    workload on its machine; its own where wider) and its own night-to-night differences,
+    pooled; else repeats within its nights; else unknown. Raised to its upper bound."""
+    pooled, own = from_aa(pool, figure), from_aa([s], figure)
+    aa = own if own is not None and pooled is not None and own.sd > pooled.sd else pooled
+    found = tuple(e for e in (aa, from_nights(s, figure)) if e is not None) or tuple(
+        e for e in (from_repeats(s, figure),) if e is not None)
+    df = sum(e.df for e in found)
+    if not found or df <= 0:
+        return Noise(figure, None)
+    variance = sum(e.df * e.sd ** 2 for e in found) / df
+    return Noise(figure, upper(math.sqrt(variance), df), found)

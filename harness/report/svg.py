@@ -39,14 +39,16 @@ class Band:
     incident: bool = False
 
 
-def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+def nice_ticks(low: float, high: float, count: int = 5, integer: bool = False) -> list[float]:
     """About `count` round tick values (1, 2 or 5 times a power of ten apart) covering
-    low..high."""
+    low..high; with `integer`, at least 1 apart (a count of events has no half)."""
     if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
         return [low] if math.isfinite(low) else [0.0]
     raw = (high - low) / max(count, 1)
     power = 10 ** math.floor(math.log10(raw))
     step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    if integer:
+        step = max(step, 1.0)
     first = math.floor(low / step) * step
     ticks = [round(first, 10)]
     while ticks[-1] < high - step * 1e-9:   # up to the first tick at or above high
@@ -222,55 +224,73 @@ def percentile_chart(title: str, curves: Mapping[str, Sequence[tuple[float, floa
 
 @dataclass(frozen=True)
 class Mark:
-    """A vertical line at night `at` of a nights chart, labelled: a change point ("change"), a
-    dependency version changed ("version"), a verdict that flipped ("flip")."""
+    """A vertical line through night `at` of a nights chart (the first night of what it marks),
+    labelled: a change point for the worse ("worse") or the better ("better"), a dependency
+    version changed ("version"), another machine ("machine"), a verdict that flipped ("flip")."""
 
     at: float
     label: str
-    kind: str = "change"
+    kind: str = "worse"
 
 
-MARK_STYLE = {"change": ("#d62728", ""), "version": ("#7f7f7f", ' stroke-dasharray="4 3"'),
+MARK_STYLE = {"worse": ("#d62728", ""), "better": ("#1a7f37", ""),
+              "version": ("#7f7f7f", ' stroke-dasharray="4 3"'),
+              "machine": ("#6a3d9a", ' stroke-dasharray="6 2 1 2"'),
               "flip": ("#8e1b1b", ' stroke-dasharray="1 2"')}
 
 
-def nights_chart(title: str, values: Sequence[float | None], *, y_label: str, labels: Sequence[str],
-                 links: Sequence[str | None] = (), band: tuple[float, float] | None = None,
-                 marks: Sequence[Mark] = (), width: int = WIDTH, height: int = HEIGHT) -> str:
-    """One figure night by night: a point a night (a link to its report where given), the
-    noise band shaded across, and marks: change points, version changes, verdict flips."""
+def night_ticks(labels: Sequence[str], width: int) -> list[int]:
+    """The nights whose label is printed: as many as fit side by side (about 6 px a character at
+    the axis's font size), evenly spaced, the newest always among them."""
+    n = len(labels)
+    if not n:
+        return []
+    fit = max(1, (width - LEFT - RIGHT) // (6 * max(len(t) for t in labels) + 12))
+    step = max(1, math.ceil(n / fit))
+    last = n - 1
+    return [i for i in range(0, n, step) if last - i >= step or i == last] + ([last] if last % step else [])
+
+
+def nights_chart(title: str, values: Sequence[float | None], *, labels: Sequence[str],
+                 links: Sequence[str | None] = (), tips: Sequence[str] = (),
+                 band: tuple[float, float] | None = None, marks: Sequence[Mark] = (),
+                 integer: bool = False, width: int = WIDTH, height: int = HEIGHT) -> str:
+    """One figure night by night: a point a night (a link to its report where given, `tips` its
+    tooltip), the noise band shaded across, and marks through their night: change points,
+    version and machine changes, verdict flips. The title carries the unit; `integer` keeps
+    the ticks whole (a count)."""
     ys = _finite(values) + (list(band) if band else [])
     if not _finite(values):
         return "\n".join([*_open(title, width, height),
                           f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle">not measured</text>',
                           "</svg>"])
     n = len(values)
-    y_ticks = nice_ticks(0.0, max(ys) if max(ys) > 0 else 1.0, 4)
+    y_ticks = nice_ticks(0.0, max(ys) if max(ys) > 0 else 1.0, 4, integer)
     f = _Frame((-0.5, n - 0.5), (0.0, max(y_ticks[-1], max(ys))), width, height)
     out = _open(title, width, height)
     if band:
         lo, hi = f.y(band[1]), f.y(band[0])
         out.append(f'<rect class="noise" x="{LEFT}" y="{lo}" width="{width - LEFT - RIGHT}" '
                    f'height="{round(max(hi - lo, 1.0), 1)}" fill="#9ecae1" fill-opacity="0.35">'
-                   f'<title>A/A noise band</title></rect>')
-    # as many labels as fit side by side (about 6 px a character at the axis's font size)
-    fit = max(1, (width - LEFT - RIGHT) // (6 * max((len(t) for t in labels), default=1) + 12))
-    step = max(1, math.ceil(n / fit))
-    x_ticks = [(float(i), labels[i]) for i in range(0, n, step)]
-    out += _axes(f, x_ticks, y_ticks, "night", y_label)
+                   f'<title>the noise band: the level since the last change, +- 2 noise sd</title></rect>')
+    x_ticks = [(float(i), labels[i]) for i in night_ticks(labels, width)]
+    out += _axes(f, x_ticks, y_ticks, "night", "")
     for k, m in enumerate(marks):
-        color, dash = MARK_STYLE.get(m.kind, MARK_STYLE["change"])
+        color, dash = MARK_STYLE.get(m.kind, MARK_STYLE["worse"])
         x = f.x(m.at)
         out.append(f'<line class="{m.kind}" x1="{x}" y1="{f.top}" x2="{x}" y2="{height - BOTTOM}" '
                    f'stroke="{color}" stroke-width="1.5"{dash}><title>{escape(m.label)}</title></line>')
-        out.append(f'<text x="{x + 3}" y="{f.top + 10 + 11 * (k % 3)}" font-size="10" '
-                   f'fill="{color}">{escape(m.label)}</text>')
+        anchor = ' text-anchor="end"' if x > width * 0.7 else ""
+        dx = -3 if anchor else 3
+        out.append(f'<text class="{m.kind}" x="{x + dx}" y="{f.top + 10 + 11 * (k % 3)}" font-size="10" '
+                   f'fill="{color}"{anchor}>{escape(m.label)}</text>')
     out += _polylines(f, range(n), values, PALETTE[0], connect=True)
     for i, v in enumerate(values):
         if v is None or not math.isfinite(float(v)):
             continue
+        tip = tips[i] if i < len(tips) else f"{labels[i]}: {_label(float(v))}"
         dot = (f'<circle class="night" cx="{f.x(i)}" cy="{f.y(float(v))}" r="3" fill="{PALETTE[0]}">'
-               f'<title>{escape(labels[i])}: {_label(float(v))}</title></circle>')
+               f'<title>{escape(tip)}</title></circle>')
         link = links[i] if i < len(links) else None
         out.append(f'<a href="{escape(link)}">{dot}</a>' if link else dot)
     out.append("</svg>")
