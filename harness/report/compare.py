@@ -1,20 +1,28 @@
-"""`python -m harness compare BASE NEW [--fail-on RULES]`: what changed between two runs, and
-whether it is more than the noise.
+"""`python -m harness compare BASE NEW [--fail-on RULES] [--history STORE] [--across-machines]`:
+what changed between two runs, and whether it is more than the noise.
 
 BASE and NEW are run directories or summary.json files; BASE may also be a directory of
-baselines (`results/baseline/`), of which the one of NEW's scenario is picked. Runs of
-different workloads are refused (exit 2): quick against full, another scenario hash, other
-event counts; comparing them would call the difference a regression.
+baselines (`results/baseline/`), of which the one of NEW's scenario is picked. Unlike runs are
+refused (exit 2), each difference named: other workloads (quick against full, another scenario
+hash, other event counts), and other machines (CPU model, usable CPUs, memory), whose times and
+rates differ by the machine. `--across-machines` compares runs of two machines on the figures
+that travel (`Figure.travels`: ratios to references measured on the same machine), and on
+their verdicts.
 
 Verdicts come first, and each change of one is a regression: a case that passed and now fails,
-a weaker observed guarantee, a fault seen before and not now. Then, per case and figure (the
-figure registry, harness/results/figures.py, as the table and report.html print them), the
-median and the min-max of each side and the change of the medians. With at least two runs on
-each side it asks whether the change is larger than the noise, as pyperf does: a two-sided
-Welch t-test, at 5% for the whole comparison (Bonferroni: each change judged by a rule at 5%
-divided by how many are judged, so that many cases and figures do not make a false alarm
-likely). A rule fails only on a change past its threshold that is also significant (or,
-without repeats, past its threshold: the noise is then unknown, and the output says so).
+a weaker observed guarantee, a fault seen before and not now. Then, per case and figure of the
+registry (harness/results/figures.py) with a direction, the judged value of each side (an
+at-most-once case's throughput with what it lost counted back: harness/report/judge.py), its
+median and min-max, and the change of the medians. A change is larger than the noise when the
+noise measured says so, at 5% for the whole comparison (Bonferroni: each change a rule judges is
+tested at 5% divided by how many are judged):
+- with at least two runs on each side: a two-sided Welch t-test, as pyperf does;
+- else, with `--history STORE`: the noise of one night that the history measured for that
+  case and figure on NEW's machine (its A/A nights or night-to-night differences).
+A rule fails only on a change past its threshold that is also larger than the noise. Without
+a measured noise (one run on a side, no history), differences are reported, and judged on
+verdicts and limits (`lost:>0`) alone: a threshold within unknown noise decides nothing (the
+history measured one run's p99 noise at 8.5-16.9% sd, beyond the default 10%).
 
 Rules, comma-separated `metric:threshold` (a metric is a figure with a direction):
   p99:+10%          fails when NEW's median is more than 10% above BASE's
@@ -31,29 +39,34 @@ from __future__ import annotations
 import math
 import re
 import statistics
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.history.machine import differences
+from harness.report import judge
+from harness.report.unlike import (
+    check_same_machine,
+    check_same_workload,
+    load,
+    load_base,
+    machine,
+    series,
+    with_repeats,
+    workload_difference,
+)
 from harness.results import figures
-from harness.results import summary as summary_mod
 from harness.results.model import CaseResult, RunResult
 
+__all__ = ["DEFAULT_RULES", "METRICS", "Row", "Rule", "check_same_machine", "check_same_workload", "compare",
+           "load", "load_base", "main", "parse_rules", "regressed", "render", "series", "tests",
+           "verdict_changes", "with_repeats", "workload_difference"]
+
 DEFAULT_RULES = "p99:+10%,throughput:-5%,lost:>0"
+ALPHA = 0.05   # the family-wise error rate of one compare, over all the changes its rules judge
 
-
-@dataclass(frozen=True)
-class Metric:
-    unit: str
-    higher_is_better: bool
-    get: Callable[[CaseResult], float | None]
-    digits: int = 0
-
-
-# every figure with a direction, read as the terminal table and report.html read it
-METRICS = {f.name: Metric(f.unit, f.better == figures.HIGHER, figures.JUDGED.get(f.name, f.get), f.digits)
-           for f in figures.shown_in(figures.COMPARE) if f.better is not None}
+# every figure compare judges, by name: the registry's, read as the table and report.html read it
+METRICS = {f.name: f for f in figures.compared()}
 
 _RULE = re.compile(r"^\s*([a-z_0-9]+)\s*:\s*"
                    r"(?:([+-])\s*(\d+(?:\.\d+)?)\s*(%?)|([<>])\s*(-?\d+(?:\.\d+)?))\s*$")
@@ -101,153 +114,9 @@ def parse_rules(text: str) -> list[Rule]:
     return rules
 
 
-def load(path: Path) -> RunResult:
-    """A run's summary from its directory or its summary.json (any version this harness reads)."""
-    path = Path(path)
-    file = path / "summary.json" if path.is_dir() else path
-    if not file.exists():
-        raise HarnessError(f"{path}: no summary.json there", "give a run directory or a summary.json file")
-    try:
-        return summary_mod.load(file)
-    except ValueError as exc:
-        raise HarnessError(str(exc),
-                           "compare runs written by a harness that knows their schema version") from None
-
-
-def load_base(path: Path, new: RunResult) -> RunResult:
-    """BASE: a run, or a directory of baselines (`*.summary.json`, as results/baseline/ holds),
-    of which the one of NEW's scenario (its name, quick or not, its hash) is picked."""
-    path = Path(path)
-    if not path.is_dir() or (path / "summary.json").exists():
-        return load(path)
-    files = sorted(path.glob("*.summary.json"))
-    if not files:
-        raise HarnessError(f"{path}: no summary.json there, nor any baseline (*.summary.json)",
-                           "give a run directory, a summary.json file, or a directory of baselines")
-    why = {f.name: workload_difference(load(f), new) for f in files}
-    matching = [f for f in files if why[f.name] is None]
-    if len(matching) != 1:
-        listed = "; ".join(f"{name}: {reason or 'matches'}" for name, reason in why.items())
-        problem = (f"{path}: {'no' if not matching else 'more than one'} baseline matches the new run's "
-                   f"workload ({listed})")
-        raise HarnessError(problem, "pass the baseline file itself, or regenerate the baselines from "
-                                    "today's scenarios (results/baseline/README.md)")
-    return load(matching[0])
-
-
-def workload_difference(base: RunResult, new: RunResult) -> str | None:
-    """How two runs' workloads differ, or None when they are the same: the scenario, quick
-    against full, the scenario's hash (where both record one), a case's events."""
-    b, n = base.scenario, new.scenario
-    if b.get("name") != n.get("name"):
-        return f"scenario {b.get('name')!r} against {n.get('name')!r}"
-    if bool(b.get("quick")) != bool(n.get("quick")):
-        kinds = ["quick" if s.get("quick") else "full" for s in (b, n)]
-        return f"a {kinds[0]} run against a {kinds[1]} one"
-    if b.get("hash") and n.get("hash") and b["hash"] != n["hash"]:
-        return f"scenario hash {b['hash']} against {n['hash']} (the scenario changed)"
-    base_cases = series(base)
-    for name, runs in series(new).items():
-        before = {int(c.events["produced"]) for c in base_cases.get(name, []) if c.events.get("produced")}
-        now = {int(c.events["produced"]) for c in runs if c.events.get("produced")}
-        if before and now and before != now:
-            return (f"case {name} produced {', '.join(f'{x:,}' for x in sorted(before))} events against "
-                    f"{', '.join(f'{x:,}' for x in sorted(now))}")
-    return None
-
-
-def check_same_workload(base: RunResult, new: RunResult) -> None:
-    """Refuse runs of different workloads: the difference would read as a regression."""
-    why = workload_difference(base, new)
-    if why is not None:
-        raise HarnessError(f"the runs are of different workloads: {why}",
-                           "compare runs of the same scenario, both quick or both full (a baseline of "
-                           "the same scenario: results/baseline/)")
-
-
-def with_repeats(first: RunResult, others: list[RunResult]) -> RunResult:
-    """`first` with the cases of `others` as more runs of the same series (the confirmation
-    job's interleaved runs: before, after, before, after). Each must be of the same workload."""
-    from dataclasses import replace
-
-    if not others:
-        return first
-    cases = list(first.cases)
-    for other in others:
-        why = workload_difference(first, other)
-        if why is not None:
-            raise HarnessError(f"run {other.run_id} is of another workload than {first.run_id}: {why}",
-                               "give runs of one scenario on each side")
-        cases += other.cases
-    counts: dict[str, int] = {}
-    renumbered = []
-    for c in cases:
-        name = c.series or c.name
-        counts[name] = counts.get(name, 0) + 1
-        renumbered.append(replace(c, series=name, repeat=counts[name]))
-    return replace(first, cases=renumbered, run_id=f"{first.run_id}+{len(others)}")
-
-
-def series(result: RunResult) -> dict[str, list[CaseResult]]:
-    """The cases of a run grouped by series (a repeated case's runs together), in run order."""
-    out: dict[str, list[CaseResult]] = {}
-    for c in result.cases:
-        out.setdefault(c.series or c.name, []).append(c)
-    return out
-
-
-ALPHA = 0.05   # the family-wise error rate of one compare, over all the changes its rules judge
-
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """The continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny, c, d = 1e-300, 1.0, 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        for aa in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                   -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
-            d = 1.0 + aa * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + aa / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-14:
-            break
-    return h
-
-
-def betainc(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta function I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x)
-                     + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
-def welch_p(a: list[float], b: list[float]) -> float | None:
-    """The two-sided p-value of Welch's t-test on the means of `a` and `b` (pyperf's model);
-    None with fewer than two values on a side (the noise is unknown)."""
-    if len(a) < 2 or len(b) < 2:
-        return None
-    ma, mb = statistics.fmean(a), statistics.fmean(b)
-    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
-    if va + vb == 0:
-        return 0.0 if ma != mb else 1.0
-    t = abs(ma - mb) / math.sqrt(va + vb)
-    df = (va + vb) ** 2 / ((va ** 2 / (len(a) - 1) if va else 0) + (vb ** 2 / (len(b) - 1) if vb else 0))
-    return betainc(df / 2.0, 0.5, df / (df + t * t))
-
-
-def significant(a: list[float], b: list[float], alpha: float = ALPHA) -> bool | None:
-    """Is the difference larger than the noise, at level `alpha`? None: the noise is unknown."""
-    p = welch_p(a, b)
-    return None if p is None else p < alpha
+# -- the figures, against the noise ---------------------------------------------------------------
+# per (case, figure name): the relative noise of one night's value a history measured
+HistoryNoise = dict[tuple[str, str], float]
 
 
 @dataclass
@@ -259,6 +128,9 @@ class Row:
     significant: bool | None
     failed: list[str]
     p: float | None = None
+    guarantee: str | None = None
+    noise_from: str = ""          # "repeats", "history", or "" (unknown)
+    crossed: list[str] | None = None   # rules past their threshold, not judged (noise unknown)
 
     def side(self, values: list[float]) -> str:
         """The median, with the min-max when there are several, all printed as the figure is:
@@ -268,6 +140,10 @@ class Row:
         shown = figures.figure(self.metric).text
         med = shown(statistics.median(values))
         return med if len(values) == 1 else f"{med} [{shown(min(values))}-{shown(max(values))}]"
+
+    @property
+    def title(self) -> str:
+        return judge.judged_title(figures.figure(self.metric), self.guarantee)
 
     @property
     def change(self) -> str:
@@ -281,52 +157,88 @@ class Row:
     @property
     def noise(self) -> str:
         if self.significant is None:
-            if not (self.base and self.new):
+            if not (self.base and self.new) or sorted(self.base) == sorted(self.new):
                 return ""
             side = "each side" if len(self.base) < 2 and len(self.new) < 2 else (
                 "base" if len(self.base) < 2 else "new")
-            return f"noise unknown (one run on {side})"
-        p = "" if self.p is None else f" (p={self.p:.2g})"
+            return f"noise unknown (one run on {side}; no history): not judged"
+        p = "" if self.p is None else f" (p={self.p:.2g}"
+        p += f", {self.noise_from})" if p else ""
         return ("larger than the noise" if self.significant else "within the noise") + p
 
 
-def _values(runs: list[CaseResult], metric: Metric) -> list[float]:
-    return [float(v) for v in (metric.get(c) for c in runs) if v is not None]
+def _values(runs: list[CaseResult], f: figures.Figure) -> list[float]:
+    return [float(v) for v in (f.judged(c) for c in runs) if v is not None]
 
 
-def tests(base: RunResult, new: RunResult, rules: list[Rule]) -> int:
-    """How many changes the rules judge against the noise (a case and a metric with a
-    relative or absolute rule, repeats on both sides): the Bonferroni divisor, so that one
-    compare cries wolf at most ALPHA of the time in all, not ALPHA per case and metric."""
+def _judged_figures(across: bool) -> list[figures.Figure]:
+    return [f for f in figures.compared() if f.travels or not across]
+
+
+def _p(b: list[float], n: list[float], sd: float | None) -> tuple[float | None, str]:
+    """The p that the sides differ by noise alone, and where the noise came from."""
+    p = judge.welch_p(b, n)
+    if p is not None:
+        return p, "repeats"
+    p = judge.beyond_p(b, n, sd) if sd else None
+    return (p, "history") if p is not None else (None, "")
+
+
+def tests(base: RunResult, new: RunResult, rules: list[Rule], noise: HistoryNoise | None = None,
+          across: bool = False) -> int:
+    """How many changes the rules judge against the noise (a case and a metric with a relative
+    or absolute rule, and a measured noise): the Bonferroni divisor, so that one compare cries
+    wolf at most ALPHA of the time in all, not ALPHA per case and metric."""
     judged = {r.metric for r in rules if r.kind != "limit"}
     base_series = series(base)
-    return sum(1 for name, runs in series(new).items() for m in judged
-               if len(_values(runs, METRICS[m])) >= 2
-               and len(_values(base_series.get(name, []), METRICS[m])) >= 2)
+    return sum(1 for name, runs in series(new).items() for f in _judged_figures(across) if f.name in judged
+               and _p(_values(base_series.get(name, []), f), _values(runs, f),
+                      (noise or {}).get((name, f.name)))[0] is not None)
 
 
-def compare(base: RunResult, new: RunResult, rules: list[Rule]) -> list[Row]:
+def compare(base: RunResult, new: RunResult, rules: list[Rule], noise: HistoryNoise | None = None,
+            across: bool = False) -> list[Row]:
     rows = []
-    base_series, new_series = series(base), series(new)
-    alpha = ALPHA / max(tests(base, new, rules), 1)
-    for name, runs in new_series.items():
+    base_series = series(base)
+    alpha = ALPHA / max(tests(base, new, rules, noise, across), 1)
+    for name, runs in series(new).items():
         before = base_series.get(name, [])
-        for metric_name, metric in METRICS.items():
-            b, n = _values(before, metric), _values(runs, metric)
+        for f in _judged_figures(across):
+            b, n = _values(before, f), _values(runs, f)
             if not b and not n:
                 continue
-            p = welch_p(b, n)
+            p, source = _p(b, n, (noise or {}).get((name, f.name)))
             sig = None if p is None else p < alpha
-            failed = []
-            for rule in (r for r in rules if r.metric == metric_name):
-                crossed = rule.crossed(statistics.median(b) if b else None,
-                                       statistics.median(n) if n else None, n)
-                if crossed and (rule.kind == "limit" or sig is not False):
+            failed, crossed = [], []
+            for rule in (r for r in rules if r.metric == f.name):
+                mid_b, mid_n = (statistics.median(b) if b else None), (statistics.median(n) if n else None)
+                if not rule.crossed(mid_b, mid_n, n):
+                    continue
+                if rule.kind == "limit" or sig is True:
                     failed.append(rule.text)
-            rows.append(Row(name, metric_name, b, n, sig, failed, p))
+                elif sig is None:
+                    crossed.append(rule.text)
+            rows.append(Row(name, f.name, b, n, sig, failed, p, runs[0].guarantee, source, crossed))
     return rows
 
 
+def history_noise(store_path: Path, new: RunResult, across: bool = False) -> HistoryNoise:
+    """The noise of one night's value per case and figure that a history measured for NEW's
+    workload on NEW's machine (on every machine, `across`)."""
+    from harness.history import check as check_mod
+    from harness.history.store import Store
+
+    checked = check_mod.check(Store(store_path).require())
+    where = None if across else machine(new)
+    out: HistoryNoise = {}
+    for s in checked.series:
+        wanted = (new.scenario.get("hash"), bool(new.scenario.get("quick")), where)
+        if (s.scenario_hash, s.quick, s.machine) == wanted:
+            out.update({(s.case, name): n.sd for name, n in checked.noise_of(s).items() if n.sd})
+    return out
+
+
+# -- verdicts ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Change:
     """A change of what a case's verdict rests on: a regression, whatever the noise."""
@@ -350,7 +262,7 @@ def verdict_changes(base: RunResult, new: RunResult) -> list[Change]:
         before = base_series.get(name)
         if not before:
             continue
-        failing = [c for c in runs if not c.verdict.holds]
+        failing = [c for c in runs if c.verdict.status == "FAIL"]
         if all(c.verdict.holds for c in before) and failing:
             out.append(Change(name, f"verdict PASS -> FAIL ({len(failing)} of {len(runs)} runs): "
                                     f"{failing[0].verdict.detail}"))
@@ -374,6 +286,66 @@ def _seen_before_not_now(before: list[CaseResult], runs: list[CaseResult]) -> li
     return sorted(k for k in always & asked if any(k not in seen(c) for c in runs))
 
 
+def regressed(base: RunResult, new: RunResult, rows: list[Row]) -> bool:
+    """Whether NEW regressed: a verdict changed for the worse, or a rule failed."""
+    return bool(verdict_changes(base, new)) or any(r.failed for r in rows)
+
+
+def unknown(new: RunResult) -> list[str]:
+    """NEW's cases whose verdict is UNKNOWN: never a pass (exit 4 when nothing regressed)."""
+    return sorted({c.series or c.name for c in new.cases if c.verdict.status == "UNKNOWN"})
+
+
+# -- what it prints, and its exit code --------------------------------------------------------------
+def describe(run: RunResult) -> str:
+    """"run X (3 runs a case), commit 9c8ce19, Intel(R) Xeon(R) Processor, 2 CPUs, 24 GiB"."""
+    counts = [len(v) for v in series(run).values()]
+    repeats = f" ({max(counts)} runs a case)" if counts and max(counts) > 1 else ""
+    env = run.environment
+    commit = (env.get("git_sha") or "?")[:7] + (" (dirty)" if env.get("git_dirty") else "")
+    return f"run {run.run_id}{repeats}, commit {commit}, {machine(run).text()}"
+
+
+def render(base: RunResult, new: RunResult, rows: list[Row], judged: int = 0, across: bool = False) -> str:
+    changes = verdict_changes(base, new)
+    headers = ["case", "figure", "base", "new", "change", "noise", "rule"]
+    table = [[r.case, r.title, r.side(r.base), r.side(r.new), r.change, r.noise,
+              "FAILED " + ", ".join(r.failed) if r.failed else
+              "past " + ", ".join(r.crossed) + " (not judged)" if r.crossed else ""] for r in rows]
+    widths = [max(len(h), *(len(t[i]) for t in table)) if table else len(h) for i, h in enumerate(headers)]
+    level = (f"larger than the noise: p below {ALPHA:g} / {judged} changes judged" if judged
+             else "no change judged against a measured noise")
+    lines = [f"compare: base {describe(base)}", f"     new {describe(new)}", f"  {level}"]
+    if across:
+        moved = differences(machine(base), machine(new))
+        lines.append(f"  across machines ({'; '.join(moved) or 'the same machine'}): verdicts and the "
+                     "figures that travel only")
+    lines += (["verdicts:", *(f"  {c.case}: {c.what}" for c in changes)] if changes
+              else ["verdicts: unchanged"])
+    lines += [f"  {name}: verdict UNKNOWN in a new run (cannot judge)" for name in unknown(new)]
+    lines += ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip(),
+              "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(t, widths, strict=True)).rstrip() for t in table]
+    faults = _fault_lines(base, new)
+    if faults:
+        lines += ["faults (asked; when each took effect):", *faults]
+    missing = sorted(set(series(base)) - set(series(new)))
+    if missing:
+        lines.append(f"cases only in base: {', '.join(missing)}")
+    failed = [r for r in rows if r.failed]
+    if changes or failed:
+        lines.append("regressions:")
+        lines += [f"  {c.case}: {c.what}" for c in changes]
+        lines += [f"  {r.case}: {r.metric} {r.change} ({', '.join(r.failed)}; {r.noise or 'new run only'})"
+                  for r in failed]
+    else:
+        unjudged = sum(1 for r in rows if r.crossed)
+        lines.append("no regression" + (f" ({unjudged} change(s) past a threshold, within a noise nobody "
+                                         "measured: repeat the runs (--repeat 3) or give --history)"
+                                         if unjudged else ""))
+    return "\n".join(lines)
+
+
 def _fault_lines(base: RunResult, new: RunResult) -> list[str]:
     """Each fault of each case: when it was asked, and when it took effect on each side."""
     base_series = series(base)
@@ -392,42 +364,18 @@ def _landed(cases: list[CaseResult], k: int, kind: str) -> str:
     return ", ".join(f.took_effect for f in found) or "-"
 
 
-def render(base: RunResult, new: RunResult, rows: list[Row], judged: int = 0) -> str:
-    def label(s: RunResult) -> str:
-        counts = [len(v) for v in series(s).values()]
-        repeats = max(counts) if counts else 0
-        return f"run {s.run_id}" + (f" ({repeats} runs a case)" if repeats > 1 else "")
-
-    changes = verdict_changes(base, new)
-    headers = ["case", "metric", "base", "new", "change", "noise", "rule"]
-    table = [[r.case, f"{r.metric} ({METRICS[r.metric].unit})", r.side(r.base), r.side(r.new), r.change,
-              r.noise, "FAILED " + ", ".join(r.failed) if r.failed else ""] for r in rows]
-    widths = [max(len(h), *(len(t[i]) for t in table)) if table else len(h) for i, h in enumerate(headers)]
-    level = (f"; larger than the noise: Welch's p below {ALPHA:g} / {judged} changes judged"
-             if judged else "")
-    lines = [f"compare: base {label(base)} -> new {label(new)}{level}"]
-    lines += (["verdicts:", *(f"  {c.case}: {c.what}" for c in changes)] if changes
-              else ["verdicts: unchanged"])
-    lines += ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip(),
-              "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(t, widths, strict=True)).rstrip() for t in table]
-    faults = _fault_lines(base, new)
-    if faults:
-        lines += ["faults (asked; when each took effect):", *faults]
-    missing = sorted(set(series(base)) - set(series(new)))
-    if missing:
-        lines.append(f"cases only in base: {', '.join(missing)}")
-    failed = [r for r in rows if r.failed]
-    if changes or failed:
-        lines.append("regressions:")
-        lines += [f"  {c.case}: {c.what}" for c in changes]
-        lines += [f"  {r.case}: {r.metric} {r.change} ({', '.join(r.failed)}; {r.noise or 'new run only'})"
-                  for r in failed]
-    else:
-        lines.append("no regression")
-    return "\n".join(lines)
-
-
-def regressed(base: RunResult, new: RunResult, rows: list[Row]) -> bool:
-    """Whether NEW regressed: a verdict changed for the worse, or a rule failed."""
-    return bool(verdict_changes(base, new)) or any(r.failed for r in rows)
+def main(args) -> int:
+    """`compare`'s command: 0 no regression, 1 a regression (every one listed, verdicts first),
+    4 none but a verdict UNKNOWN in NEW, 2 unlike runs or bad input."""
+    rules = parse_rules(args.fail_on if args.fail_on is not None else DEFAULT_RULES)
+    across = bool(getattr(args, "across_machines", False))
+    new = with_repeats(load(args.new), [load(p) for p in args.new_also])
+    base = with_repeats(load_base(args.base, new), [load(p) for p in args.base_also])
+    check_same_workload(base, new)
+    if not across:
+        check_same_machine(base, new)
+    store = getattr(args, "history", None)
+    noise = history_noise(store, new, across) if store is not None else None
+    rows = compare(base, new, rules, noise, across)
+    print(render(base, new, rows, tests(base, new, rules, noise, across), across))
+    return 1 if regressed(base, new, rows) else 4 if unknown(new) else 0
