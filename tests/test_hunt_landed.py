@@ -77,3 +77,122 @@ class TestAWaitStandsStillWhileAnotherFaultHoldsABatch:
         with pytest.raises(WaitTimeout, match="or another fault held a batch"):
             _targets(tmp_path).wait(lambda: None, "batch", "no batch", 0.02)
         assert 0.45 < time.monotonic() - start < 2.0
+
+
+def _case(faults: list[tuple[str, bool, str | None]], observed: str = "exactly-once", duplicated: int = 0,
+          status: str | None = None):
+    """A finished case whose faults are (kind, landed, missed)."""
+    from harness.results.model import CaseResult, FaultRecord, Verdict
+
+    records = [FaultRecord(kind, 1.0 + i, 1.0 + i, 2.0 + i, "driver", observed=landed or False,
+                           detail="no 1 task(s) of a batch with rows failed within 20 s" if not landed else "seen",
+                           landed=landed, missed=missed)
+               for i, (kind, landed, missed) in enumerate(faults)]
+    holds = observed == "exactly-once" and all(landed for _, landed, _ in faults)
+    verdict = Verdict("exactly-once", observed, holds, "detail", status or "")
+    return CaseResult("c-h1", "exactly-once", "passthrough", "custom",
+                      {"lost": 0, "duplicated": duplicated, "unexpected": 0}, verdict, {}, {}, {},
+                      faults=records)
+
+
+class TestARunCountsOnlyForWhatLanded:
+    def test_a_run_whose_fault_did_not_land_is_not_a_hold(self):
+        """Issue 43's run 1: fail-task NOT SEEN under replay-batch's hold; the hunt printed
+        "holds exactly-once" and counted the pairs."""
+        from harness.hunt.outcome import NOT_LANDED, STATUS, outcome, why_not_landed
+
+        case = _case([("fail-task", False, None), ("replay-batch", True, None)])
+        assert outcome(case) == NOT_LANDED and STATUS[NOT_LANDED] == "UNKNOWN"
+        assert "fail-task (1s): no 1 task(s)" in why_not_landed(case)
+
+    def test_a_missed_fault_is_not_landed_and_a_break_is_a_break_whatever_landed(self):
+        from harness.hunt.outcome import BREAKS, HOLDS, NOT_LANDED, outcome
+
+        assert outcome(_case([("kill-driver", True, None), ("pause", False, "the workload had ended")])) \
+            == NOT_LANDED
+        assert outcome(_case([("fail-task", False, None)], observed="at-least-once", duplicated=4)) == BREAKS
+        assert outcome(_case([("kill-driver", True, None)])) == HOLDS
+
+    def test_a_verdict_that_could_not_say_tested_nothing(self):
+        from harness.hunt.outcome import UNDECIDED, outcome
+
+        assert outcome(_case([("kill-driver", True, None)], status="UNKNOWN")) == UNDECIDED
+
+    def test_only_pairs_whose_faults_both_landed_are_covered(self):
+        from harness.hunt.plan import Space, coverage
+        from harness.scenario import load
+        from harness.scenario.fault_specs import Context
+        from tests.helpers import REPO
+
+        scenario = load(REPO / "tests" / "scenarios" / "two_faults.toml")
+        space = Space.of(Context(scenario.workload.duration_s, scenario.services, scenario.cases))
+        plan = [{"kind": "fail-task", "at": "2s"}, {"kind": "replay-batch", "at": "6s", "downtime": "1s"},
+                {"kind": "kill-driver", "at": "30s", "downtime": "1s"}]
+        assert coverage(space, [plan])["pairs_covered"] == 3
+        assert coverage(space, [plan], [[False, True, True]])["pairs_covered"] == 1
+
+    def test_the_hunt_says_how_many_runs_tested_nothing_and_ends_unknown(self):
+        """No violation and a run that tested nothing: exit 4 (UNKNOWN), never "every run held"."""
+        from harness.hunt.search import HuntSearch, ended, tally
+
+        tried = [{"outcome": "holds", "times_s": {"total": 30.0, "startup": 10.0, "workload": 12.0,
+                                                  "drain": 3.0, "check": 5.0}},
+                 {"outcome": "not-landed", "times_s": {"total": 40.0, "startup": 10.0, "workload": 20.0,
+                                                       "drain": 4.0, "check": 6.0}}]
+        hunt = {"stopped": "runs", "found": None, "tried": tried, **tally(tried)}
+        assert hunt["tested_nothing"] == 1 and hunt["status"] == "UNKNOWN"
+        assert hunt["run_time_median_s"] == {"total": 35.0, "startup": 10.0, "workload": 16.0, "drain": 3.5,
+                                             "check": 5.5}
+        assert "1 of the 2 runs tested nothing" in ended(hunt) and "every run held" not in ended(hunt)
+
+        class Result:
+            sections = {"hunt": hunt}
+
+        search = HuntSearch.of(None, 2, 1, None, "10m", False)
+        assert search.exit_code(Result()) == 4
+        Result.sections = {"hunt": {**hunt, **tally(tried[:1])}}
+        assert search.exit_code(Result()) == 0
+        Result.sections = {"hunt": {**hunt, "found": {"run": 2}}}
+        assert search.exit_code(Result()) == 1
+
+
+class TestWhereARunsTimeWent:
+    def test_start_up_workload_drain_and_check(self, tmp_path):
+        """From the case's own marks: its first batch (warm), the generator's report (the workload
+        sent, the faults observed), the driver asked to stop (drained), the result built."""
+        import os
+        from types import SimpleNamespace
+
+        from harness.hunt.search import wall_times
+        from harness.results.rundir import CaseDir
+
+        files = CaseDir(tmp_path)
+        files.generator.write_text("{}")
+        os.utime(files.generator, (1030.0, 1030.0))
+        case = SimpleNamespace(running_from_ms=1012_000.0, stopping_ms=1034_000.0, files=files)
+        assert wall_times(case, 1000.0, 1041.0) == {"total": 41.0, "startup": 12.0, "workload": 18.0,
+                                                     "drain": 4.0, "check": 7.0}
+
+    def test_the_terminal_shows_each_run_s_time_new_behaviours_and_runs_that_tested_nothing(self):
+        from harness.hunt.report import render
+
+        hunt = {"case": "c", "seed": 1, "strategy": "both", "kinds": ["kill-driver"], "stopped": "runs",
+                "found": None, "minimal": None, "behaviours_seen": 3, "tested_nothing": 1,
+                "run_time_median_s": {"total": 35.0, "startup": 10.0, "workload": 16.0, "drain": 3.5,
+                                      "check": 5.5},
+                "ended": "no run broke the guarantee; 1 of the 2 runs tested nothing",
+                "tried": [{"run": 1, "outcome": "holds", "breaks": False, "observed": "exactly-once",
+                           "plan": [{"kind": "kill-driver", "at": "3s", "downtime": "1s"}],
+                           "times_s": {"total": 30.0}, "source": "covering",
+                           "new_behaviours": [["kill-driver without point", "re-ran a batch with the same offsets",
+                                               "nothing"]]},
+                          {"run": 2, "outcome": "not-landed", "breaks": False, "observed": "exactly-once",
+                           "plan": [{"kind": "fail-task", "at": "3s"}], "times_s": {"total": 40.0},
+                           "source": "mutation", "change": "run 1, fail-task added before kill-driver",
+                           "not_landed": "fail-task (3s): no task failed", "new_behaviours": []}]}
+        text = render(hunt)
+        assert "run   1  holds" in text and "   30s  covering" in text
+        assert "new: kill-driver without point: Spark re-ran a batch with the same offsets" in text
+        assert "run   2  NOT LANDED" in text and "not landed: fail-task (3s): no task failed" in text
+        assert "behaviours: 3 seen in 2 runs" in text and "tested nothing: 1 of the 2 runs" in text
+        assert "time per run: median 35s (startup 10s, workload 16s, drain 3.5s, check 5.5s)" in text

@@ -120,7 +120,7 @@ class Space:
     def possible(self) -> set[Pair]:
         """The ordered pairs some plan of this space can hold: both faults fit the workload, in
         that order (two restarts need room for both)."""
-        return {(a, b) for a in self.choices for b in self.choices if _fits([a, b], self.workload_s)}
+        return {(a, b) for a in self.choices for b in self.choices if fits([a, b], self.workload_s)}
 
 
 def _why_not(name: str, ctx: fault_specs.Context, asked: bool = False) -> str | None:
@@ -158,7 +158,7 @@ def _least_s(plan: list[Choice]) -> float:
     return need
 
 
-def _fits(plan: list[Choice], workload_s: float) -> bool:
+def fits(plan: list[Choice], workload_s: float) -> bool:
     return _least_s(plan) <= workload_s
 
 
@@ -175,10 +175,10 @@ def _covering(choices: tuple[Choice, ...], workload_s: float, seed: int) -> tupl
     rng = random.Random(f"cover:{seed}")
     order = list(choices)
     rng.shuffle(order)
-    left = {(a, b) for a in choices for b in choices if _fits([a, b], workload_s)}
+    left = {(a, b) for a in choices for b in choices if fits([a, b], workload_s)}
     plans: list[tuple[Choice, ...]] = []
-    candidates: list[tuple[Choice, ...]] = [t for t in _triples(order) if _fits(list(t), workload_s)]
-    candidates += [(a, b) for a in order for b in order if _fits([a, b], workload_s)]
+    candidates: list[tuple[Choice, ...]] = [t for t in triples(order) if fits(list(t), workload_s)]
+    candidates += [(a, b) for a in order for b in order if fits([a, b], workload_s)]
     while left:
         best = max(candidates, key=lambda p: _score(p, left))
         gained = pairs_of(best) & left
@@ -189,7 +189,7 @@ def _covering(choices: tuple[Choice, ...], workload_s: float, seed: int) -> tupl
     return tuple(plans)
 
 
-def _triples(order: list[Choice]) -> Iterator[tuple[Choice, Choice, Choice]]:
+def triples(order: list[Choice]) -> Iterator[tuple[Choice, Choice, Choice]]:
     for a in order:
         for b in order:
             for c in order:
@@ -206,14 +206,18 @@ def _score(plan: tuple[Choice, ...], left: set[Pair]) -> tuple[int, int, int]:
 def plans(space: Space, seed: int, runs: int) -> list[list[dict]]:
     """The first `runs` plans under `seed`: the covering set's, each timed and keyed from the seed,
     then drawn ones."""
-    out = []
-    for i, choices in enumerate(covering(space, seed)[:runs]):
-        rng = random.Random(f"hunt:{seed}:{i}")
-        timed = next((p for p in (_timed(space, choices, rng) for _ in range(TIMINGS)) if p is not None),
-                     None) or _timed(space, choices, rng, tight=True)
-        out.append(timed if timed is not None else draw(space, seed, i))
+    out = [timed_plan(space, seed, i, choices) for i, choices in enumerate(covering(space, seed)[:runs])]
     out += [draw(space, seed, i) for i in range(len(out), runs)]
     return out
+
+
+def timed_plan(space: Space, seed: int, i: int, choices: list[Choice]) -> list[dict]:
+    """The `i`th covering plan's choices as fault tables, timed and keyed from the seed: at one of
+    TIMINGS seeded timings, else at its tightest, else (it cannot fit) a drawn plan."""
+    rng = random.Random(f"hunt:{seed}:{i}")
+    timed = next((p for p in (_timed(space, choices, rng) for _ in range(TIMINGS)) if p is not None),
+                 None) or _timed(space, choices, rng, tight=True)
+    return timed if timed is not None else draw(space, seed, i)
 
 
 TIMINGS = 5   # seeded timings tried for a covering plan before the tightest one
@@ -282,14 +286,35 @@ def accepted(table: dict, space: Space) -> bool:
     return True
 
 
-def coverage(space: Space, plans_: list[list[dict]]) -> dict:
+def seconds(value) -> float:
+    """A duration of a fault table ("2.5s") in seconds."""
+    from workloads.validate import parse_duration_ms
+
+    return parse_duration_ms(value, "hunt") / 1000
+
+
+def seconds_text(s: float) -> str:
+    """Seconds as a fault table writes them: "2.5s"."""
+    return f"{s:g}s"
+
+
+def lasts_s(table: dict) -> float:
+    """How long a fault table's fault lasts: its duration or downtime (0: neither)."""
+    return max((seconds(table[k]) for k in ("duration", "downtime") if k in table), default=0.0)
+
+
+def coverage(space: Space, plans_: list[list[dict]], landed: list[list[bool]] | None = None) -> dict:
     """How much of the space the plans cover: ordered pairs covered out of those possible, and
-    after how many runs each tier was covered whole (None: not within these plans)."""
+    after how many runs each tier was covered whole (None: not within these plans). With
+    `landed` (for each plan, whether each of its faults landed, in the order of their `at`), only
+    the pairs whose faults both landed count."""
     possible = space.possible
     covered: set[Pair] = set()
     whole: dict[int, int | None] = {0: None, 1: None, 2: None}
     for i, plan in enumerate(plans_):
-        covered |= pairs_of([choice_of(t) for t in plan]) & possible
+        ordered = sorted(plan, key=lambda t: seconds(t["at"]))
+        ok = landed[i] if landed is not None else [True] * len(ordered)
+        covered |= pairs_of([choice_of(t) for t, hit in zip(ordered, ok, strict=False) if hit]) & possible
         for t in whole:
             if whole[t] is None and all(p in covered for p in possible if tier(p) == t):
                 whole[t] = i + 1
@@ -300,4 +325,4 @@ def coverage(space: Space, plans_: list[list[dict]]) -> dict:
 
 
 __all__ = ["Choice", "Pair", "Space", "accepted", "choice_of", "coverage", "covering", "describe", "draw",
-           "pairs_of", "plans"]
+           "fits", "lasts_s", "pairs_of", "plans", "seconds", "seconds_text", "timed_plan", "triples"]

@@ -1,31 +1,50 @@
-"""The hunt's runs: each a fault plan of the seed's covering set (harness/hunt/plan.py), run as
-a checked case on services started once; the first whose verdict breaks the declared
+"""The hunt's runs: each a fault plan (harness/hunt/feedback.py: the covering plans of
+harness/hunt/plan.py, and mutations of the plans whose runs showed a behaviour not seen before),
+run as a checked case on services started once; the first whose verdict breaks the declared
 guarantee is shrunk to the smallest plan that still breaks it (harness/hunt/shrink.py), and
 written out as minimal.toml.
 
-A run "breaks the guarantee" when its output does: the observed guarantee is weaker than
-the declared one, or the sink holds rows nothing sent explains. A fault that did not land
-fails its case's verdict too, but is no finding about the job: the search goes on.
+A run "breaks the guarantee" when its output does (harness/hunt/outcome.py). A run counts only
+for what landed: a fault that failed, was missed or was not seen makes the run one that tested
+nothing, never a hold; it covers only the pairs whose faults both landed, and the hunt ends
+UNKNOWN (exit 4) when no run broke the guarantee and some tested nothing. Each run's behaviours
+(harness/hunt/behaviour.py) and its wall time (start-up, workload, drain, check) go in hunt.json.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import time
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.errors import ScenarioError
-from harness.hunt import tomlw
-from harness.hunt.plan import Space, coverage, describe, plans
+from harness.hunt import behaviour, tomlw
+from harness.hunt.feedback import BOTH, STRATEGIES, Planner, Proposal
+from harness.hunt.outcome import (
+    BREAKS,
+    STATUS,
+    TESTED_NOTHING,
+    breaks,
+    fault_landed,
+    outcome,
+    refused,
+    refused_after_crash,
+    why_not_landed,
+)
+from harness.hunt.plan import Space, choice_of, coverage, describe, seconds
 from harness.hunt.shrink import BUDGET, Candidate, shrink
 from harness.results.model import CaseResult
 from harness.results.rundir import RunDir
-from harness.results.verdict import guarantee_holds
+from harness.results.verdict import UNKNOWN, worst
 from harness.run.case import Case
 from harness.run.searches import Search
 from harness.scenario import fault_specs
+
+__all__ = ["HuntSearch", "Options", "breaks", "ended", "minimal_toml", "plan_table", "refused",
+           "refused_after_crash", "write"]
 
 
 @dataclass(frozen=True)
@@ -35,33 +54,7 @@ class Options:
     kinds: tuple[str, ...] = ()
     budget_s: float = 1800.0
     all: bool = False
-
-
-def breaks(case: CaseResult) -> bool:
-    """Whether the case's output breaks its declared guarantee (not: a fault that missed). When
-    Spark refused to go on after a fault (kafka-retention under failOnDataLoss, a damaged
-    checkpoint), the query stopped loudly: what it never read is not lost by the sink, so only
-    copies and rows nothing sent explain break it. After a fault a job must survive (a machine's
-    crash: the kind's `refusal_breaks`), the refusal itself breaks it: the job is down until
-    someone repairs its checkpoint by hand."""
-    copies = int(case.events.get("duplicated") or 0) + int(case.events.get("unexpected") or 0)
-    if refused(case):
-        return copies > 0 or refused_after_crash(case)
-    unexpected = int(case.events.get("unexpected") or 0)
-    return not guarantee_holds(case.guarantee, case.verdict.observed) or unexpected > 0
-
-
-def refused(case: CaseResult) -> bool:
-    """Whether Spark refused to go on after one of the case's faults."""
-    return any(f.outcome == "refused" for f in case.faults)
-
-
-def refused_after_crash(case: CaseResult) -> bool:
-    """Whether Spark refused to go on after a fault a job must survive (`refusal_breaks`)."""
-    from faults.registry import KINDS
-
-    return any(f.outcome == "refused" and f.kind in KINDS and KINDS[f.kind].refusal_breaks
-               for f in case.faults)
+    strategy: str = BOTH   # covering, feedback or both (harness/hunt/feedback.py)
 
 
 class Hunt:
@@ -75,12 +68,14 @@ class Hunt:
         self.ctx = fault_specs.Context(scenario.workload.duration_s, scenario.services, (spec,),
                                        warmup_s=scenario.measure.warmup_s, pipeline=scenario.pipeline)
         self.space = Space.of(self.ctx, options.kinds)
-        self.plans = plans(self.space, options.seed, options.runs)
+        self.planner = Planner(self.space, options.seed, options.strategy)
         self.deadline = time.monotonic() + options.budget_s
         self.trials = 0
+        self.times: dict[str, dict] = {}   # a trial's case name -> where its wall time went
 
     def trial(self, plan: list[dict] | tuple[dict, ...], workload_s: float, label: str) -> CaseResult:
-        """Run the case once under `plan`, with a workload of `workload_s`."""
+        """Run the case once under `plan`, with a workload of `workload_s`; where its wall time went
+        is kept in `times` under the case's name."""
         from harness.run.runner import run_case
 
         self.trials += 1
@@ -90,8 +85,11 @@ class Hunt:
         name = f"{self.spec.name}-{label}"
         trial = replace(self.scenario, workload=workload, faults=faults,
                         cases=(replace(self.spec, name=name),))
-        result = run_case(Case.create(trial, trial.cases[0], self.stack, self.run_dir, self.run_id,
-                                      self.progress, self.registry))
+        case = Case.create(trial, trial.cases[0], self.stack, self.run_dir, self.run_id, self.progress,
+                           self.registry)
+        started = time.time()
+        result = run_case(case)
+        self.times[name] = wall_times(case, started, time.time())
         self.cases.append(result)
         return result
 
@@ -110,40 +108,54 @@ class Hunt:
         tried: list[dict] = []
         found: dict | None = None
         stopped = "runs"
-        say(f"hunt: case {self.spec.name}, seed {opts.seed}, up to {opts.runs} runs, kinds "
+        say(f"hunt: case {self.spec.name}, seed {opts.seed}, up to {opts.runs} runs ({opts.strategy}), kinds "
             f"{', '.join(self.space.kinds)}")
         for i in range(opts.runs):
             if time.monotonic() > self.deadline:
                 stopped = "budget"
                 say(f"hunt: the budget of {opts.budget_s:g}s is spent after {i} runs")
                 break
-            plan = self.plans[i]
-            say(f"hunt: run {i + 1}/{opts.runs}: {describe(plan)}")
-            case = self.trial(plan, self.scenario.workload.duration_s, f"h{i + 1}")
-            broke = breaks(case)
-            tried.append(_tried(i + 1, plan, case, broke))
-            if broke and refused(case):
-                said = (f"BREAKS: Spark refused to restart after a fault a job must survive "
-                        f"(observed {case.verdict.observed} of {case.guarantee})")
-            elif not broke and refused(case):
-                said = (f"refused: Spark stopped the query after a fault (observed {case.verdict.observed} "
-                        f"of {case.guarantee}, not counted)")
-            else:
-                said = f"{'BREAKS' if broke else 'holds'} {case.guarantee} (observed {case.verdict.observed})"
-            say(f"hunt: run {i + 1}: {said}; {sum(t['breaks'] for t in tried)} violation(s) so far")
-            if broke and found is None:
-                found = {"run": i + 1, "plan": plan, "case": case.name}
+            proposal = self.planner.next()
+            whence = f"{proposal.source}: {proposal.change}" if proposal.change else proposal.source
+            say(f"hunt: run {i + 1}/{opts.runs} ({whence}): {describe(proposal.plan)}")
+            case = self.trial(proposal.plan, self.scenario.workload.duration_s, f"h{i + 1}")
+            entry = self._told(i + 1, proposal, case)
+            tried.append(entry)
+            say(f"hunt: run {i + 1}: {said(entry, case)}; {sum(t['breaks'] for t in tried)} violation(s), "
+                f"{sum(t['outcome'] in TESTED_NOTHING for t in tried)} run(s) that tested nothing so far")
+            for b in entry["new_behaviours"]:
+                say(f"hunt: run {i + 1}: new behaviour: {behaviour.Behaviour.from_json(b).text()}")
+            if entry["breaks"] and found is None:
+                found = {"run": i + 1, "plan": proposal.plan, "case": case.name}
                 stopped = "violation"
                 if not opts.all:
                     break
+        landed = [t["landed"] for t in tried]
         out = {"case": self.spec.name, "seed": opts.seed, "runs": opts.runs, "kinds": list(self.space.kinds),
-               "budget_s": opts.budget_s, "all": opts.all, "stopped": stopped, "tried": tried,
-               "coverage": coverage(self.space, [t["plan"] for t in tried]),
-               "found": found, "shrink": None, "minimal": None}
+               "budget_s": opts.budget_s, "all": opts.all, "strategy": opts.strategy, "stopped": stopped,
+               "tried": tried, "coverage": coverage(self.space, [t["plan"] for t in tried], landed),
+               "behaviours_seen": len(self.planner.seen), "found": found, "shrink": None, "minimal": None}
+        out.update(tally(tried))
         if found is not None:
             out.update(self._shrunk(list(found["plan"])))
         out["ended"] = ended(out)
         return out
+
+    def _told(self, run: int, proposal: Proposal, case: CaseResult) -> dict:
+        """One run as hunt.json keeps it, its behaviours told to the planner."""
+        ordered = sorted(proposal.plan, key=lambda t: seconds(t["at"]))
+        landed = [fault_landed(f) for f in case.faults]
+        if len(landed) != len(ordered):   # a case that ended before its schedule was built
+            landed = [False] * len(ordered)
+        labels = [choice_of(t).label for t in ordered]
+        seen = behaviour.of_case(self.run_dir.case(case.name).path, case, labels)
+        new = self.planner.tell(proposal, landed, seen)
+        if case.batch_p50_ms:   # a shift moves a fault by one of the query's batches
+            self.planner.batch_s = round(case.batch_p50_ms / 1000, 1) or self.planner.batch_s
+        return {**_tried(run, proposal.plan, case), "source": proposal.source, "change": proposal.change,
+                "landed": landed, "behaviours": [b.to_json() for b in sorted(seen)],
+                "new_behaviours": [b.to_json() for b in sorted(new)],
+                "behaviours_seen": len(self.planner.seen), "times_s": self.times.get(case.name, {})}
 
     def _shrunk(self, plan: list[dict]) -> dict:
         start = Candidate(tuple(plan), self.scenario.workload.duration_s, "the failing run's plan")
@@ -194,21 +206,84 @@ def plan_table(space: Space, plans_: list[list[dict]]) -> str:
 
 
 def ended(hunt: dict) -> str:
-    """How the hunt ended, in a sentence."""
+    """How the hunt ended, in a sentence; it says how many runs tested nothing."""
     stopped = hunt.get("stopped")
     shrunk = hunt.get("shrink") or {}
+    nothing = int(hunt.get("tested_nothing") or 0)
+    runs = len(hunt.get("tried", []))
+    untested = f"; {nothing} of the {runs} runs tested nothing" if nothing else ""
     if hunt.get("found") is None:
-        return {"budget": "budget spent before any run broke the guarantee",
-                "runs": "every run held the guarantee"}.get(str(stopped), str(stopped))
+        if stopped == "budget":
+            return f"budget spent before any run broke the guarantee{untested}"
+        if stopped == "runs":
+            return (f"no run broke the guarantee{untested} (a fault that did not land, or a verdict "
+                    "that could not be decided)" if nothing else "every run held the guarantee")
+        return str(stopped)
     if shrunk.get("ended") == BUDGET:
         return "budget spent while shrinking; smallest plan so far"
     how = "stopped at the first violation" if stopped == "violation" else "every run done"
     return f"{how}; shrunk to the smallest plan that still breaks it"
 
 
-def _tried(run: int, plan: list[dict], case: CaseResult, broke: bool) -> dict:
-    return {"run": run, "plan": plan, "case": case.name, "breaks": broke, "holds": case.verdict.holds,
-            "refused": refused(case), "observed": case.verdict.observed, "detail": case.verdict.detail,
+def tally(tried: list[dict]) -> dict:
+    """The runs by how they ended, how many tested nothing, the hunt's status (FAIL on a
+    violation, else UNKNOWN when a run tested nothing, else PASS) and the median wall time of a
+    run with what it went to."""
+    outcomes: dict[str, int] = {}
+    for t in tried:
+        outcomes[t["outcome"]] = outcomes.get(t["outcome"], 0) + 1
+    nothing = sum(outcomes.get(o, 0) for o in TESTED_NOTHING)
+    status = worst(STATUS[t["outcome"]] for t in tried) if tried else UNKNOWN
+    times = [t["times_s"] for t in tried if t.get("times_s")]
+    median = {k: round(statistics.median(x[k] for x in times if x.get(k) is not None), 1)
+              for k in ("total", "startup", "workload", "drain", "check")
+              if any(x.get(k) is not None for x in times)}
+    return {"outcomes": outcomes, "tested_nothing": nothing, "status": status, "run_time_median_s": median}
+
+
+def said(entry: dict, case: CaseResult) -> str:
+    """How a run ended, in the terminal's words."""
+    observed = f"observed {case.verdict.observed} of {case.guarantee}"
+    if entry["outcome"] == BREAKS:
+        if refused(case):
+            return f"BREAKS: Spark refused to restart after a fault a job must survive ({observed})"
+        return f"BREAKS {case.guarantee} ({observed})"
+    if entry["outcome"] == "refused":
+        return f"refused: Spark stopped the query after a fault ({observed}, not counted as a hold)"
+    if entry["outcome"] == "not-landed":
+        return f"tested nothing: a fault did not land ({entry['not_landed']})"
+    if entry["outcome"] == "undecided":
+        return f"tested nothing: the verdict could not say ({case.verdict.detail})"
+    return f"holds {case.guarantee} ({observed})"
+
+
+def wall_times(case: Case, started: float, ended_at: float) -> dict:
+    """Where a run's wall time went, in seconds: start-up (the topic, the driver, its first batch),
+    workload (sending, and the faults healed and observed), drain (until every result was
+    committed), check (the driver stopped, the sink read and checked, the findings)."""
+    warm = case.running_from_ms / 1000 if case.running_from_ms else None
+    try:
+        sent = case.files.generator.stat().st_mtime if case.files.generator.exists() else None
+    except OSError:
+        sent = None
+    stopping = case.stopping_ms / 1000 if case.stopping_ms is not None else None
+    marks = [started, warm, sent, stopping, ended_at]
+    out: dict = {"total": round(ended_at - started, 1)}
+    for name, k in (("startup", 1), ("workload", 2), ("drain", 3), ("check", 4)):
+        a, b = marks[k - 1], marks[k]
+        out[name] = round(b - a, 1) if a is not None and b is not None else None
+    if stopping is None:   # the case failed before its drain: the rest went to its check
+        last = sent or warm or started
+        out["check"] = round(ended_at - last, 1)
+    return out
+
+
+def _tried(run: int, plan: list[dict], case: CaseResult) -> dict:
+    result = outcome(case)
+    return {"run": run, "plan": plan, "case": case.name, "outcome": result, "status": STATUS[result],
+            "breaks": result == BREAKS, "holds": result == "holds", "refused": refused(case),
+            "not_landed": why_not_landed(case) or None, "observed": case.verdict.observed,
+            "detail": case.verdict.detail,
             "findings": [{"class": f.cls, "count": f.count, "story": f.story} for f in case.findings]}
 
 
@@ -266,16 +341,20 @@ class HuntSearch(Search):
 
     @classmethod
     def of(cls, case: str | None, runs: int, seed: int, kinds: str | tuple[str, ...] | None, budget: str,
-           all_runs: bool) -> HuntSearch:
-        """From the command's options, checked: --runs, --budget, --kinds."""
+           all_runs: bool, strategy: str = BOTH) -> HuntSearch:
+        """From the command's options, checked: --runs, --budget, --kinds, --strategy."""
         from harness.scenario import parse_duration_ms
 
         if runs < 1:
             raise ScenarioError(f"--runs {runs}: the search needs at least one run", "give --runs 1 or more")
+        if strategy not in STRATEGIES:
+            raise ScenarioError(f"--strategy {strategy}: no such strategy",
+                                f"give one of {', '.join(STRATEGIES)}")
         if isinstance(kinds, str) or kinds is None:
             kinds = tuple(k.strip() for k in (kinds or "").split(",") if k.strip())
         return cls(case, Options(runs=runs, seed=seed, kinds=tuple(kinds),
-                                 budget_s=parse_duration_ms(budget, "--budget") / 1000, all=all_runs))
+                                 budget_s=parse_duration_ms(budget, "--budget") / 1000, all=all_runs,
+                                 strategy=strategy))
 
     def narrow(self, scenario):
         narrowed = super().narrow(scenario)
@@ -298,9 +377,14 @@ class HuntSearch(Search):
         write(run_dir, found)
 
     def render(self, result) -> str:
-        from harness.report import table
+        from harness.hunt import report
 
-        return table.render_hunt(result.sections["hunt"])
+        return report.render(result.sections["hunt"])
 
     def exit_code(self, result) -> int:
-        return 1 if result.sections["hunt"].get("found") else 0
+        """1: a run broke the guarantee; 4: none did, but some run tested nothing (a fault that did
+        not land, a verdict that could not be decided); 0: every run tested something and held."""
+        hunt = result.sections["hunt"]
+        if hunt.get("found"):
+            return 1
+        return 4 if hunt.get("tested_nothing") or not hunt.get("tried") else 0

@@ -24,8 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from faults.registry import KINDS
-from harness.hunt.plan import describe
-from workloads.validate import parse_duration_ms
+from harness.hunt.plan import describe, lasts_s, seconds, seconds_text
 
 SHORTER = 0.75          # a shorter workload is this share of the last
 MIN_WORKLOAD_S = 10.0
@@ -41,7 +40,7 @@ class Candidate:
 
     def size(self) -> tuple[int, float, float]:
         """Fewer faults, then less time in faults, then a shorter workload."""
-        return (len(self.plan), sum(_lasts(t) + _seconds(t["at"]) for t in self.plan), self.workload_s)
+        return (len(self.plan), sum(lasts_s(t) + seconds(t["at"]) for t in self.plan), self.workload_s)
 
 
 @dataclass
@@ -69,14 +68,14 @@ def moves(current: Candidate) -> Iterator[Candidate]:
     the workload SHORTER (when every fault still fits)."""
     plan = list(current.plan)
     for i, table in enumerate(plan):
-        at = _seconds(table["at"])
+        at = seconds(table["at"])
         if at >= 2.0:
-            earlier = {**table, "at": _text(round(at / 2, 1))}
+            earlier = {**table, "at": seconds_text(round(at / 2, 1))}
             yield Candidate(tuple(plan[:i] + [earlier] + plan[i + 1:]), current.workload_s,
                             f"{table['kind']} at {earlier['at']} instead of {table['at']}")
         for key in ("duration", "downtime"):
-            if key in table and _seconds(table[key]) >= 1.0:
-                shorter = {**table, key: _text(round(_seconds(table[key]) / 2, 1))}
+            if key in table and seconds(table[key]) >= 1.0:
+                shorter = {**table, key: seconds_text(round(seconds(table[key]) / 2, 1))}
                 yield Candidate(tuple(plan[:i] + [shorter] + plan[i + 1:]), current.workload_s,
                                 f"{table['kind']} {key} {shorter[key]} instead of {table[key]}")
     workload = round(current.workload_s * SHORTER, 1)
@@ -189,18 +188,6 @@ def _key(cand: Candidate) -> str:
     return json.dumps([list(cand.plan), cand.workload_s], sort_keys=True)
 
 
-def _seconds(value) -> float:
-    return parse_duration_ms(value, "hunt") / 1000
-
-
-def _text(seconds: float) -> str:
-    return f"{seconds:g}s"
-
-
-def _lasts(table: dict) -> float:
-    return max((_seconds(table[k]) for k in ("duration", "downtime") if k in table), default=0.0)
-
-
 def _end(table: dict) -> float:
     """When the fault must be over for the workload to hold it (a restart: its margin too)."""
-    return _seconds(table["at"]) + KINDS[table["kind"]].margin_s(_lasts(table)) + 1.0
+    return seconds(table["at"]) + KINDS[table["kind"]].margin_s(lasts_s(table)) + 1.0
