@@ -112,9 +112,11 @@ def check_entries(entries: list[Entry]) -> Checked:
     pools: dict[tuple, list[Series]] = defaultdict(list)
     for s in series:
         pools[s.group].append(s)
+    judged = figures.compared()
+    pooled = {(g, f.name): noise.from_aa(members, f.name) for g, members in pools.items() for f in judged}
     for s in series:
-        out.noise[id(s)] = {f.name: noise.calibrate(s, pools[s.group], f.name)
-                            for f in figures.compared() if s.judges(f)}
+        out.noise[id(s)] = {f.name: noise.calibrate(s, pooled[(s.group, f.name)], f.name)
+                            for f in judged if s.judges(f)}
         out.speed += changes_mod.speed_changes(s, out.noise[id(s)])
         if s.machine is None:
             out.flips += correctness.flips(s)

@@ -141,11 +141,12 @@ def upper(sd: float, df: float) -> float:
     return sd * math.sqrt(df / chi2.ppf(1 - CONFIDENCE, df))
 
 
-def calibrate(s: Series, pool: list[Series], figure: str) -> Noise:
-    """The noise `figure` of series `s` is judged by: A/A nights of its pool (the cases of its
-    workload on its machine; its own where wider) and its own night-to-night differences,
-    pooled; else repeats within its nights; else unknown. Raised to its upper bound."""
-    pooled, own = from_aa(pool, figure), from_aa([s], figure)
+def calibrate(s: Series, pooled: Estimate | None, figure: str) -> Noise:
+    """The noise `figure` of series `s` is judged by: A/A nights of its pool (`pooled`: the
+    cases of its workload on its machine, `from_aa`; its own where wider) and its own
+    night-to-night differences, pooled; else repeats within its nights; else unknown. Raised to
+    its upper bound."""
+    own = from_aa([s], figure)
     aa = own if own is not None and pooled is not None and own.sd > pooled.sd else pooled
     found = tuple(e for e in (aa, from_nights(s, figure)) if e is not None) or tuple(
         e for e in (from_repeats(s, figure),) if e is not None)

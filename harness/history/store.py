@@ -114,6 +114,7 @@ class Night:
     machine: dict
     report: str | None
     entries: tuple[Entry, ...]
+    _values: dict = field(default_factory=dict, compare=False, repr=False)   # figure -> value, read once
 
     @property
     def on(self) -> Machine:
@@ -121,9 +122,10 @@ class Night:
 
     def value(self, figure: str) -> float | None:
         """The judged value of `figure` (the median of the night's runs), None where not judged."""
-        f = figures.figure(figure)
-        values = [v for v in (e.judged(f) for e in self.entries) if v is not None]
-        return statistics.median(values) if values else None
+        if figure not in self._values:
+            values = self.values(figure)
+            self._values[figure] = statistics.median(values) if values else None
+        return self._values[figure]
 
     def values(self, figure: str) -> list[float]:
         """Each run's judged value of `figure` this night (several with --repeat)."""

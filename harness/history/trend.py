@@ -39,8 +39,8 @@ h3 { font-size: 15px; margin: 20px 0 4px; }
 table { border-collapse: collapse; margin: 8px 0 16px; font-size: 13px; }
 th, td { border: 1px solid #ccc; padding: 3px 7px; text-align: right; }
 th { background: #f3f3f3; } td.text, th.text { text-align: left; }
-.PASS { color: #1a7f37; font-weight: bold; } .FAIL { color: #c62828; font-weight: bold; }
-.UNKNOWN { color: #b26a00; font-weight: bold; }
+span.PASS { color: #1a7f37; font-weight: bold; } span.FAIL { color: #c62828; font-weight: bold; }
+span.UNKNOWN { color: #b26a00; font-weight: bold; }
 tr.FAIL td { background: #fdecea; } tr.UNKNOWN td { background: #fff4e0; }
 .answer { font-size: 16px; padding: 8px 12px; border-radius: 4px; margin: 12px 0; }
 .answer.ALARM { background: #fdecea; border: 1px solid #c62828; }
@@ -92,15 +92,17 @@ _ORDER = {"FAIL": 0, "UNKNOWN": 1, "PASS": 2}
 
 
 def _newest(checked: Checked, where: Path) -> str:
-    """Each case's newest night (on every machine), FAILs first."""
-    cases = sorted((s for s in checked.series if s.machine is None),
+    """Each case's newest night (on every machine), FAILs first; a case not run lately (a
+    scenario hash since changed) is left to its series below."""
+    cases = sorted((s for s in checked.series if s.machine is None and checked.live(s)),
                    key=lambda s: (_ORDER.get(s.nights[-1].status, 3), s.label))
+    one = len({(s.scenario, s.quick) for s in cases}) == 1   # then the title names it
     rows = []
     for s in cases:
         n = s.nights[-1]
+        name = s.case if one else f"{s.scenario}{' (quick)' if s.quick else ''} {s.case}"
         rows.append(f'<tr class="{n.status}"><td class="text"><a href="#{s.anchor}-correctness">'
-                    f"{escape(s.scenario)}{' (quick)' if s.quick else ''} {escape(s.case)}</a></td>"
-                    + _night_cells(n, where) + "</tr>")
+                    f"{escape(name)}</a></td>" + _night_cells(n, where) + "</tr>")
     head = "".join(f'<th class="{c}">{h}</th>' for h, c in _NIGHT_COLUMNS)
     return (f'<h2>Newest nights</h2><table class="newest"><tr><th class="text">case</th>{head}</tr>'
             f'{"".join(rows)}</table>')
