@@ -55,8 +55,8 @@ class TestBehavioursFromTheRecords:
         assert bh.behaviours([bh.Landed("pause", 2.0)], []) == {bh.Behaviour("pause", bh.NOTHING, bh.NOTHING)}
 
     def test_spark_s_progress_records_tell_a_batch_run_again_re_planned_and_a_new_partition(self):
-        """Batch 3 under a second run of the driver with its offsets: run again; batch 4 under a
-        third with other offsets: re-planned; batch 5 reads a partition no batch read before; the
+        """Batch 3 completed by two runs of the driver with its offsets: run again; batch 4 by two
+        with other offsets: re-planned; batch 5 reads a partition no batch read before; the
         stateful query's later runs reload their state."""
         t0 = 1_000_000.0
         records = [_progress(t0 + 1, "a", 3, {0: 10, 1: 10}), _progress(t0 + 9, "b", 3, {0: 10, 1: 10}),
@@ -66,13 +66,30 @@ class TestBehavioursFromTheRecords:
         assert got == {(9.0, bh.RERAN), (9.0, bh.RELOADED), (20.0, bh.REPLANNED), (20.0, bh.RELOADED),
                        (21.0, bh.NEW_PARTITION)}
 
-    def test_the_sink_saw_a_batch_id_again_and_the_same_rows_again(self):
-        """Batch 3's rows were in the sink at 2 s, and a later run of the driver ran it again at
-        9 s; the checker counted copies, the later one visible at 9.5 s."""
+    def test_a_batch_killed_before_its_commit_is_run_again_by_the_next_driver(self):
+        """The killed run of batch 6 left no progress record: the next driver's first batch is 6,
+        whose offsets/6 the killed driver wrote (at 5 s, before the new run began at 12 s)."""
         t0 = 1_000_000.0
-        sink = pd.DataFrame({"event_id": [1, 2, 1], "batch_id": [3, 3, 3],
-                             "committed_ms": [(t0 + 2) * 1000, (t0 + 2) * 1000, (t0 + 9.5) * 1000]})
-        records = [_progress(t0 + 1, "a", 3, {0: 10}), _progress(t0 + 9, "b", 3, {0: 10})]
+        records = [_progress(t0 + 4, "a", 5, {0: 10}), _progress(t0 + 12, "b", 6, {0: 20}),
+                   _progress(t0 + 13, "b", 7, {0: 30})]
+        planned = {6: (t0 + 5) * 1000, 7: (t0 + 12.5) * 1000}
+        def reran(progress):
+            return [r.at_s for r in bh.spark_reactions(progress, t0, lambda q, n: planned.get(n))
+                    if r.what == bh.RERAN]
+
+        assert reran(records) == [12.0]
+        records[1] = _progress(t0 + 12, "b", 7, {0: 20})   # a fresh batch first: nothing run again
+        assert reran(records) == []
+
+    def test_the_sink_saw_a_batch_id_again_and_the_same_rows_again(self):
+        """Batch 3's rows were in the sink at 2 s (its run was killed after the write, and left no
+        progress record), and the next driver ran it again at 9 s; the checker counted copies,
+        the later one visible at 9.5 s."""
+        t0 = 1_000_000.0
+        sink = pd.DataFrame({"event_id": [1, 2, 1, 5], "batch_id": [3, 3, 3, 4],
+                             "committed_ms": [(t0 + 2) * 1000, (t0 + 2) * 1000, (t0 + 9.5) * 1000,
+                                              (t0 + 10.5) * 1000]})
+        records = [_progress(t0 + 9, "b", 3, {0: 10}), _progress(t0 + 10, "b", 4, {0: 12})]
         got = {(r.at_s, r.what) for r in bh.sink_reactions(sink, records, t0, duplicated=1)}
         assert got == {(9.0, bh.BATCH_AGAIN), (9.5, bh.ROWS_AGAIN)}
         assert not [r for r in bh.sink_reactions(sink, records, t0, duplicated=0) if r.what == bh.ROWS_AGAIN]

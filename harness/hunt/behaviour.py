@@ -25,7 +25,7 @@ a tuple it had not seen (harness/hunt/feedback.py).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,10 +93,15 @@ def behaviours(faults: list[Landed], reactions: Iterable[Reaction]) -> set[Behav
 
 
 # -- reactions from the records --------------------------------------------------------------------
-def spark_reactions(progress: list[dict], t0_s: float) -> list[Reaction]:
-    """What Spark did, from its progress records: a batch id run again by a later run of the
-    driver (its offsets the same or not), a partition new to a batch, a stateful query's later
-    run (it reloads its state from the checkpoint)."""
+Planned = Callable[[int, int], float | None]   # (query index, batch id) -> offsets/N's mtime, epoch ms
+
+
+def spark_reactions(progress: list[dict], t0_s: float, planned: Planned | None = None) -> list[Reaction]:
+    """What Spark did, from its progress records (one per batch a driver completed): a later run
+    of the driver whose first batch an earlier one had planned (`planned`: when its offsets/N was
+    written; a batch killed before its commit leaves no record of its first run), or a batch id
+    two runs completed, its offsets the same or not (re-planned); a partition new to a batch; a
+    stateful query's later run (it reloads its state from the checkpoint)."""
     from harness.findings.history import _end_offsets
     from workloads.pipelines import progress_log
 
@@ -105,13 +110,18 @@ def spark_reactions(progress: list[dict], t0_s: float) -> list[Reaction]:
     runs: dict[str, set[str]] = {}                         # query id -> its run ids so far
     parts: dict[str, set[int]] = {}                        # query id -> partitions read so far
     for p in progress:
-        at = round(progress_log.start_ms(p) / 1000 - t0_s, 3)
+        start_ms = progress_log.start_ms(p)
+        at = round(start_ms / 1000 - t0_s, 3)
         query, run, ends = str(p.get("id")), str(p.get("runId")), _end_offsets(p)
-        key = (query, int(p.get("batchId", -1)))
-        seen = first.setdefault(key, (run, ends))
+        batch = int(p.get("batchId", -1))
+        seen = first.setdefault((query, batch), (run, ends))
+        known = runs.setdefault(query, set())
         if seen[0] != run:
             out.append(Reaction(at, RERAN if seen[1] == ends else REPLANNED))
-        known = runs.setdefault(query, set())
+        elif run not in known and known and planned is not None:   # a later driver's first batch
+            when = planned(list(runs).index(query), batch)   # ... planned by an earlier one?
+            if when is not None and when < start_ms - SLACK_S * 1000:
+                out.append(Reaction(at, RERAN))
         if run not in known and known and p.get("stateOperators"):
             out.append(Reaction(at, RELOADED))
         known.add(run)
@@ -120,6 +130,23 @@ def spark_reactions(progress: list[dict], t0_s: float) -> list[Reaction]:
             out.append(Reaction(at, NEW_PARTITION))
         parts[query] = (had or set()) | set(ends)
     return out
+
+
+def planned_in(checkpoints: list[Path]) -> Planned:
+    """When each batch's offsets/N was written, query by query (its checkpoint, else the journal's
+    copy of a purged one, which keeps its mtime)."""
+    from harness.check.checkpoint import journal_of
+
+    def planned(query: int, batch: int) -> float | None:
+        if query >= len(checkpoints):
+            return None
+        for root in (checkpoints[query], journal_of(checkpoints[query])):
+            try:
+                return (Path(root) / "offsets" / str(batch)).stat().st_mtime_ns / 1e6
+            except OSError:
+                continue
+        return None
+    return planned
 
 
 def fault_reactions(faults: list, incidents: list) -> list[Reaction]:
@@ -139,22 +166,25 @@ def fault_reactions(faults: list, incidents: list) -> list[Reaction]:
 
 
 def sink_reactions(sink, progress: list[dict], t0_s: float, duplicated: int) -> list[Reaction]:
-    """What the sink saw: a batch id handed to it again (a batch run again by a later run of the
-    driver, after the sink already held rows of that batch id), and rows the checker counted
-    duplicated (`duplicated` > 0), at the later copy's time."""
+    """What the sink saw: a batch id handed to it again (a run of a batch that started after the
+    sink already held rows of its id: a batch killed after the sink's write, run again), and rows
+    the checker counted duplicated (`duplicated` > 0), at the later copy's time."""
     from workloads.pipelines import progress_log
+    from workloads.pipelines.config import QUERY_ID_STRIDE
 
     if sink is None or not len(sink) or "committed_ms" not in sink.columns:
         return []
     out = []
     if "batch_id" in sink.columns:
         held = sink.groupby("batch_id")["committed_ms"].min().to_dict()
-        first: dict[tuple[str, int], str] = {}
+        queries: list[str] = []   # the query ids in the order they ran: a fresh checkpoint numbers anew
         for p in progress:
-            bid = int(p.get("batchId", -1))
-            run = first.setdefault((str(p.get("id")), bid), str(p.get("runId")))
+            query = str(p.get("id"))
+            if query not in queries:
+                queries.append(query)
+            bid = queries.index(query) * QUERY_ID_STRIDE + int(p.get("batchId", -1))
             start_ms = progress_log.start_ms(p)
-            if run != str(p.get("runId")) and bid in held and held[bid] < start_ms:
+            if bid in held and held[bid] < start_ms - SLACK_S * 1000:
                 out.append(Reaction(round(start_ms / 1000 - t0_s, 3), BATCH_AGAIN))
     if duplicated > 0:
         columns = [c for c in sink.columns if c not in ("committed_ms", "batch_id")]
@@ -169,6 +199,7 @@ def of_case(case_dir: Path, result, labels: list[str]) -> set[Behaviour]:
     did not land have none."""
     import pandas as pd
 
+    from harness.findings.load import checkpoint_dirs
     from harness.hunt.outcome import fault_landed
     from harness.metrics import read_progress
     from harness.results.rundir import CaseDir
@@ -182,7 +213,8 @@ def of_case(case_dir: Path, result, labels: list[str]) -> set[Behaviour]:
     sink = pd.read_parquet(files.sink) if files.sink.exists() else None
     landed = [Landed(label, at) for label, f in zip(labels, result.faults, strict=False)
               if fault_landed(f) and (at := _when(f)) is not None]
-    reactions = (spark_reactions(progress, t0_s) + fault_reactions(result.faults, result.incidents)
+    planned = planned_in(checkpoint_dirs(files))
+    reactions = (spark_reactions(progress, t0_s, planned) + fault_reactions(result.faults, result.incidents)
                  + sink_reactions(sink, progress, t0_s, int(result.events.get("duplicated") or 0)))
     return behaviours(landed, reactions)
 

@@ -32,6 +32,13 @@ from harness.scenario import fault_specs
 
 MAX_FAULTS = 3
 MIN_SPAN_S = 1.0
+# a plan's times (seconds): its first fault's start, each fault's span (a duration fills it, a
+# downtime takes at most 2 s of it), the gap before the next. Close together: a run's workload
+# goes on until every fault has landed and the query has read past it (the schedule waits for
+# the query), so a plan needs no room of its own for a restart
+START_S = (1.0, 4.0)
+SPAN_S = (1.0, 3.0)
+GAP_S = (1.0, 4.0)
 DRAWS = 20   # tries per fault to draw one the case accepts (a target it has, keys that fit)
 
 
@@ -224,18 +231,16 @@ TIMINGS = 5   # seeded timings tried for a covering plan before the tightest one
 
 
 def _timed(space: Space, choices: list[Choice], rng: random.Random, tight: bool = False) -> list[dict] | None:
-    """The choices as fault tables, in that order, at times that fit the workload; keys drawn as
-    each kind draws them, the covered key set to the choice's value. `tight`: the earliest start,
-    the shortest spans and gaps. None: it does not fit."""
+    """The choices as fault tables, in that order, close together (the run's workload waits for
+    each to land and be read past: no room is left for it); keys drawn as each kind draws them,
+    the covered key set to the choice's value. `tight`: the earliest start, the shortest spans
+    and gaps. None: the loader refuses one in every draw."""
     plan: list[dict] = []
-    at = 1.0 if tight else rng.uniform(1.0, max(1.0, space.workload_s / 4))
+    at = START_S[0] if tight else rng.uniform(*START_S)
     for c in choices:
         kind = KINDS[c.kind]
-        room = space.workload_s - at - kind.margin_s(0.0) - 1.0
-        if room < MIN_SPAN_S:
-            return None
         for _ in range(DRAWS):
-            span = MIN_SPAN_S if tight else round(min(max(MIN_SPAN_S, rng.uniform(1.0, 6.0)), room), 1)
+            span = MIN_SPAN_S if tight else round(rng.uniform(*SPAN_S), 1)
             table = kind.draw(rng, round(at, 1), span, asked=True)   # in the space: drawable, or asked
             if c.key is not None:
                 table.pop(c.key, None)
@@ -246,34 +251,29 @@ def _timed(space: Space, choices: list[Choice], rng: random.Random, tight: bool 
                 break
         else:
             return None
-        at += span + (2.0 if tight else rng.uniform(2.0, 8.0)) + kind.margin_s(0.0)
+        at += span + (GAP_S[0] if tight else rng.uniform(*GAP_S))
     return plan
 
 
 def draw(space: Space, seed: int, run: int) -> list[dict]:
-    """A random plan, run `run`'s under `seed`: 1 to MAX_FAULTS faults at times that fit the
-    workload, each kind drawn among those that still fit (a restart needs its margin after it),
-    keys drawn by the kind, each one checked as the loader checks it. Faults do not overlap:
-    each is over before the next starts."""
+    """A random plan, run `run`'s under `seed`: 1 to MAX_FAULTS faults close together (as the
+    covering plans are timed), each kind drawn among the space's, keys drawn by the kind, each
+    one checked as the loader checks it. Each fault's span is over before the next starts."""
     rng = random.Random(f"hunt:{seed}:{run}")
     count = rng.randint(1, MAX_FAULTS)
     plan: list[dict] = []
-    at = rng.uniform(1.0, max(1.0, space.workload_s / 4))
+    at = rng.uniform(*START_S)
     for _ in range(count):
-        fits = [k for k in space.kinds if KINDS[k].fits(at + MIN_SPAN_S, 0.0, space.workload_s - 2.0)]
-        if not fits:
-            break
         for _ in range(DRAWS):
-            name = rng.choice(fits)
-            room = space.workload_s - at - KINDS[name].margin_s(0.0) - 1.0
-            span = round(min(max(MIN_SPAN_S, rng.uniform(1.0, 6.0)), max(MIN_SPAN_S, room)), 1)
+            name = rng.choice(space.kinds)
+            span = round(rng.uniform(*SPAN_S), 1)
             table = KINDS[name].draw(rng, round(at, 1), span, asked=True)
             if accepted(table, space):
                 plan.append(table)
                 break
         else:
             break
-        at += span + rng.uniform(2.0, 8.0) + KINDS[name].margin_s(0.0)
+        at += span + rng.uniform(*GAP_S)
     return plan
 
 

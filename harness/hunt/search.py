@@ -73,15 +73,20 @@ class Hunt:
         self.trials = 0
         self.times: dict[str, dict] = {}   # a trial's case name -> where its wall time went
 
-    def trial(self, plan: list[dict] | tuple[dict, ...], workload_s: float, label: str) -> CaseResult:
-        """Run the case once under `plan`, with a workload of `workload_s`; where its wall time went
-        is kept in `times` under the case's name."""
+    def trial(self, plan: list[dict] | tuple[dict, ...], label: str) -> CaseResult:
+        """Run the case once under `plan`. Its workload lasts until the plan is done: its duration
+        ends just after the last fault's `at`, and the schedule's wait carries it on until every
+        fault has landed and the query has read `read_past_batches` batches past it, up to the
+        scenario's max_duration. Where its wall time went is kept in `times` under its name."""
         from harness.run.runner import run_case
 
         self.trials += 1
-        ctx = replace(self.ctx, workload_s=workload_s)
-        faults = fault_specs.parse_faults(list(plan), ctx, "hunt.plan")
-        workload = replace(self.scenario.workload, duration_s=workload_s)
+        wl = self.scenario.workload
+        duration_s = min(wl.cap_s, plan_s(plan))
+        workload = replace(wl, duration_s=duration_s, max_duration_s=max(wl.cap_s, duration_s))
+        # the loader's room: the workload goes on while a fault is pending, up to its cap
+        room = replace(self.ctx, workload_s=workload.cap_s)
+        faults = fault_specs.parse_faults(list(plan), room, "hunt.plan")
         name = f"{self.spec.name}-{label}"
         trial = replace(self.scenario, workload=workload, faults=faults,
                         cases=(replace(self.spec, name=name),))
@@ -118,7 +123,7 @@ class Hunt:
             proposal = self.planner.next()
             whence = f"{proposal.source}: {proposal.change}" if proposal.change else proposal.source
             say(f"hunt: run {i + 1}/{opts.runs} ({whence}): {describe(proposal.plan)}")
-            case = self.trial(proposal.plan, self.scenario.workload.duration_s, f"h{i + 1}")
+            case = self.trial(proposal.plan, f"h{i + 1}")
             entry = self._told(i + 1, proposal, case)
             tried.append(entry)
             say(f"hunt: run {i + 1}: {said(entry, case)}; {sum(t['breaks'] for t in tried)} violation(s), "
@@ -155,7 +160,8 @@ class Hunt:
         return {**_tried(run, proposal.plan, case), "source": proposal.source, "change": proposal.change,
                 "landed": landed, "behaviours": [b.to_json() for b in sorted(seen)],
                 "new_behaviours": [b.to_json() for b in sorted(new)],
-                "behaviours_seen": len(self.planner.seen), "times_s": self.times.get(case.name, {})}
+                "behaviours_seen": len(self.planner.seen), "times_s": self.times.get(case.name, {}),
+                "workload": _sent(case)}
 
     def _shrunk(self, plan: list[dict]) -> dict:
         start = Candidate(tuple(plan), self.scenario.workload.duration_s, "the failing run's plan")
@@ -164,9 +170,10 @@ class Hunt:
         def fails(cand: Candidate) -> bool | None:
             if time.monotonic() > self.deadline:
                 return None   # out of budget: not run; what is found so far is the answer
-            return breaks(self.trial(cand.plan, cand.workload_s, f"s{next(labels)}"))
+            return breaks(self.trial(cand.plan, f"s{next(labels)}"))
 
-        done = shrink(start, fails, say=self.progress.step, valid=self.valid)
+        # a run's workload is already as long as its plan: no shorter workload to try
+        done = shrink(start, fails, say=self.progress.step, valid=self.valid, shorter_workload=False)
         small = done.smallest
         path = self.run_dir.path / "minimal.toml"
         path.write_text(minimal_toml(self.scenario, self.spec, list(small.plan), small.workload_s))
@@ -257,6 +264,15 @@ def said(entry: dict, case: CaseResult) -> str:
     return f"holds {case.guarantee} ({observed})"
 
 
+MIN_DURATION_S = 5.0   # a run's workload, however early its plan's faults come
+
+
+def plan_s(plan: list[dict] | tuple[dict, ...]) -> float:
+    """A run's duration under `plan`: just past its last fault's `at` (the schedule's wait carries
+    the workload on while a fault is pending), at least MIN_DURATION_S."""
+    return max([MIN_DURATION_S] + [round(seconds(t["at"]) + 1.0, 1) for t in plan])
+
+
 def wall_times(case: Case, started: float, ended_at: float) -> dict:
     """Where a run's wall time went, in seconds: start-up (the topic, the driver, its first batch),
     workload (sending, and the faults healed and observed), drain (until every result was
@@ -276,6 +292,13 @@ def wall_times(case: Case, started: float, ended_at: float) -> dict:
         last = sent or warm or started
         out["check"] = round(ended_at - last, 1)
     return out
+
+
+def _sent(case: CaseResult) -> dict:
+    """How long the run's workload was sent, and how far past its duration (cases[].workload)."""
+    sent = case.sections.get("workload") or {}
+    return {k: sent.get(k) for k in ("duration_s", "sent_for_s", "extended_by_s", "cut_at_max_duration")
+            if k in sent}
 
 
 def _tried(run: int, plan: list[dict], case: CaseResult) -> dict:

@@ -63,9 +63,10 @@ def removals(current: Candidate) -> Iterator[Candidate]:
         yield Candidate(tuple(plan[:i] + plan[i + 1:]), current.workload_s, f"without {describe([table])}")
 
 
-def moves(current: Candidate) -> Iterator[Candidate]:
+def moves(current: Candidate, shorter_workload: bool = True) -> Iterator[Candidate]:
     """Each fault earlier (half its `at`), each fault shorter (its duration or downtime halved),
-    the workload SHORTER (when every fault still fits)."""
+    the workload SHORTER (when every fault still fits, and `shorter_workload`: a hunt whose
+    runs last as long as their plans has none to try)."""
     plan = list(current.plan)
     for i, table in enumerate(plan):
         at = seconds(table["at"])
@@ -79,7 +80,7 @@ def moves(current: Candidate) -> Iterator[Candidate]:
                 yield Candidate(tuple(plan[:i] + [shorter] + plan[i + 1:]), current.workload_s,
                                 f"{table['kind']} {key} {shorter[key]} instead of {table[key]}")
     workload = round(current.workload_s * SHORTER, 1)
-    if workload >= MIN_WORKLOAD_S and all(_end(t) <= workload for t in current.plan):
+    if shorter_workload and workload >= MIN_WORKLOAD_S and all(_end(t) <= workload for t in current.plan):
         yield Candidate(current.plan, workload,
                         f"a {workload:g}s workload instead of {current.workload_s:g}s")
 
@@ -90,7 +91,8 @@ Fails = Callable[[Candidate], bool | None]
 
 
 def shrink(start: Candidate, fails: Fails, say: Callable[[str], None] = lambda _: None,
-           valid: Callable[[Candidate], bool] = lambda _: True, most_runs: int = SHRINK_RUNS) -> Shrunk:
+           valid: Callable[[Candidate], bool] = lambda _: True, most_runs: int = SHRINK_RUNS,
+           shorter_workload: bool = True) -> Shrunk:
     """The smallest candidate reachable from `start` that still fails: the fewest faults first,
     then earlier, shorter faults and a shorter workload while the runs stay within `most_runs`
     (the removals are never cut short: the fewest faults come first). `valid` leaves
@@ -101,7 +103,8 @@ def shrink(start: Candidate, fails: Fails, say: Callable[[str], None] = lambda _
     if out.ended == SHRUNK:
         accepted = [current]
         # one run is kept back to confirm where the moves end
-        current = _phase(out, current, moves, fails, say, valid, held, "move", most_runs - 1, accepted)
+        moved = lambda c: moves(c, shorter_workload)   # noqa: E731
+        current = _phase(out, current, moved, fails, say, valid, held, "move", most_runs - 1, accepted)
         if out.ended == SHRUNK:
             current = _confirm(out, accepted, fails, say, most_runs)
     out.smallest = current
