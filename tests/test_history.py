@@ -23,7 +23,7 @@ QUICK_BASELINE = REPO / "results" / "baseline" / "bench-quick.summary.json"
 
 def _case(name: str, eps: float, p99: float, *, holds: bool = True, duplicated: int = 0,
           observed: str = "exactly-once", seen: bool = True, status: str | None = None,
-          ceiling: float | None = None) -> dict:
+          ceiling: float | None = None, max_lag: int = 100) -> dict:
     verdict = {"expected": "exactly-once", "observed": observed, "holds": holds, "detail": ""}
     if status:
         verdict.update(status=status, holds=status == "PASS", detail=f"{status}: planted")
@@ -33,7 +33,7 @@ def _case(name: str, eps: float, p99: float, *, holds: bool = True, duplicated: 
             "throughput_eps": {"processed": eps, "measured": {"processed": eps}},
             "latency_ms": {"event_time": {"p50": p99 / 3, "p99": p99}},
             "headline": {"throughput_eps": eps, "p99_ms": p99},
-            "backpressure": {"max_lag_records": 100, "keeping_up": ceiling is None},
+            "backpressure": {"max_lag_records": max_lag, "keeping_up": ceiling is None},
             "faults": [{"kind": "kill-executor", "at_s": 5.0, "started_s": 5.0, "ended_s": 5.5,
                         "target": "executor:0", "observed": seen}]}
     if ceiling is not None:
@@ -390,8 +390,11 @@ class TestTrend:
         from harness.report import svg
 
         assert svg.nice_ticks(0.0, 1.0, 4, integer=True) == [0.0, 1.0]
-        page = trend.write(_history(tmp_path, [400.0] * 6), tmp_path / "trend.html").read_text()
-        assert ">0.5</text>" not in page and "0 every night: lost, duplicated" in page
+        assert ">0.5</text>" not in svg.nights_chart("max lag (records)", [0, 0, 1], labels=["a", "b", "c"],
+                                                     integer=True)
+        store = _history(tmp_path, [400.0] * 6, max_lag=lambda k: 0)
+        page = trend.write(store, tmp_path / "t.html").read_text()
+        assert ">0.5</text>" not in page and "0 every night: max lag" in page
 
 
 _PROBE = """<script>

@@ -140,8 +140,12 @@ def headline(checked: Checked) -> str:
         line = f"OK: no FAIL and no change for the worse in the newest {NEWEST} nights"
     unjudged = checked.unjudged
     if unjudged:
+        where: dict[str, int] = {}
+        for s, why in unjudged:
+            key = f"{s.where}: {why}"
+            where[key] = where.get(key, 0) + 1
         line += (f"; speed not judged yet in {len(unjudged)} series: "
-                 + "; ".join(f"{s.label}: {why}" for s, why in unjudged))
+                 + "; ".join(f"{key}, {n} case(s)" for key, n in where.items()))
     return line
 
 

@@ -197,8 +197,10 @@ class Series:
 
     def judges(self, figure: Figure) -> bool:
         """Whether this series judges `figure`'s speed: an absolute figure on one machine, a
-        figure that travels on every machine."""
-        return figure.better is not None and figure.travels == (self.machine is None)
+        figure that travels on every machine. A count some guarantee allows (lost, duplicated)
+        is correctness's: above 0 where forbidden it is a FAIL, and not judged where allowed."""
+        return (figure.better is not None and figure.allowed_under is None
+                and figure.travels == (self.machine is None))
 
     def values(self, figure: str) -> list[float | None]:
         return [n.value(figure) for n in self.nights]

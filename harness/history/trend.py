@@ -82,7 +82,9 @@ def render(checked: Checked, where: Path) -> str:
              f'<div class="answer {answer.split(":")[0].split()[0]}">{escape(answer)}</div>',
              _newest(checked, where), _alarms(checked)]
     parts.append("<h2>Series</h2>")
-    parts += [_series(s, checked, where) for s in checked.series]
+    alarmed = {id(a.series) for a in checked.alarms if isinstance(a, changes_mod.Change)}
+    order = sorted(checked.series, key=lambda s: (id(s) not in alarmed, not checked.live(s)))
+    parts += [_series(s, checked, where) for s in order]
     parts.append("</body></html>")
     return "\n".join(p for p in parts if p)
 
