@@ -14,6 +14,7 @@ import pytest
 from faults.checkpoint import CheckpointChange
 from faults.kafka import Deleted
 from harness import check as checker
+from harness import metrics
 from harness.check.checkpoint import Batch
 from harness.check.result import CheckResult
 from harness.findings import Inputs, build, text
@@ -62,11 +63,11 @@ def _checkpoint(root: Path, name: str, files: dict[str, float]) -> Path:
 
 
 def _progress(run_id: str, batch_id: int, start_s: float, duration_ms: int = 1000, query: str = "q0",
-              end: dict | None = None, dropped: int = 0) -> dict:
+              end: dict | None = None, dropped: int = 0, updated: int = 0) -> dict:
     stamp = datetime.fromtimestamp(_ms(start_s) / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
     return {"id": query, "runId": run_id, "batchId": batch_id, "timestamp": stamp,
-            "batchDuration": duration_ms, "numInputRows": 1,
-            "stateOperators": [{"numRowsDroppedByWatermark": dropped}],
+            "batchDuration": duration_ms, "numInputRows": 1, "durationMs": {"addBatch": duration_ms},
+            "stateOperators": [{"numRowsDroppedByWatermark": dropped, "numRowsUpdated": updated}],
             "sources": [{"endOffset": {"events": {str(p): o for p, o in (end or {}).items()}}}]}
 
 
@@ -274,6 +275,69 @@ class TestDroppedLateWrongly:
         assert f.count == 1
         assert f.witness[0]["event_id"] == 1 and f.witness[0]["read_by_batch"] == 1
         assert "Spark dropped 1" in f.story
+
+
+class TestSparkCountedOnce:
+    """Spark's late rows against the oracle's, once each batch: what the harness itself can
+    double (a batch run again after a restart, a batch's plan run twice) accuses nobody."""
+
+    def _late_in_batch_2(self, progress: list[dict]) -> Inputs:
+        """Batch 0 moves the watermark to 4.0 s; batch 2 reads an event at 0.2 s (late: one
+        (key, window) group by the oracle) and one at 5.2 s (on time: one group updated)."""
+        truth = _truth([0.1, 5.0, 5.1, 0.2, 5.2])
+        batches = [Batch(0, 0, {0: 2}, True, {0: 0}), Batch(1, _ms(4.0), {0: 3}, True, {0: 2}),
+                   Batch(2, _ms(4.1), {0: 5}, True, {0: 3})]
+        sink = _window_sink([("k1", 0.0, 2.0, 1, 20, 1, 3.0)])
+        return _inputs(WINDOWS, truth, sink, batches, progress=progress,
+                       spark_dropped_by_watermark=metrics.dropped_by_watermark(progress))
+
+    def _runs(self, *last: dict) -> list[dict]:
+        return [_progress("a", 0, 0.5, end={0: 2}, updated=2), _progress("a", 1, 1.5, end={0: 3}, updated=1),
+                *last]
+
+    def test_a_batch_run_before_and_after_a_restart_counts_its_late_rows_once(self):
+        """Batch 2 committed, its commits/2 lost, run again by a new driver: two progress records
+        of 1 late row each are Spark's 1 (its last run's), the oracle's 1, and no finding."""
+        progress = self._runs(_progress("a", 2, 2.5, end={0: 5}, dropped=1, updated=1),
+                              _progress("b", 2, 9.0, end={0: 5}, dropped=1, updated=1))
+        inputs = self._late_in_batch_2(progress)
+        assert inputs.spark_dropped_by_watermark == 1 == inputs.checked.counts["dropped_late_spark"]
+        assert "dropped-late-wrongly" not in {f.cls for f in build(inputs)}
+
+    def test_the_last_run_that_executed_the_batch_is_the_one_counted(self):
+        """An idle trigger's record repeats a batch id with nothing run: the executed run counts."""
+        idle = {**_progress("b", 2, 12.0, end={0: 5}, dropped=0), "durationMs": {"triggerExecution": 3}}
+        runs = [_progress("a", 2, 2.5, end={0: 5}, dropped=3), _progress("b", 2, 9.0, end={0: 5}, dropped=1),
+                idle]
+        assert metrics.once_per_batch(runs) == [runs[1]]
+        assert metrics.dropped_by_watermark(runs) == 1
+
+    def test_a_query_on_a_fresh_checkpoint_is_another_query(self):
+        """Batch 0 of two query ids is two batches: both count."""
+        runs = [_progress("a", 0, 0.5, dropped=2), _progress("b", 0, 5.0, query="q1", dropped=3)]
+        assert metrics.dropped_by_watermark(runs) == 5
+
+    def test_a_batch_whose_commit_a_fault_deleted_is_judged_on_neither_side(self):
+        """Batch 2 ran and committed, then its commits/2 was deleted and no driver ran it again:
+        the oracle judges committed batches only, so Spark's late row there accuses nobody."""
+        inputs = self._late_in_batch_2(self._runs(_progress("a", 2, 2.5, end={0: 5}, dropped=1, updated=1)))
+        batches = [replace(b, committed=b.batch_id != 2) for b in inputs.batches]
+        inputs = _inputs(WINDOWS, inputs.truth, inputs.sink, batches, progress=inputs.progress,
+                         spark_dropped_by_watermark=inputs.spark_dropped_by_watermark)
+        assert inputs.checked.counts["dropped_late_spark"] == 0 < inputs.spark_dropped_by_watermark
+        assert "dropped-late-wrongly" not in {f.cls for f in build(inputs)}
+
+    def test_a_batch_whose_plan_ran_twice_is_no_finding(self):
+        """Twice the oracle's late rows and twice its state rows in one run: the plan ran twice
+        (a second action on the batch), Spark dropped nothing on time."""
+        inputs = self._late_in_batch_2(self._runs(_progress("a", 2, 2.5, end={0: 5}, dropped=2, updated=2)))
+        assert "dropped-late-wrongly" not in {f.cls for f in build(inputs)}
+
+    def test_twice_the_late_rows_with_the_state_rows_of_one_run_is_still_a_finding(self):
+        """Twice the oracle's late rows but the state rows of one run: Spark's drops are its own."""
+        inputs = self._late_in_batch_2(self._runs(_progress("a", 2, 2.5, end={0: 5}, dropped=2, updated=1)))
+        f = _only(build(inputs), "dropped-late-wrongly")
+        assert f.count == 1 and "Spark dropped 2, the oracle finds 1 late" in f.story
 
 
 class TestNothingToFind:

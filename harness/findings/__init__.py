@@ -49,7 +49,7 @@ def build(inputs: Inputs) -> list[Finding]:
     history = History(inputs)
     found = [spark.deleted_before_read(inputs, history), spark.refused_restart(inputs, history),
              spark.commit_without_offsets(inputs, history)]
-    if _output_anomalies(inputs):
+    if _output_anomalies(inputs, history):
         unit = unit_of(inputs, history)
         found = [lost.build(inputs, history, unit), duplicated.build(inputs, history, unit),
                  extra.unexpected(inputs, history, unit), extra.wrong_value(inputs, history, unit),
@@ -57,14 +57,13 @@ def build(inputs: Inputs) -> list[Finding]:
     return [f for f in found if f is not None]
 
 
-def _output_anomalies(inputs: Inputs) -> bool:
+def _output_anomalies(inputs: Inputs, history: History) -> bool:
     """Whether the oracle found anything in the output, or Spark dropped more than it."""
     c = inputs.checked
     counted = any(int(c.counts.get(k) or 0) > 0 for k in ("lost", "duplicated", "unexpected"))
     wrong = len(c.discrepancies) and (c.discrepancies["kind"] == "wrong").any()
-    late = c.counts.get("dropped_late_spark")
-    spark_more = inputs.spark_dropped_by_watermark is not None and late is not None \
-        and inputs.spark_dropped_by_watermark > late
+    late, dropped = c.counts.get("dropped_late_spark"), spark.judged_dropped(inputs, history)
+    spark_more = dropped is not None and late is not None and dropped > late
     return bool(counted or wrong or spark_more or any("wrong" in p for p in c.problems))
 
 

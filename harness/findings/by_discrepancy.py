@@ -60,6 +60,9 @@ class ByDiscrepancy:
     def late_groups(self) -> dict[int, int]:
         return {}
 
+    def updated_groups(self) -> dict[int, int]:
+        return {}
+
 
 _WRONG = re.compile(r"^([\d,]+) (?:events?|rows?|windows?) "
                     r"(?:came out with wrong values|ha(?:s|ve) the right count but a wrong sum)")

@@ -19,6 +19,7 @@ import pandas as pd
 
 from faults.kinds import BatchView
 from faults.registry import KINDS
+from harness import metrics
 from harness.check.checkpoint import Batch, journal_of
 from harness.check.replay import assign_batches
 from harness.findings import text
@@ -63,7 +64,8 @@ class BatchFacts:
     sink_rows: int = 0            # rows with its batch_id in the sink
     sink_s: float | None = None   # when the first of them became visible
     runs: list[tuple[str, float, float]] = field(default_factory=list)   # (runId, start_s, end_s)
-    dropped: int = 0              # Spark's numRowsDroppedByWatermark over its runs
+    dropped: int = 0              # Spark's numRowsDroppedByWatermark, its last run's
+    updated: int = 0              # Spark's numRowsUpdated (state rows written), the same run's
 
     @property
     def id(self) -> int:
@@ -159,6 +161,8 @@ class History:
 
     def _runs(self) -> list[Run]:
         query_of = self._query_of_ids()
+        # a batch run twice (before and after a restart) counts its late rows once: its last run's
+        counted = {id(p) for p in metrics.once_per_batch(self.inputs.progress)}
         runs: dict[str, Run] = {}
         for p in self.inputs.progress:
             start_s = round(progress_log.start_ms(p) / 1000.0 - self.inputs.t0_s, 3)
@@ -172,8 +176,9 @@ class History:
             f = self.batch(bid)
             if f is not None:
                 f.runs.append((run_id, start_s, end_s))
-                f.dropped += sum(int(op.get("numRowsDroppedByWatermark", 0))
-                                 for op in p.get("stateOperators", []))
+                if id(p) in counted:
+                    f.dropped = metrics.batch_dropped(p)
+                    f.updated = sum(int(op.get("numRowsUpdated", 0)) for op in p.get("stateOperators", []))
         return sorted(runs.values(), key=lambda r: r.start_s)
 
     def _query_of_ids(self) -> dict[str, int]:

@@ -11,7 +11,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from harness.check.replay import last_watermark, late_watermarks
+from harness.check.replay import assign_batches, last_watermark, late_watermarks
 from harness.check.windows import WINDOW, assign_windows
 from harness.findings.history import History
 from harness.findings.inputs import Inputs
@@ -183,6 +183,19 @@ class Windows:
         """Batch id -> the oracle's late rows counted Spark's way: one per (key, window)."""
         late = self.pairs[self.pairs["late"]]
         return late.drop_duplicates(["batch", *WINDOW]).groupby("batch").size().astype(int).to_dict()
+
+    def updated_groups(self) -> dict[int, int]:
+        """Batch id -> the state rows Spark's aggregation writes for it (its numRowsUpdated, once
+        per run of the batch's plan): one per (key, window) of its on-time events, the harness's
+        control events' own window included."""
+        on_time = self.pairs.loc[~self.pairs["late"] & (self.pairs["batch"] >= 0), ["batch", *WINDOW]]
+        truth = self.inputs.truth
+        if "control" in truth.columns and truth["control"].any():
+            own = truth[truth["control"].to_numpy(bool)]
+            own = own.assign(batch=assign_batches(own, self.inputs.batches).to_numpy())
+            own = assign_windows(own[own["batch"] >= 0], self.window_ms, self.slide_ms)
+            on_time = pd.concat([on_time, own[["batch", *WINDOW]]], ignore_index=True)
+        return on_time.drop_duplicates().groupby("batch").size().astype(int).to_dict()
 
     def on_time_lost(self, batch_ids: set[int]) -> list[dict]:
         """Events these batches read that the oracle says were on time, in windows that came

@@ -23,13 +23,14 @@ batch that the sink has but the checkpoint does not, and a restart re-executes i
                    killExecutor and then requestExecutors(1)
   killed.json      the driver's answer: the executor id, and what Spark answered
 The gate wraps any sink's `write`, the user's own included. A sink that sets
-`last_rows` after each write says how many rows it wrote; without it every batch counts
-as one that wrote rows.
+`last_rows` after each write says how many rows it wrote; without it, the rows the sink's own
+reading of the batch counted while a request waits (_observe), else every batch counts as one
+that wrote rows. The gate never runs a Spark job of its own on the batch: a second action would
+run the batch's plan again, stateful operators included, and double Spark's metrics.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
@@ -84,31 +85,54 @@ def withdraw(control_dir: Path, name: str) -> None:
     (Path(control_dir) / name).unlink(missing_ok=True)
 
 
-def _only_control_rows(batch_df) -> bool:
-    """Whether every row of the batch is the harness's own (its control events' window, set
-    aside by the checker): holding it would test nothing. Asked only while a hold is
-    pending, and only of an output with a `key` column."""
-    if "key" not in (getattr(batch_df, "columns", None) or ()):
-        return False
+def _observe(batch_df) -> tuple[object, Callable[[], dict | None]]:
+    """The batch as the sink gets it while a request waits, and what the sink's own reading of it
+    showed: {"rows", "workload_rows"} (rows whose key is not the harness's CONTROL_KEY; every row
+    of an output with no `key` column), or None when the sink ran no Dataset action over it
+    (the RDD API, foreachPartition, a replayed batch it skipped) or the batch is no DataFrame.
+
+    The gate runs no job of its own. A second action on a foreachBatch DataFrame runs the batch's
+    plan again, stateful operators included: Spark's foreachBatch hands the sink a LogicalRDD over
+    the micro-batch's executed plan (ForeachBatchSink.addBatch), every action recomputes it, the
+    plan's SQL metrics add up over both runs, and the query's progress reports their sum: a late
+    row counted twice in numRowsDroppedByWatermark (measured: 3 dropped became 6, numRowsUpdated
+    1 became 2, with the gate's old `limit(1).count()` after the write). An Observation counts
+    the rows inside the sink's own action, as a CollectMetrics node of the batch's plan: no
+    second run, nothing added to the streaming query's metrics."""
+    if batch_df is None or not hasattr(batch_df, "observe"):
+        return batch_df, lambda: None
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    with probing(batch_df):
-        return batch_df.where(F.col("key") != CONTROL_KEY).limit(1).count() == 0
+    seen = Observation()
+    workload = (F.col("key") != CONTROL_KEY) if "key" in batch_df.columns else F.lit(True)
+    observed = batch_df.observe(seen, F.count(F.lit(1)).alias("rows"),
+                                F.count(F.when(workload, 1)).alias("workload_rows"))
+
+    def counts() -> dict | None:
+        # the future completes when the first Dataset action over `observed` ends; get would
+        # block forever for a sink that never ran one
+        return dict(seen.get) if seen._jo is not None and seen._jo.future().isCompleted() else None
+    return observed, counts
 
 
-PROBE = "harness.probe"   # a local property set on the gate's own jobs
-
-
-@contextlib.contextmanager
-def probing(batch_df):
-    """Mark the jobs run meanwhile as the gate's own look at the batch, not the sink's write:
-    fail-task's stage leaves them alone (workloads/pipelines/taskfault.py)."""
-    sc = batch_df.sparkSession.sparkContext
-    sc.setLocalProperty(PROBE, "1")
+def read_input(checkpoint: str | Path | None, batch_id: int) -> bool | None:
+    """Whether micro-batch `batch_id` read anything, from its checkpoint's offset log alone
+    (offsets/N is written before the sink is called): its sources' offsets against the previous
+    batch's. False for a batch that only moves the watermark (a stateful query's no-data batch);
+    None when the log cannot say (batch 0, no checkpoint given, a file not written yet under
+    async progress tracking)."""
+    if checkpoint is None or batch_id < 1:
+        return None
+    logs = Path(checkpoint) / "offsets"
     try:
-        yield
-    finally:
-        sc.setLocalProperty(PROBE, None)
+        now, before = ((logs / str(n)).read_text().splitlines() for n in (batch_id, batch_id - 1))
+    except OSError:
+        return None
+    # line 0 the log's version, line 1 the batch's metadata (watermark, time), then one per source
+    if len(now) < 3 or len(before) < 3:
+        return None
+    return now[2:] != before[2:]
 
 
 def serve(spark, control_dir: Path) -> None:
@@ -171,15 +195,6 @@ def _records(control_dir: Path, pattern: str) -> list[dict]:
     return sorted(found, key=lambda h: h["at_ms"])
 
 
-def _has_rows(batch_df) -> bool:
-    """Whether the batch holds a row of the workload's (not only the harness's control rows):
-    asked before the sink's write, while a request waits for such a batch."""
-    if "key" in (getattr(batch_df, "columns", None) or ()):
-        return not _only_control_rows(batch_df)
-    with probing(batch_df):
-        return batch_df.limit(1).count() > 0
-
-
 class CommitGate:
     """`foreachBatch` callable: the sink's write, and around it whatever the control
     directory asks, at its point of the batch:
@@ -191,16 +206,20 @@ class CommitGate:
 
     Requests: delay-the-commit (hold after the write for a time), hold-commit (hold at a point
     until the driver is killed), fail-batch (raise at a point, `times` batches). Each acts on
-    the next batch with workload rows, and leaves a record of what it did.
+    the next batch with workload rows, and leaves a record of what it did. The gate runs no
+    Spark job of its own to tell (see _observe): before the write, a batch that read input by
+    its offset log (read_input: not a no-data batch); after it, a batch the sink's own reading
+    found a workload row in (not only the harness's control rows), or one the sink says it wrote
+    rows of when its reading was not seen.
 
     The sink gets `batch_base + batch_id`: a query restarted on a fresh checkpoint numbers
     its batches from 0 again, and the base (QUERY_ID_STRIDE times the query's index) keeps
     its ids apart from the earlier query's in the sink, as the checker numbers them."""
 
     def __init__(self, write: Callable, control_dir: Path, rows: Callable[[], int | None],
-                 batch_base: int = 0):
+                 batch_base: int = 0, checkpoint: str | Path | None = None):
         self.write, self.control_dir, self.rows = write, Path(control_dir), rows
-        self.batch_base = batch_base
+        self.batch_base, self.checkpoint = batch_base, checkpoint
         self.control_dir.mkdir(parents=True, exist_ok=True)
 
     def __call__(self, batch_df, batch_id: int) -> None:
@@ -213,14 +232,16 @@ class CommitGate:
             # and run its stateful operators, once before the sink does
             self._hold(batch_id, None, BEFORE_WRITE, HOLD_CEILING_MS, forever=False,
                        until=lambda: not (self.control_dir / PAUSE_BATCH).exists())
-        if BEFORE_WRITE in asked.values() and _has_rows(batch_df):
+        if BEFORE_WRITE in asked.values() and read_input(self.checkpoint, batch_id) is not False:
             self._act(asked, BEFORE_WRITE, batch_id, None)
-        self._write(batch_df, batch_id)
+        observed, seen = _observe(batch_df)
+        self._write(observed, batch_id)
         if not asked:
             return
-        rows = self.rows()
-        if rows == 0 or _only_control_rows(batch_df):
+        rows, counts = self.rows(), seen()
+        if rows == 0 or (counts is not None and counts["workload_rows"] == 0):
             return   # nothing of the workload's to replay: wait for a batch that wrote some
+        rows = counts["rows"] if rows is None and counts is not None else rows
         self._act(asked, AFTER_WRITE, batch_id, rows)
         if asked.get(HOLD_COMMIT) == AFTER_COMMIT:
             (self.control_dir / HOLD_COMMIT).unlink(missing_ok=True)
