@@ -1,11 +1,12 @@
 """`python -m harness`: run scenarios, report and compare runs, fetch JVM artifacts.
 
-Exit codes: 0 every verdict holds (compare: no regression; hunt: no violation found in the
-budget); 1 a verdict failed (compare: a regression; hunt: a violation, minimal.toml
-written); 2 bad input or a broken environment (the message names the problem and the fix),
-or a schedule that did not fit the run (a fault's time or anchor did not come while the
-workload was sent: status schedule-missed, every verdict held); 3 a bug in the harness;
-128+N interrupted by signal N (130 for Ctrl-C, 143 for SIGTERM).
+Exit codes: 0 every case's verdict is PASS (compare: no regression; hunt: no violation found
+in the budget); 1 a verdict is FAIL (compare: a regression; hunt: a violation, minimal.toml
+written); 2 bad input or a broken environment (the message names the problem and the fix);
+3 a bug in the harness; 4 no verdict failed, but one is UNKNOWN: a case that could not be
+decided (a noop sink, a sink whose read() raised, an oracle that raised, a fault that never
+came while the workload ran: status schedule-missed), never a pass; 128+N interrupted by
+signal N (130 for Ctrl-C, 143 for SIGTERM).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import traceback
 from pathlib import Path
 
 from harness.errors import HarnessError, RunAborted
+from harness.results import figures
+from harness.results.verdict import FAIL, PASS, UNKNOWN
 from workloads.errors import Problem
 
 
@@ -30,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a scenario and check its output against ground truth")
     run.add_argument("scenario", type=Path,
                      help="scenario TOML file, e.g. harness/scenario/scenarios/smoke.toml")
+    run.add_argument("--case", action="append", metavar="NAME",
+                     help="run only this case (may be given again; default: every case)")
     run.add_argument("--out", type=Path, help="run directory (default: results/<run-id>/)")
     run.add_argument("--quick", action="store_true", help="apply the scenario's [quick] overrides")
     run.add_argument("--repeat", type=int, default=1, metavar="N",
@@ -81,12 +86,15 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--fail-on", default=None, metavar="RULES",
                          help='comma-separated rules, e.g. "p99:+10%%,throughput:-5%%,lost:>0" '
                               "(the default); "
-                              "metrics: throughput, p50, p99, processing_p99, lost, duplicated, max_lag, "
-                              "recovery, batch_p50")
+                              f"metrics: {', '.join(f.name for f in figures.compared())}")
     compare.add_argument("--base-also", type=Path, action="append", default=[], metavar="RUN",
                          help="another run of the baseline, its cases taken as repeats (may be given again)")
     compare.add_argument("--new-also", type=Path, action="append", default=[], metavar="RUN",
                          help="another run of the new side, its cases taken as repeats (may be given again)")
+    compare.add_argument("--history", type=Path, default=None, metavar="STORE",
+                         help="judge single runs by the noise this history store measured on NEW's machine")
+    compare.add_argument("--across-machines", action="store_true",
+                         help="compare runs of two machines: verdicts and the figures that travel only")
     history = sub.add_parser("history", help="the nightly history: add runs, find changes, draw the trend")
     hsub = history.add_subparsers(dest="history_command", required=True)
     hadd = hsub.add_parser("add", help="append runs to a history store (a directory; created if missing)")
@@ -208,37 +216,17 @@ def _report(args) -> int:
 
 
 def _compare(args) -> int:
+    """`compare` (harness/report/compare.py)."""
     from harness.report import compare
 
-    rules = compare.parse_rules(args.fail_on if args.fail_on is not None else compare.DEFAULT_RULES)
-    new = compare.with_repeats(compare.load(args.new), [compare.load(p) for p in args.new_also])
-    base = compare.with_repeats(compare.load_base(args.base, new), [compare.load(p) for p in args.base_also])
-    compare.check_same_workload(base, new)
-    rows = compare.compare(base, new, rules)
-    print(compare.render(base, new, rows, compare.tests(base, new, rules)))
-    return 1 if compare.regressed(base, new, rows) else 0
+    return compare.main(args)
 
 
 def _history(args) -> int:
-    """`history add|check|report` (harness/history/)."""
-    from harness.history import check, trend
-    from harness.history.store import Store
+    """`history add|check|report` (harness/history/command.py)."""
+    from harness.history import command
 
-    store = Store(args.store)
-    if args.history_command == "add":
-        for run_dir in args.run_dirs:
-            entries = store.add(run_dir, args.report_url)
-            print(f"added run {entries[0].run_id}: {len(entries)} case(s) of {entries[0].scenario} "
-                  f"(hash {entries[0].scenario_hash}, commit {(entries[0].commit or '?')[:7]})")
-        return 0
-    if args.history_command == "check":
-        checked = check.check(store.require())
-        print(check.render(checked))
-        if args.json is not None:
-            check.write_json(checked, args.json)
-        return 1 if checked.alarms else 0
-    print(trend.write(store, args.out))
-    return 0
+    return command.main(args)
 
 
 def _fetch_jvm() -> int:
@@ -261,6 +249,10 @@ def _run(args, search=None) -> int:
     from harness import scenario as scenario_mod
 
     scenario = scenario_mod.load(args.scenario, quick=args.quick)  # validate before anything starts
+    if search is None and args.case:
+        from harness.api import only_cases
+
+        scenario = only_cases(scenario, args.case, "--case")
     repeat = getattr(args, "repeat", 1)
     if repeat < 1:
         from harness.errors import ScenarioError
@@ -302,9 +294,15 @@ def _run(args, search=None) -> int:
     if search is not None:
         _out(search.render(result))
         return search.exit_code(result)
-    if not result.holds:
-        return 1
-    return 2 if result.status == "schedule-missed" else 0
+    return exit_code(result)
+
+
+EXIT_CODES = {PASS: 0, FAIL: 1, UNKNOWN: 4}
+
+
+def exit_code(result) -> int:
+    """`run`'s exit code from its cases' verdicts: 1 on any FAIL, else 4 on any UNKNOWN, else 0."""
+    return EXIT_CODES[result.verdict_status]
 
 
 def _out(text: str) -> None:

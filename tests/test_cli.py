@@ -1,9 +1,9 @@
-"""The CLI with bad input: exit 2, a message naming the field, and nothing started."""
+"""The CLI: bad input exits 2 with a message naming the field and starts nothing; `run --case`."""
 
 import pytest
 
 from tests.helpers import MINIMAL_SCENARIO as GOOD
-from tests.helpers import run_cli
+from tests.helpers import REPO, run_cli
 
 
 def _bad(tmp_path, old: str, new: str):
@@ -125,3 +125,39 @@ class TestFullDisk:
         monkeypatch.setattr(cli, "_run", broken)
         assert cli._command(argparse.Namespace(command="run", out=None)) == 3
         assert "internal error" in capsys.readouterr().err
+
+
+BENCH = "harness/scenario/scenarios/bench.toml"
+
+
+class TestRunCase:
+    """`python -m harness run --case NAME` (may be given again), as hunt and sustain take it:
+    one Nexmark query without copying the scenario."""
+
+    def test_the_named_cases_are_kept_in_the_scenario_s_order(self):
+        from harness import scenario
+        from harness.api import only_cases
+
+        loaded = scenario.load(REPO / BENCH)
+        narrowed = only_cases(loaded, ["at-most-once-postgres", "exactly-once-postgres"])
+        assert [c.name for c in narrowed.cases] == ["exactly-once-postgres", "at-most-once-postgres"]
+        assert narrowed.repeated(2).cases[1].name == "at-most-once-postgres-r1"
+
+    def test_an_unknown_case_names_the_cases_there_are_and_the_closest(self):
+        from harness import scenario
+        from harness.api import only_cases
+        from harness.errors import ScenarioError
+
+        with pytest.raises(ScenarioError) as info:
+            only_cases(scenario.load(REPO / BENCH), ["exactly-once-postgre"], "--case")
+        assert "--case 'exactly-once-postgre'" in str(info.value)
+        assert "at-least-once-postgres" in str(info.value)
+        assert "did you mean 'exactly-once-postgres'?" in info.value.fix
+
+    def test_the_cli_exits_2_on_an_unknown_case_and_starts_nothing(self, tmp_path):
+        out = tmp_path / "run"
+        proc = run_cli("run", BENCH, "--case", "exactly-once-postgres", "--case", "q5", "--out", str(out),
+                       timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert "--case 'q5'" in proc.stderr and "exactly-once-postgres, at-least-once-postgres" in proc.stderr
+        assert not out.exists()
