@@ -18,7 +18,6 @@ from harness import metrics
 from harness.check.checkpoint import Batch
 from harness.check.result import CheckResult
 from harness.findings import Inputs, build, text
-from harness.findings.load import pipeline_from_json
 from harness.results.model import FaultRecord, Finding, Incident
 from harness.scenario.model import Pipeline
 from workloads.pipelines.config import QUERY_ID_STRIDE
@@ -481,13 +480,6 @@ class TestInputs:
         with pytest.raises(FrozenInstanceError):
             inputs.t0_s = 0.0  # type: ignore[misc]
 
-    def test_a_pipeline_reads_back_from_its_json(self):
-        """scenario.effective.json's pipeline gives the same kind, values and columns."""
-        pl = pipeline_from_json({"kind": "tumbling_count", "values": {"window_ms": 2000},
-                                 "columns": {"key": "STRING"},
-                                 "spark": {"state_store": "hdfs", "conf": {"x": "1"}}})
-        assert (pl.kind, dict(pl.values), list(pl.columns)) == \
-            ("tumbling_count", {"window_ms": 2000}, ["key"])
 
 
 class TestText:

@@ -19,22 +19,21 @@ The unit follows the pipeline: event by event when rows carry event_id (per_even
 (event, window) pair for windowed counts (per_window.py), by key columns otherwise (per_row.py).
 
   inputs.py      Inputs: what build() reads
-  history.py     the case's batches, runs, driver deaths and faults, in seconds from t0
+  timeline.py    the case's batches, runs, driver deaths and faults, in seconds from t0
   witness.py     witness records and how the fewest are picked
   lost.py duplicated.py extra.py spark.py   one story per class
   per_event.py per_window.py per_row.py     the records of each unit
-  load.py        Inputs from a case's directory (a run directory is enough)
 """
 
 from __future__ import annotations
 
 from harness import pipelines
 from harness.findings import duplicated, extra, lost, spark
-from harness.findings.history import History
 from harness.findings.inputs import Inputs
 from harness.findings.per_event import Events
 from harness.findings.per_row import Rows
 from harness.findings.per_window import Windows
+from harness.findings.timeline import History
 from harness.results.model import Finding
 
 __all__ = ["Inputs", "build", "CLASSES"]

@@ -9,8 +9,8 @@ import re
 
 import pandas as pd
 
-from harness.findings.history import History
 from harness.findings.inputs import Inputs
+from harness.findings.timeline import History
 
 
 class ByDiscrepancy:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from harness.findings import text
-from harness.findings.history import BatchFacts, History
+from harness.findings.timeline import BatchFacts, History
 from harness.findings.witness import public
 from harness.results.model import Finding
 

@@ -12,8 +12,8 @@ from collections import Counter
 
 from harness.findings import text
 from harness.findings.compose import batch_read, commit, finding, name, sink_write, window_text
-from harness.findings.history import BatchFacts, History, kills_driver
 from harness.findings.inputs import Inputs
+from harness.findings.timeline import BatchFacts, History, kills_driver
 from harness.findings.witness import pick
 from harness.results.model import Finding
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from harness.findings import text
 from harness.findings.compose import batch_read, finding, name, sink_write, window_text
-from harness.findings.history import History
 from harness.findings.inputs import Inputs
+from harness.findings.timeline import History
 from harness.findings.witness import pick
 from harness.results.model import Finding
 

@@ -13,8 +13,8 @@ import pandas as pd
 
 from harness.check.replay import assign_batches, last_watermark, late_watermarks
 from harness.check.windows import WINDOW, assign_windows
-from harness.findings.history import History
 from harness.findings.inputs import Inputs
+from harness.findings.timeline import History
 from harness.findings.witness import written_by
 from workloads.wire import CONTROL_KEY
 

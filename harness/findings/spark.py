@@ -22,8 +22,8 @@ from harness.check.checkpoint import log_files
 from harness.check.replay import late_watermarks
 from harness.findings import text
 from harness.findings.compose import finding, name
-from harness.findings.history import BatchFacts, History
 from harness.findings.inputs import Inputs
+from harness.findings.timeline import BatchFacts, History
 from harness.findings.witness import pick
 from harness.results.model import FaultRecord, Finding
 
