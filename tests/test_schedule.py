@@ -34,6 +34,18 @@ def _spec(kind: str, text: str, **kw) -> FaultSpec:
     return FaultSpec(kind, anchor.plus_s, "driver", anchor=anchor, **kw)
 
 
+def _started(tmp_path, spec: FaultSpec, duration_s: float, cap_s: float, warm: bool = True, **kw):
+    """A schedule of `spec` started now, its duration ending `duration_s` and its cap `cap_s`
+    from now; its faked pace warm already (or not); (runner, pace, now)."""
+    clock = _ReadClock()
+    if warm:
+        clock.warm_at = time.time()
+    runner = FaultRunner((spec,), _targets(tmp_path), clock=clock, **kw)
+    now = time.time()
+    runner.start(now, send_end=now + duration_s, cap=now + cap_s)
+    return runner, clock, now
+
+
 def _until(predicate, timeout_s: float = 5.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -53,11 +65,8 @@ class TestPending:
         """A fault at batch 2: pending before its anchor, while it lasts, and until the query has
         read past it in the asked number of batches, with the topic's end offsets at its
         observation as the mark; then nothing is pending."""
-        clock = _ReadClock()
-        runner = FaultRunner((_spec("pause", "batch 2", duration_s=0.3),), _targets(tmp_path), clock=clock,
-                             mark=lambda: {0: 40, 1: 41})
-        now = time.time()
-        runner.start(now, send_end=now + 0.1, cap=now + 30)
+        runner, clock, now = _started(tmp_path, _spec("pause", "batch 2", duration_s=0.3), 0.1, 30,
+                                      warm=False, mark=lambda: {0: 40, 1: 41})
         assert runner.pending(3) == "fault pause (batch 2) has not come"
         clock.warm_at = time.time()
         clock.batches += [time.time(), time.time()]
@@ -72,11 +81,7 @@ class TestPending:
     def test_a_fault_whose_anchor_comes_after_the_duration_lands_before_the_cap(self, tmp_path):
         """The anchor comes 0.4 s after the duration ended (at 0.1 s) and well before the cap: the
         fault is injected and observed, not missed (before, it was missed at the duration)."""
-        clock = _ReadClock()
-        clock.warm_at = time.time()
-        runner = FaultRunner((_spec("pause", "batch 1", duration_s=0.05),), _targets(tmp_path), clock=clock)
-        now = time.time()
-        runner.start(now, send_end=now + 0.1, cap=now + 30)
+        runner, clock, _ = _started(tmp_path, _spec("pause", "batch 1", duration_s=0.05), 0.1, 30)
         time.sleep(0.5)
         clock.batches.append(time.time())
         runner.join(5)
@@ -88,10 +93,7 @@ class TestPending:
         the query again: neither keeps the workload going."""
         for observation in (Observation(False, "not seen"), Observation(True, "refused", outcome="refused")):
             monkeypatch.setattr(_Recorded, "observe", lambda self, o=observation: o)
-            runner = FaultRunner((FaultSpec("pause", 0, "driver", duration_s=0.01),), _targets(tmp_path),
-                                 clock=_ReadClock())
-            now = time.time()
-            runner.start(now, send_end=now + 5, cap=now + 10)
+            runner, _, _ = _started(tmp_path, FaultSpec("pause", 0, "driver", duration_s=0.01), 5, 10)
             runner.join(5)
             assert runner.pending(3) is None
 
@@ -100,11 +102,7 @@ class TestTheCap:
     def test_an_anchor_that_never_comes_before_the_cap_is_missed_saying_so(self, tmp_path):
         """The workload went on to max_duration and batch 6 never came: missed, the record says
         the workload was cut at max_duration, and the case's problems leave it out."""
-        clock = _ReadClock()
-        clock.warm_at = time.time()
-        runner = FaultRunner((_spec("pause", "batch 6", duration_s=1),), _targets(tmp_path), clock=clock)
-        now = time.time()
-        runner.start(now, send_end=now + 0.1, cap=now + 0.4)
+        runner, _, _ = _started(tmp_path, _spec("pause", "batch 6", duration_s=1), 0.1, 0.4)
         runner.join(5)
         (record,) = runner.records()
         assert record.missed and "cut at max_duration (0.4 s)" in record.missed, record
@@ -113,11 +111,7 @@ class TestTheCap:
     def test_a_workload_that_stopped_early_misses_what_has_not_come_at_once(self, tmp_path):
         """ended(at): the workload stopped before its cap (its case failed); a fault whose anchor
         has not come is missed at once, saying when the workload ended."""
-        clock = _ReadClock()
-        clock.warm_at = time.time()
-        runner = FaultRunner((_spec("pause", "batch 6", duration_s=1),), _targets(tmp_path), clock=clock)
-        now = time.time()
-        runner.start(now, send_end=now + 0.1, cap=now + 60)
+        runner, _, now = _started(tmp_path, _spec("pause", "batch 6", duration_s=1), 0.1, 60)
         runner.ended(now + 0.2)
         started = time.monotonic()
         runner.join(5)
@@ -130,12 +124,8 @@ class TestTheCap:
         and the record names max_duration."""
         for cap_s, missed in ((60.0, False), (5.0, True)):
             _Recorded.calls = []
-            clock = _ReadClock()
-            clock.warm_at = time.time()
-            runner = FaultRunner((_spec("kill-driver", "warmup", downtime_s=0.05),), _targets(tmp_path),
-                                 clock=clock, fresh_restarts=True)
-            now = time.time()
-            runner.start(now, send_end=now + 1, cap=now + cap_s)
+            runner, _, _ = _started(tmp_path, _spec("kill-driver", "warmup", downtime_s=0.05), 1, cap_s,
+                                    fresh_restarts=True)
             runner.join(5)
             (record,) = runner.records()
             assert bool(record.missed) is missed, record
