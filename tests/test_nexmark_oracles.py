@@ -45,7 +45,7 @@ def test_each_oracle_writes_its_query_s_columns_and_a_short_sink_fails(name):
     final = int(truth["event_time_ms"].max()) + 86_400_000 + 1
     batches = _batches(truth, -1) + [Batch(2, final, {0: len(truth)}, True)]
     params = {**PARAMS, "query": name}
-    exp = oracle.ORACLES[name](oracle.real_events(truth, batches), batches, params)
+    exp = oracle.oracle_of(name)(oracle.real_events(truth, batches), batches, params)
     columns = list(queries.QUERIES[name].columns)
     assert set(columns) <= set(exp.frame.columns), (name, set(columns) - set(exp.frame.columns))
     assert len(exp.frame) > 0, name
@@ -168,7 +168,7 @@ def test_fields_stay_integers_when_truth_has_parts_without_them():
     truth = pd.concat([truth, control], ignore_index=True)   # nx_type, auction, ... NaN there
     batches = _batches(truth, -1) + [Batch(2, T0 + 86_400_000 * 2, {0: len(truth)}, True)]
     for name in ("q11", "q13"):
-        exp = oracle.ORACLES[name](oracle.real_events(truth, batches), batches, {**PARAMS, "query": name})
+        exp = oracle.oracle_of(name)(oracle.real_events(truth, batches), batches, {**PARAMS, "query": name})
         rows = exp.frame[list(queries.QUERIES[name].columns)]
         counts = oracle.check(truth, _sink(rows), batches, {**PARAMS, "query": name}).counts
         assert counts["lost"] == counts["unexpected"] == 0, (name, counts)
@@ -206,6 +206,38 @@ def test_windows_the_flush_closed_have_no_latency():
     result = oracle.check(truth, sink, batches, {**PARAMS, "query": "q12"})
     closable = int((exp.frame["endtime_ms"] <= newest - PARAMS["watermark_ms"]).sum())
     assert 0 < len(result.event_time_latency_ms) == closable < len(exp.frame)
-    exp0 = oracle.ORACLES["q0"](oracle.real_events(truth, batches), batches, {**PARAMS, "query": "q0"})
+    exp0 = oracle.oracle_of("q0")(oracle.real_events(truth, batches), batches, {**PARAMS, "query": "q0"})
     q0 = oracle.check(truth, _sink(exp0.frame[list(queries.BID_COLUMNS)]), batches, {**PARAMS, "query": "q0"})
     assert len(q0.event_time_latency_ms) == len(exp0.frame)
+
+
+class TestQueryOwnsItsFacts:
+    """A Query carries its watermark rule, how far its results close and its oracle, registered
+    once with it (workloads/pipelines/nexmark.py), and the oracle module keeps no table of its own."""
+
+    @pytest.mark.parametrize("name", sorted(queries.QUERIES))
+    def test_each_query_names_an_oracle_that_exists(self, name):
+        """Query.oracle is "module:function" in harness/check/nexmark.py, under the query's name."""
+        q = queries.QUERIES[name]
+        assert q.oracle == f"harness.check.nexmark:{name}"
+        assert callable(oracle.oracle_of(name))
+
+    def test_the_watermark_rule_holds_for_the_windowed_and_day_long_queries(self):
+        """The one-input rule: the queries whose every filter names the event time."""
+        ruled = {n for n, q in queries.QUERIES.items() if q.watermark_rule}
+        assert ruled == {"q4", "q5", "q6", "q7", "q8", "q9", "q11", "q12", "q15", "q16", "q17", "q19"}
+
+    def test_each_query_says_how_far_past_the_newest_event_its_results_close(self):
+        """Windows by the window, q11 by its gap, the day-long counts by a day; stateless queries and
+        the joins without a time bound never close."""
+        reach = {n: q.reach_ms(PARAMS) for n, q in queries.QUERIES.items()}
+        day = 86_400_000
+        assert (reach["q5"], reach["q11"], reach["q15"], reach["q4"]) == (10_000, 10_000, day, day)
+        assert reach["q0"] is reach["q3"] is reach["q18"] is reach["q20"] is None
+        assert oracle.final_watermark_ms(1_000, {**PARAMS, "query": "q5"}) == 11_001
+        assert oracle.final_watermark_ms(1_000, {**PARAMS, "query": "q20"}) is None
+
+    def test_a_query_registered_twice_is_refused(self):
+        """Registered once: a second @query of the same name raises."""
+        with pytest.raises(ValueError, match="q5 is registered twice"):
+            queries.query("q5", {})(lambda v, params: None)

@@ -200,7 +200,7 @@ def test_q4_and_q6_s_versions_do_not_depend_on_the_batches(query, by, out, last,
     name = "id" if by == "category" else by
     running = _Operator(lambda: tws.Running(name, out, last), event_time=False)
     got = _run_winners(cuts, (running, lambda w: (w[by],)))
-    exp = oracle.ORACLES[query](oracle.real_events(truth, batches), batches, {"query": query})
+    exp = oracle.oracle_of(query)(oracle.real_events(truth, batches), batches, {"query": query})
     assert len(got) > 20 and got["auctions"].max() > 1
     _same(got, exp.frame, [name, "auctions"])
 

@@ -17,7 +17,9 @@ The rows are then matched with the sink's as a multiset by the query's key colum
 
 from __future__ import annotations
 
+import importlib
 import re
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -31,7 +33,7 @@ from workloads.pipelines import nexmark as queries
 
 NEEDED = ["event_id", "event_time_ms", "partition", "offset", "append_ms", *TRUTH_COLUMNS]
 RANKS = queries.RANKS
-DAY_MS = 86_400_000
+DAY_MS = queries.DAY_MS
 
 
 class Expected:
@@ -50,31 +52,23 @@ class Expected:
         self.dropped_late, self.open_rows = dropped_late, open_rows
 
 
-# the queries whose watermark follows the one-input rule (the newest event time read, control
-# events included, minus the delay): the windowed ones, whose every filter names the event time
-# and so stays above withWatermark. Elsewhere Spark pushes a query's own filters below it (q14's
-# price, q21's channel, q3's category, q13's join key) and its watermark is the newest event
-# time of the rows that pass them, which no stateless query or unbounded join reads anyway.
-WATERMARK_RULE = frozenset({"q4", "q5", "q6", "q7", "q8", "q9", "q11", "q12", "q15", "q16", "q17", "q19"})
-
-
 def final_watermark_ms(max_event_time_ms: int, params: dict) -> int | None:
     """The watermark at which every window of the run is final (None: a query without one)."""
-    q = queries.QUERIES[params["query"]]
-    if q.stateless or params["query"] in ("q3", "q18", "q20"):
-        return None
-    # an auction's length is at most twice the time 1,666 events take: under a day above 0.04 events/s
-    reach = {"q11": params["gap_ms"], "q15": DAY_MS, "q16": DAY_MS, "q17": DAY_MS,
-             "q4": DAY_MS, "q6": DAY_MS, "q9": DAY_MS}.get(
-        params["query"], params["window_ms"]
-    )
-    return max_event_time_ms + reach + 1
+    reach = queries.QUERIES[params["query"]].reach_ms(params)
+    return None if reach is None else max_event_time_ms + reach + 1
+
+
+def oracle_of(name: str) -> Callable[[pd.DataFrame, list[Batch], dict], Expected]:
+    """The oracle the query `name` names (Query.oracle: "module:function")."""
+    module, function = queries.QUERIES[name].oracle.split(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def check(truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch], params: dict) -> CheckResult:
     real = real_events(truth, batches, [c for c in NEEDED if c in truth.columns])
-    exp = ORACLES[params["query"]](real, batches, params)
-    columns = list(queries.QUERIES[params["query"]].columns)
+    q = queries.QUERIES[params["query"]]
+    exp = oracle_of(q.name)(real, batches, params)
+    columns = list(q.columns)
     frame = exp.frame[columns + ([exp.time_col] if exp.time_col and exp.time_col not in columns else [])]
     result = rows.check(
         frame,
@@ -87,9 +81,9 @@ def check(truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch], params:
         # the workload's own events close windows up to the newest of them less the delay; the
         # ones after it closed on the harness's flush, whose event time is ahead of the clock
         latency_until_ms=(int(real["event_time_ms"].max()) - params["watermark_ms"]
-                          if params["query"] in WATERMARK_RULE and len(real) else None),
+                          if q.watermark_rule and len(real) else None),
     )
-    if params["query"] in WATERMARK_RULE:
+    if q.watermark_rule:
         result = result.with_problems(watermark.check(truth, batches, params["watermark_ms"]))
     return result
 
@@ -116,12 +110,10 @@ def _utc(ms: pd.Series, fmt: str) -> pd.Series:
 
 
 # -- stateless --------------------------------------------------------------------------------------------
-def _all(columns: list[str]):
-    def oracle(real, batches, params) -> Expected:
-        b = bids(real)
-        return Expected(b[columns], columns, "date_time_ms")
-
-    return oracle
+def q0(real, batches, params) -> Expected:
+    """Every bid, as it came."""
+    columns = list(queries.BID_COLUMNS)
+    return Expected(bids(real)[columns], columns, "date_time_ms")
 
 
 def q1(real, batches, params) -> Expected:
@@ -529,30 +521,3 @@ def q18(real, batches, params) -> Expected:
         [newest[c] for c in pair], sort=False).shift(fill_value=-1)
     out = newest[newest["rank"].to_numpy() > before.to_numpy()]
     return Expected(out, ["auction", "bidder", "date_time_ms"], "date_time_ms")
-
-
-ORACLES = {
-    "q0": _all(list(queries.BID_COLUMNS)),
-    "q1": q1,
-    "q2": q2,
-    "q3": q3,
-    "q4": q4,
-    "q5": q5,
-    "q6": q6,
-    "q7": q7,
-    "q8": q8,
-    "q9": q9,
-    "q10": q10,
-    "q11": q11,
-    "q12": q12,
-    "q13": q13,
-    "q14": q14,
-    "q15": q15,
-    "q16": q16,
-    "q17": q17,
-    "q18": q18,
-    "q19": q19,
-    "q20": q20,
-    "q21": q21,
-    "q22": q22,
-}

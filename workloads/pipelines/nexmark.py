@@ -24,7 +24,7 @@ The oracles are harness/check/nexmark.py; docs/pipelines-and-sinks.md has the ta
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from workloads.errors import SpecError
 from workloads.pipelines.params import GAP, SLIDE, WATERMARK, WINDOW, Param
@@ -41,16 +41,47 @@ BID_COLUMNS = {
 }
 
 
+DAY_MS = 86_400_000
+ORACLE_MODULE = "harness.check.nexmark"   # each query's oracle, named there by the query's name
+
+
 @dataclass(frozen=True)
 class Query:
+    """One Nexmark query and what is known of it, registered once (`@query`):
+
+      build           (Views, params) -> the query's streaming DataFrame
+      columns         its output columns -> Spark SQL type, in order
+      form            native, rewrite or transformWithState (the module's docstring)
+      stateless       no state: nothing to close, no watermark to follow
+      watermark_rule  its watermark follows the one-input rule (the newest event time read,
+                      control events included, minus the delay): the windowed queries, whose
+                      every filter names the event time and so stays above withWatermark.
+                      Elsewhere Spark pushes a query's own filters below it (q14's price, q21's
+                      channel, q3's category, q13's join key) and its watermark is the newest
+                      event time of the rows that pass them, which no stateless query or
+                      unbounded join reads anyway
+      closes          how far past the newest event time its last result is final: a key of
+                      its params ("window_ms", "gap_ms"), a span in ms (DAY_MS: an auction's
+                      length is at most twice the time 1,666 events take, under a day above
+                      0.04 events/s), or None: never (stateless, or a join without a time bound)
+      oracle          "module:function" of the oracle that builds its rows from ground truth:
+                      named, not imported, since workloads/ imports nothing above it"""
+
     name: str
     columns: dict[str, str]
     build: Callable
     form: str = NATIVE
     note: str = ""
     stateless: bool = False
-    uses: tuple[str, ...] = ()  # which of window, slide, gap it reads
-    key: tuple[str, ...] = field(default_factory=tuple)  # the columns that identify a row (oracle)
+    watermark_rule: bool = False
+    closes: str | int | None = None
+    oracle: str = ""
+
+    def reach_ms(self, params: dict) -> int | None:
+        """How far past the newest event time its results close (None: they never all do)."""
+        if self.stateless or self.closes is None:
+            return None
+        return int(params[self.closes]) if isinstance(self.closes, str) else self.closes
 
 
 QUERIES: dict[str, Query] = {}
@@ -58,7 +89,9 @@ QUERIES: dict[str, Query] = {}
 
 def query(name: str, columns: dict[str, str], **kw):
     def register(fn):
-        QUERIES[name] = Query(name, columns, fn, **kw)
+        if name in QUERIES:
+            raise ValueError(f"Nexmark query {name} is registered twice")
+        QUERIES[name] = Query(name, columns, fn, oracle=f"{ORACLE_MODULE}:{name}", **kw)
         return fn
 
     return register
@@ -400,10 +433,11 @@ def q20(v: Views, params: dict):
 @query(
     "q5",
     {"auction": "LONG", "num": "LONG", "starttime_ms": "LONG", "endtime_ms": "LONG"},
-    uses=("window", "slide"),
     note="hot items: per hopping window (10 s, every 2 s) the auctions with the most bids, ties kept; two "
     "chained window aggregations (count per auction, then the window's most), with the window's "
     "bounds beside Nexmark's two columns",
+    watermark_rule=True,
+    closes="window_ms",
 )
 def q5(v: Views, params: dict):
     from pyspark.sql import functions as F
@@ -427,11 +461,12 @@ def q5(v: Views, params: dict):
 @query(
     "q7",
     {**BID_COLUMNS, "window_end_ms": "LONG"},
-    uses=("window",),
     note="the highest bids of each 10 s window, Nexmark's form: the bids joined with each window's maximum "
     "price (a window aggregation, then a stream-stream join in append mode), on the price and on the "
     "bid's time between the window's end less the window and its end, both ends included (a bid at "
     "exactly a window's end joins that window's maximum and its own window's)",
+    watermark_rule=True,
+    closes="window_ms",
 )
 def q7(v: Views, params: dict):
     from pyspark.sql import functions as F
@@ -459,10 +494,11 @@ def q7(v: Views, params: dict):
 @query(
     "q8",
     {"id": "LONG", "name": "STRING", "starttime_ms": "LONG"},
-    uses=("window",),
     note="new users who opened an auction in the same 10 s window they joined: Nexmark's join of two "
     "window aggregations (people by id and name, sellers), on the id and the window; a join after "
     "aggregations that Spark 4 runs in append mode",
+    watermark_rule=True,
+    closes="window_ms",
 )
 def q8(v: Views, params: dict):
     from pyspark.sql import functions as F
@@ -486,8 +522,9 @@ def q8(v: Views, params: dict):
 @query(
     "q11",
     {"bidder": "LONG", "bid_count": "LONG", "starttime_ms": "LONG", "endtime_ms": "LONG"},
-    uses=("gap",),
     note="each bidder's sessions (10 s of silence closes one) and their bids",
+    watermark_rule=True,
+    closes="gap_ms",
 )
 def q11(v: Views, params: dict):
     from pyspark.sql import functions as F
@@ -511,10 +548,11 @@ def _bids_per_bidder(v: Views, window, name: str):
 @query(
     "q12",
     {"bidder": "LONG", "bid_count": "LONG", "starttime_ms": "LONG", "endtime_ms": "LONG"},
-    uses=("window",),
     form=REWRITE,
     note="bids per bidder per 10 s window of event time: Nexmark's windows are of processing time, whose "
     "output no oracle can know, and Spark's window() takes an event-time column",
+    watermark_rule=True,
+    closes="window_ms",
 )
 def q12(v: Views, params: dict):
     from pyspark.sql import functions as F
@@ -578,6 +616,8 @@ def _day_counts():
     note="bids, bidders and auctions per day, in all and by price rank: a 1-day window aggregation, final "
     "when the day closes, where Nexmark's GROUP BY day updates its row; each COUNT DISTINCT as the size "
     "of a collect_set",
+    watermark_rule=True,
+    closes=DAY_MS,
 )
 def q15(v: Views, params: dict):
     from pyspark.sql import functions as F
@@ -591,6 +631,8 @@ def q15(v: Views, params: dict):
     {"channel": "STRING", "day": "STRING", "minute": "STRING", **DAY_COUNTS},
     form=REWRITE,
     note="q15 per channel, with the day's last minute (HH:mm) that had a bid: as q15's rewrite",
+    watermark_rule=True,
+    closes=DAY_MS,
 )
 def q16(v: Views, params: dict):
     from pyspark.sql import functions as F
@@ -620,6 +662,8 @@ def q16(v: Views, params: dict):
     form=REWRITE,
     note="each auction's bids per day: a 1-day window aggregation, final when the day's window closes, where "
     "Nexmark's GROUP BY day updates its rows; avg_price truncated to an integer, as Flink's BIGINT AVG",
+    watermark_rule=True,
+    closes=DAY_MS,
 )
 def q17(v: Views, params: dict):
     from pyspark.sql import functions as F
@@ -649,10 +693,11 @@ def q17(v: Views, params: dict):
 @query(
     "q19",
     {**BID_COLUMNS, "rank_number": "LONG", "window_end_ms": "LONG"},
-    uses=("window",),
     form=REWRITE,
     note="the 10 highest bids of each auction per 10 s window (ties by time, then bidder): Nexmark's Top-N "
     "over all time is an updating result, which append mode cannot emit",
+    watermark_rule=True,
+    closes="window_ms",
 )
 def q19(v: Views, params: dict):
     from pyspark.sql import functions as F
@@ -726,6 +771,8 @@ RUNNING = {"auctions": "LONG", "as_of_ms": "LONG"}
     "over its closed auctions in the order of their expiry, one row per closing (`auctions`: how many, "
     "`as_of_ms`: the last one's expiry), where Nexmark's GROUP BY category updates one row; truncated to an "
     "integer, as Flink's BIGINT AVG",
+    watermark_rule=True,
+    closes=DAY_MS,
 )
 def q4(v: Views, params: dict):
     return _running(v, "category", "id", "final", None)
@@ -738,6 +785,8 @@ def q4(v: Views, params: dict):
     note="the average selling price of each seller's last 10 closed auctions (Beam's Nexmark model; "
     "nexmark/nexmark's SQL is unsupported on Flink, FLINK-19059): q9's winners, then per seller one row "
     "per closing, in the order of expiry",
+    watermark_rule=True,
+    closes=DAY_MS,
 )
 def q6(v: Views, params: dict):
     from workloads.pipelines.nexmark_state import LAST_N
@@ -768,6 +817,8 @@ def q6(v: Views, params: dict):
     note="each auction with its winning bid (the highest within its life, then the earliest): kept per "
     "auction and written once, at its expiry, by an event-time timer, where Nexmark's ROW_NUMBER over an "
     "unbounded join updates the row with each better bid",
+    watermark_rule=True,
+    closes=DAY_MS,
 )
 def q9(v: Views, params: dict):
     return _winners(v)
