@@ -12,7 +12,7 @@ that landed and per reaction that followed it:
   what the sink saw     a batch id again (a batch run again after the sink held its rows), the
                         same rows again, or nothing
 
-Built from the records the findings already read (harness/findings/history.py): the driver's
+Built from the records the findings already read (harness/findings/timeline.py): the driver's
 progress records (a batch id under two runs of the driver, with the same end offsets or not; a
 partition new to a batch; a new run of a stateful query), the faults' records (a fail-task's
 retried tasks, a refused restart), the unscheduled incidents (an executor lost: its tasks
@@ -102,7 +102,7 @@ def spark_reactions(progress: list[dict], t0_s: float, planned: Planned | None =
     written; a batch killed before its commit leaves no record of its first run), or a batch id
     two runs completed, its offsets the same or not (re-planned); a partition new to a batch; a
     stateful query's later run (it reloads its state from the checkpoint)."""
-    from harness.findings.history import _end_offsets
+    from harness.findings.timeline import _end_offsets
     from workloads.pipelines import progress_log
 
     out: list[Reaction] = []
@@ -193,13 +193,12 @@ def sink_reactions(sink, progress: list[dict], t0_s: float, duplicated: int) -> 
     return out
 
 
-def of_case(case_dir: Path, result, labels: list[str]) -> set[Behaviour]:
-    """The behaviours of a finished case from its directory and its CaseResult; `labels`: the
-    choice of each of its faults, in the order of their `at` (the records' order). Faults that
-    did not land have none."""
+def of_case(case_dir: Path, result, labels: list[str], checkpoints: list[Path]) -> set[Behaviour]:
+    """The behaviours of a finished case from its directory, its CaseResult and its checkpoints
+    (one per query); `labels`: the choice of each of its faults, in the order of their `at` (the
+    records' order). Faults that did not land have none."""
     import pandas as pd
 
-    from harness.findings.load import checkpoint_dirs
     from harness.hunt.outcome import fault_landed
     from harness.metrics import read_progress
     from harness.results.rundir import CaseDir
@@ -213,7 +212,7 @@ def of_case(case_dir: Path, result, labels: list[str]) -> set[Behaviour]:
     sink = pd.read_parquet(files.sink) if files.sink.exists() else None
     landed = [Landed(label, at) for label, f in zip(labels, result.faults, strict=False)
               if fault_landed(f) and (at := _when(f)) is not None]
-    planned = planned_in(checkpoint_dirs(files))
+    planned = planned_in(checkpoints)
     reactions = (spark_reactions(progress, t0_s, planned) + fault_reactions(result.faults, result.incidents)
                  + sink_reactions(sink, progress, t0_s, int(result.events.get("duplicated") or 0)))
     return behaviours(landed, reactions)

@@ -20,7 +20,8 @@ def render(hunt: dict) -> str:
     lines += _totals(hunt)
     minimal = hunt.get("minimal")
     if not minimal:
-        lines.append("no violation found")
+        lines.append("no violation found" if not hunt.get("found") else
+                     f"violation at run {hunt['found']['run']}: {describe(hunt['found']['plan'])}")
         return "\n".join(lines)
     shrunk = hunt.get("shrink") or {}
     rate = shrunk.get("flake_rate")

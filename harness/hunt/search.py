@@ -14,6 +14,7 @@ UNKNOWN (exit 4) when no run broke the guarantee and some tested nothing. Each r
 from __future__ import annotations
 
 import json
+import logging
 import statistics
 import time
 import tomllib
@@ -43,6 +44,8 @@ from harness.run.case import Case
 from harness.run.searches import Search
 from harness.scenario import fault_specs
 
+log = logging.getLogger(__name__)
+
 __all__ = ["HuntSearch", "Options", "breaks", "ended", "minimal_toml", "plan_table", "refused",
            "refused_after_crash", "write"]
 
@@ -55,6 +58,7 @@ class Options:
     budget_s: float = 1800.0
     all: bool = False
     strategy: str = BOTH   # covering, feedback or both (harness/hunt/feedback.py)
+    shrink: bool = True    # False: stop at the violation unshrunk (benchmarks/hunt_real.py measures finding)
 
 
 class Hunt:
@@ -72,6 +76,7 @@ class Hunt:
         self.deadline = time.monotonic() + options.budget_s
         self.trials = 0
         self.times: dict[str, dict] = {}   # a trial's case name -> where its wall time went
+        self.checkpoints: dict[str, list[Path]] = {}   # ... -> its checkpoints, query by query
 
     def trial(self, plan: list[dict] | tuple[dict, ...], label: str) -> CaseResult:
         """Run the case once under `plan`. Its workload lasts until the plan is done: its duration
@@ -95,6 +100,7 @@ class Hunt:
         started = time.time()
         result = run_case(case)
         self.times[name] = wall_times(case, started, time.time())
+        self.checkpoints[name] = list(case.checkpoints)
         self.cases.append(result)
         return result
 
@@ -139,10 +145,15 @@ class Hunt:
         out = {"case": self.spec.name, "seed": opts.seed, "runs": opts.runs, "kinds": list(self.space.kinds),
                "budget_s": opts.budget_s, "all": opts.all, "strategy": opts.strategy, "stopped": stopped,
                "tried": tried, "coverage": coverage(self.space, [t["plan"] for t in tried], landed),
-               "behaviours_seen": len(self.planner.seen), "found": found, "shrink": None, "minimal": None}
+               "behaviours_seen": len(self.planner.seen),
+               "behaviours": [b.to_json() for b in sorted(self.planner.seen)],
+               "found": found, "shrink": None, "minimal": None}
         out.update(tally(tried))
-        if found is not None:
+        if found is not None and opts.shrink:
             out.update(self._shrunk(list(found["plan"])))
+        # what a nightly's history reads: runs that tested nothing, and the shrink's flake rate
+        out["untested_rate"] = round(out["tested_nothing"] / len(tried), 3) if tried else None
+        out["flake_rate"] = (out.get("shrink") or {}).get("flake_rate")
         out["ended"] = ended(out)
         return out
 
@@ -153,7 +164,13 @@ class Hunt:
         if len(landed) != len(ordered):   # a case that ended before its schedule was built
             landed = [False] * len(ordered)
         labels = [choice_of(t).label for t in ordered]
-        seen = behaviour.of_case(self.run_dir.case(case.name).path, case, labels)
+        try:
+            seen = behaviour.of_case(self.run_dir.case(case.name).path, case, labels,
+                                     self.checkpoints.get(case.name, []))
+            unread = None
+        except Exception as exc:  # noqa: BLE001 - the search goes on without this run's feedback
+            log.warning("the behaviours of %s could not be read", case.name, exc_info=True)
+            seen, unread = set(), f"{type(exc).__name__}: {exc}"
         new = self.planner.tell(proposal, landed, seen)
         if case.batch_p50_ms:   # a shift moves a fault by one of the query's batches
             self.planner.batch_s = round(case.batch_p50_ms / 1000, 1) or self.planner.batch_s
@@ -161,7 +178,7 @@ class Hunt:
                 "landed": landed, "behaviours": [b.to_json() for b in sorted(seen)],
                 "new_behaviours": [b.to_json() for b in sorted(new)],
                 "behaviours_seen": len(self.planner.seen), "times_s": self.times.get(case.name, {}),
-                "workload": _sent(case)}
+                "workload": _sent(case), **({"behaviours_unread": unread} if unread else {})}
 
     def _shrunk(self, plan: list[dict]) -> dict:
         start = Candidate(tuple(plan), self.scenario.workload.duration_s, "the failing run's plan")
@@ -229,7 +246,7 @@ def ended(hunt: dict) -> str:
     if shrunk.get("ended") == BUDGET:
         return "budget spent while shrinking; smallest plan so far"
     how = "stopped at the first violation" if stopped == "violation" else "every run done"
-    return f"{how}; shrunk to the smallest plan that still breaks it"
+    return f"{how}; shrunk to the smallest plan that still breaks it" if shrunk else f"{how} (not shrunk)"
 
 
 def tally(tried: list[dict]) -> dict:
