@@ -242,3 +242,20 @@ def to_json(checked: Checked) -> dict:
 
 def write_json(checked: Checked, path: Path) -> None:
     path.write_text(json.dumps(to_json(checked), indent=2, default=str) + "\n")
+
+
+def noise_for(store_path: Path, new, across: bool = False) -> dict[tuple[str, str], float]:
+    """The noise of one night's value per (case, figure) that the history at `store_path`
+    measured for run `new`'s workload on its machine (on every machine, `across`): what
+    `compare --history` judges single runs by."""
+    from harness.results.machine import Machine
+
+    checked = check(Store(store_path).require())
+    wanted = (new.scenario.get("hash"), bool(new.scenario.get("quick")),
+              None if across else Machine.of(new.environment))
+    out: dict[tuple[str, str], float] = {}
+    for s in checked.series:
+        if (s.scenario_hash, s.quick, s.machine) == wanted:
+            out.update({(s.case, name): n.sd for name, n in checked.noise_of(s).items() if n.sd})
+    return out
+

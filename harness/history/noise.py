@@ -28,6 +28,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
+from harness.history.levels import detect
 from harness.history.store import Night, Series
 
 AA, NIGHTS, REPEATS, NONE = "A/A nights", "night-to-night differences", "repeats within a night", "none"
@@ -102,8 +103,6 @@ def from_nights(s: Series, figure: str) -> Estimate | None:
         return None
     first = _rms(d)
     if first > 0:
-        from harness.history.changes import detect
-
         steps = set(detect(values, first))
         d = [x for i, x in enumerate(d) if i + 1 not in steps] or d
     return Estimate(NIGHTS, _rms(d), len(d), 2 * len(d) / 3)

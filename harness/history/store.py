@@ -28,9 +28,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.history.machine import Machine
 from harness.results import figures
 from harness.results.figures import Figure
+from harness.results.machine import Machine
 from harness.results.verdict import FAIL, PASS, UNKNOWN, worst
 
 FORMAT = 1

@@ -24,10 +24,10 @@ from pathlib import Path
 from harness.history import changes as changes_mod
 from harness.history import correctness
 from harness.history.check import Checked, check, headline
-from harness.history.machine import differences
 from harness.history.store import Night, Series, Store, moved_versions
 from harness.report import judge, svg
 from harness.results import figures
+from harness.results.machine import differences
 
 CHART_W, CHART_H = 350, 180
 

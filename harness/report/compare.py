@@ -39,11 +39,11 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.history.machine import differences
 from harness.report import judge
 from harness.report.unlike import (
     check_same_machine,
@@ -56,6 +56,7 @@ from harness.report.unlike import (
     workload_difference,
 )
 from harness.results import figures
+from harness.results.machine import differences
 from harness.results.model import CaseResult, RunResult
 
 __all__ = ["DEFAULT_RULES", "METRICS", "Row", "Rule", "check_same_machine", "check_same_workload", "compare",
@@ -222,22 +223,6 @@ def compare(base: RunResult, new: RunResult, rules: list[Rule], noise: HistoryNo
     return rows
 
 
-def history_noise(store_path: Path, new: RunResult, across: bool = False) -> HistoryNoise:
-    """The noise of one night's value per case and figure that a history measured for NEW's
-    workload on NEW's machine (on every machine, `across`)."""
-    from harness.history import check as check_mod
-    from harness.history.store import Store
-
-    checked = check_mod.check(Store(store_path).require())
-    where = None if across else machine(new)
-    out: HistoryNoise = {}
-    for s in checked.series:
-        wanted = (new.scenario.get("hash"), bool(new.scenario.get("quick")), where)
-        if (s.scenario_hash, s.quick, s.machine) == wanted:
-            out.update({(s.case, name): n.sd for name, n in checked.noise_of(s).items() if n.sd})
-    return out
-
-
 # -- verdicts ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Change:
@@ -364,9 +349,11 @@ def _landed(cases: list[CaseResult], k: int, kind: str) -> str:
     return ", ".join(f.took_effect for f in found) or "-"
 
 
-def main(args) -> int:
+def main(args, history_noise: Callable[[Path, RunResult, bool], HistoryNoise] | None = None) -> int:
     """`compare`'s command: 0 no regression, 1 a regression (every one listed, verdicts first),
-    4 none but a verdict UNKNOWN in NEW, 2 unlike runs or bad input."""
+    4 none but a verdict UNKNOWN in NEW, 2 unlike runs or bad input. `history_noise(STORE, NEW,
+    across)` reads a history's noise for `--history` (harness/history/check.py's `noise_for`,
+    passed by the CLI: the history reads this module, not the other way round)."""
     rules = parse_rules(args.fail_on if args.fail_on is not None else DEFAULT_RULES)
     across = bool(getattr(args, "across_machines", False))
     new = with_repeats(load(args.new), [load(p) for p in args.new_also])
@@ -375,7 +362,7 @@ def main(args) -> int:
     if not across:
         check_same_machine(base, new)
     store = getattr(args, "history", None)
-    noise = history_noise(store, new, across) if store is not None else None
+    noise = history_noise(store, new, across) if store is not None and history_noise else None
     rows = compare(base, new, rules, noise, across)
     print(render(base, new, rows, tests(base, new, rules, noise, across), across))
     return 1 if regressed(base, new, rows) else 4 if unknown(new) else 0

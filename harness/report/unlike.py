@@ -10,9 +10,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.history.machine import Machine, differences
 from harness.results import figures
 from harness.results import summary as summary_mod
+from harness.results.machine import Machine, differences
 from harness.results.model import CaseResult, RunResult
 
 
