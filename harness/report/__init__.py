@@ -3,4 +3,6 @@
   table.py     the terminal table, one row per case
   html.py      report.html, with svg.py's charts
   compare.py   python -m harness compare: two runs against the noise
+  unlike.py    the runs compare loads, and those it refuses (another workload, another machine)
+  judge.py     Welch's t-test, one run against a measured noise, the judged figure's name
 """
