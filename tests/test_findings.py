@@ -415,6 +415,53 @@ class TestStoriesFromEvidence:
         assert "replay-batch" not in f.story and "17.6" not in f.story, f.story
 
 
+class TestWhatToFix:
+    """A story ends with what to fix, chosen by the cause its evidence showed, not by its class."""
+
+    def test_a_replayed_batch_appended_again_hears_to_record_the_batch_id_in_one_transaction(self, tmp_path):
+        """paimon-9666's shape: the batch wrote, the driver died before commits/1, the re-run appended."""
+        f = _only(build(_replay(tmp_path)), "duplicated")
+        assert f.story.endswith("To fix: record Spark's batch id with the rows in one transaction, and skip "
+                                "a batch id the sink already holds: after a restart Spark runs a batch "
+                                "again with the same id and offsets."), f.story
+
+    def test_a_write_applied_twice_in_one_run_hears_something_else(self, tmp_path):
+        """No death while the batch ran: no batch id would have helped; the write itself was applied twice."""
+        alone = replace(_replay(tmp_path), faults=[], incidents=[])
+        story = _only(build(alone), "duplicated").story
+        assert "To fix: write each batch's rows once" in story and "transaction" not in story, story
+
+    def test_a_sink_of_its_own_ids_hears_to_commit_under_spark_s(self, tmp_path):
+        """hudi-6098's shape: copies under ids no checkpoint lists."""
+        inputs = _replay(tmp_path)
+        sink = inputs.sink.assign(batch_id=[1_700_000_000_111, 1_700_000_000_999],
+                                  committed_ms=[_ms(3.0), _ms(10.5)])
+        f = _only(build(_inputs(WINDOWS, inputs.truth, sink, inputs.batches, checkpoints=inputs.checkpoints,
+                                progress=inputs.progress, faults=inputs.faults, incidents=inputs.incidents)),
+                  "duplicated")
+        assert "To fix: commit under Spark's batch id (foreachBatch's second argument)" in f.story, f.story
+
+    def test_a_committed_batch_the_sink_holds_nothing_of_hears_about_the_sink_s_write(self, tmp_path):
+        """Batch 1 committed, yet no row of its window is in the sink."""
+        inputs = _replay(tmp_path)
+        f = _only(build(_inputs(WINDOWS, inputs.truth, _window_sink([]), inputs.batches,
+                                checkpoints=inputs.checkpoints, progress=inputs.progress)), "lost")
+        assert "To fix: make the sink hold a batch's rows before foreachBatch returns" in f.story, f.story
+
+    def test_every_cause_a_builder_names_has_a_sentence(self):
+        """fix.FIXES covers each (class, cause) the builders hand it: none falls back to nothing."""
+        from harness.findings import fix
+
+        named = {("duplicated", c) for c in ("replay", "no-batch-id", "own-ids", "applied-twice", "several",
+                                             "unknown")}
+        named |= {("lost", c) for c in ("fresh-restart", "ended", "unwritten")}
+        named |= {("unexpected", c) for c in ("too-many", "late", "never-sent", "no-event-in-window",
+                                             "not-expected")}
+        named |= {(c, None) for c in ("wrong-value", "dropped-late-wrongly", "refused-restart",
+                                      "commit-without-offsets")}
+        assert named <= set(fix.FIXES), named - set(fix.FIXES)
+
+
 class TestSinkOwnCommitIds:
     def test_copies_under_ids_no_checkpoint_lists_are_told_and_say_why(self, tmp_path):
         """A sink that commits under its own id (a time, as hudi#6098's) still gets a story: each

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harness.findings import text
+from harness.findings import fix, text
 from harness.findings.timeline import BatchFacts, History
 from harness.findings.witness import public
 from harness.results.model import Finding
@@ -25,15 +25,17 @@ def batches_of(records: Iterable[dict]) -> set[int]:
 
 
 def finding(cls: str, count: int, records: list[dict], history: History, story: str,
-            batches: Iterable[int] = (), spans: Iterable[tuple] = (), files: Iterable[str] = ()) -> Finding:
+            batches: Iterable[int] = (), spans: Iterable[tuple] = (), files: Iterable[str] = (),
+            causes: Iterable[str | None] = (None,)) -> Finding:
     """The Finding: its witness as plain JSON, the faults in effect over the batches the
-    records and `batches` name (and over `spans`), their offsets/N and commits/N."""
+    records and `batches` name (and over `spans`), their offsets/N and commits/N; its story
+    ends with what to fix for the `causes` it told (fix.py)."""
     involved = batches_of(records) | {int(b) for b in batches}
     windows = [history.span(b) for b in sorted(involved)] + list(spans)
     listed = history.files(involved) + [f for f in files if f]
     return Finding(cls=cls, count=int(count), witness=[public(r) for r in records],
                    faults=_unique(history.faults_during(windows)), checkpoint_files=_unique(listed),
-                   story=story)
+                   story=" ".join(s for s in (story, fix.advice(cls, causes)) if s))
 
 
 def _unique(items: list[str]) -> list[str]:

@@ -25,12 +25,14 @@ def build(inputs: Inputs, history: History, unit) -> Finding | None:
     records = pick(unit.duplicated())
     clauses: list[str] = []
     told: set[int] = set()   # the batches the story told: with a sink's own ids, the ones it inferred
+    causes: list[str] = []   # what brought each record about, as fix.py names it
     for r in records:
-        clauses += _told(inputs, history, r, told)
-    return finding("duplicated", count, records, history, text.paragraph(clauses), batches=told)
+        clauses += _told(inputs, history, r, told, causes)
+    return finding("duplicated", count, records, history, text.paragraph(clauses), batches=told,
+                   causes=causes)
 
 
-def _told(inputs: Inputs, history: History, r: dict, told: set[int]) -> list[str]:
+def _told(inputs: Inputs, history: History, r: dict, told: set[int], causes: list[str]) -> list[str]:
     """The story of one duplicated record, from what the case left behind: the batch ids the
     sink recorded, else the batch whose watermark closed the window; the driver's deaths while
     that batch was under way; when each copy became visible. What the evidence cannot tell, the
@@ -40,20 +42,25 @@ def _told(inputs: Inputs, history: History, r: dict, told: set[int]) -> list[str
     if ids and all(b >= 0 for b in ids) and len(set(ids)) == 1:
         f = history.batch(ids[0])
         if f is None:
+            causes.append("own-ids")
             return [f"the sink holds {len(ids)} copies of {what}, all with batch_id {ids[0]}, which no "
                     f"checkpoint lists"]
         if f.id in told:
             return [f"{what} is another of the rows {name(f)} wrote more than once"]
         told.add(f.id)
+        causes.append("replay" if history.deaths_within(f) else "applied-twice")
         return _one_batch(history, f, r, what, recorded=True)
     if ids and all(b >= 0 for b in ids):
+        causes.append("own-ids" if any(history.batch(b) is None for b in ids) else "several")
         return _several(history, r, what)
     closer = _closed_by(inputs, history, r)
     if closer is not None:
         if closer.id in told:
             return [f"{what} is another of the rows {name(closer)} wrote more than once"]
         told.add(closer.id)
+        causes.append("no-batch-id" if history.deaths_within(closer) else "applied-twice")
         return _one_batch(history, closer, r, what, recorded=False)
+    causes.append("unknown")
     times = text.join(text.seconds(w.get("committed_s")) for w in r.get("written_by", []))
     return [f"the sink holds {len(r.get('written_by', []))} copies of {what}, visible at {times} by its own "
             "commit times; it does not record which batch wrote each, and nothing else tells"]

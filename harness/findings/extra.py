@@ -20,7 +20,8 @@ def unexpected(inputs: Inputs, history: History, unit) -> Finding | None:
     clauses = []
     for r in records:
         clauses += _written(history, r) + [_why_unexpected(inputs, r)]
-    return finding("unexpected", count, records, history, text.paragraph(clauses))
+    return finding("unexpected", count, records, history, text.paragraph(clauses),
+                   causes=[r.get("_cause") for r in records])
 
 
 def wrong_value(inputs: Inputs, history: History, unit) -> Finding | None:

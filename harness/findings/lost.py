@@ -33,7 +33,23 @@ def build(inputs: Inputs, history: History, unit) -> Finding | None:
         story = f"The oracle counted {count:,} lost {unit.unit}; the sink holds no trace of which."
     starts = [f"{nxt[0].checkpoint}/sources/0/0" for q in _queries(history, records)
               for nxt in [history.of_query(q + 1)] if nxt]
-    return finding("lost", count, records, history, story, batches=_ends(history, records), files=starts)
+    return finding("lost", count, records, history, story, batches=_ends(history, records), files=starts,
+                   causes=[_fix_cause(history, r) for r in records])
+
+
+def _fix_cause(history: History, r: dict) -> str | None:
+    """What would have kept the record, as fix.py names it: a restart on the query's own
+    checkpoint (what a fresh one left unread, uncommitted or in its state), a query let run to
+    the end, or a sink that holds a committed batch's rows."""
+    cause = r.get("_cause")
+    if cause in ("unwritten", "short"):
+        return "unwritten"
+    if cause == "state":
+        return "fresh-restart"
+    if cause in ("unread", "uncommitted"):
+        q = _query_of(history, r)
+        return "fresh-restart" if q is not None and history.of_query(q + 1) else "ended"
+    return None
 
 
 def _queries(history: History, records: list[dict]) -> list[int]:

@@ -122,8 +122,10 @@ def deleted_before_read(inputs: Inputs, history: History) -> Finding | None:
     count = int(inputs.checked.counts.get("deleted_before_read", total))
     planned = [_planned_before(history, f, p) for f, d in deletions for p in [int(d["partition"])]]
     files = [f.file("offsets") for f in planned if f is not None]
+    sources = ["delta" if (k := KINDS.get(f.kind)) is not None and k.source == "delta" else "kafka"
+               for f, _ in deletions]
     return finding("deleted-before-read", count, records[:5], history, text.paragraph(clauses),
-                   spans=[(f.started_s, f.ended_s) for f, _ in deletions], files=files)
+                   spans=[(f.started_s, f.ended_s) for f, _ in deletions], files=files, causes=sources)
 
 
 def _deleted_record(history: History, event) -> dict:
