@@ -415,6 +415,15 @@ class TestStoriesFromEvidence:
         assert "replay-batch" not in f.story and "17.6" not in f.story, f.story
 
 
+class TestCountTiedToRows:
+    def test_the_duplicated_pairs_are_tied_to_the_rows_the_story_tells(self, tmp_path):
+        """3 duplicated (event, window) pairs, one window's row written twice: the story says how
+        the count is made of the rows it tells."""
+        story = _only(build(_replay(tmp_path)), "duplicated").story
+        assert story.startswith("The 3 duplicated (event, window) pairs are the events that the extra copies "
+                                "of 1 window's row count again; "), story
+
+
 class TestWhatToFix:
     """A story ends with what to fix, chosen by the cause its evidence showed, not by its class."""
 

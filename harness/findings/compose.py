@@ -79,4 +79,4 @@ def window_text(r: dict, t0_s: float) -> str | None:
         return None
     a, b = r["window"]
     key = f" of key {r['key']}" if "key" in r else ""
-    return f"window [{text.event_time(a, t0_s)}, {text.event_time(b, t0_s)}){key}"
+    return f"window {text.window(a / 1000.0 - t0_s, b / 1000.0 - t0_s)}{key}"

@@ -28,6 +28,12 @@ def build(inputs: Inputs, history: History, unit) -> Finding | None:
     causes: list[str] = []   # what brought each record about, as fix.py names it
     for r in records:
         clauses += _told(inputs, history, r, told, causes)
+    rows = getattr(unit, "duplicated_rows", None)
+    if rows is not None:   # the count is of (event, window) pairs; the story tells rows
+        n = rows()
+        whose = "1 window's row" if n == 1 else f"{n:,} windows' rows"
+        clauses.insert(0, f"the {count:,} duplicated {unit.unit} are the events that the extra copies of "
+                          f"{whose} count again")
     return finding("duplicated", count, records, history, text.paragraph(clauses), batches=told,
                    causes=causes)
 

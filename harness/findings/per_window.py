@@ -115,6 +115,12 @@ class Windows:
             out.append(rec)
         return out
 
+    def duplicated_rows(self) -> int:
+        """How many windows the sink holds more copies of than one: the rows behind the pairs
+        `duplicated` counts (each extra copy counts its window's events again)."""
+        t = self.table
+        return int((t["total"] > np.maximum(t["e"], t["largest"])).sum())
+
     def unexpected(self) -> list[dict]:
         t = self.table
         extra = t[t["largest"] > t["e"]]
@@ -149,7 +155,7 @@ class Windows:
         rows = self._rows_of(key)
         inside = self.pairs[(self.pairs["key"] == k) & (self.pairs["window_start_ms"] == start)]
         read = sorted({int(b) for b in inside["planned"] if b >= 0})
-        rec = {"key": str(k), "window": [int(start), int(end)],
+        rec = {"key": str(k), "window": [int(start), int(end)], "window_s": self._seconds(start, end),
                "row": f"key={k} window=[{int(start)},{int(end)})",
                "expected": {"count": int(row["e"]), "sum_amount": int(row["e_sum"])},
                "written_by": written_by(rows, self.inputs.rel_s)}
@@ -162,12 +168,17 @@ class Windows:
         planned, batch = int(r.planned), int(r.batch)
         rec = {"event_id": int(r.event_id), "key": str(r.key),
                "window": [int(r.window_start_ms), int(r.window_end_ms)],
+               "window_s": self._seconds(r.window_start_ms, r.window_end_ms),
                "partition": int(r.partition), "offset": int(r.offset), "read_by_batch": planned}
         if planned >= 0 and batch < 0:
             rec["batch_committed"] = False
         rec["written_by"] = []
         rec["_cause"] = getattr(r, "cause", None)
         return rec
+
+    def _seconds(self, start_ms, end_ms) -> list[float]:
+        """A window in the story's unit: seconds from the first event sent."""
+        return [round(int(t) / 1000.0 - self.inputs.t0_s, 3) for t in (start_ms, end_ms)]
 
     def _why_unexpected(self, key: tuple, e: int) -> str:
         k, start, end = key

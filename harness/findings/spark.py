@@ -99,8 +99,9 @@ def _on_time(inputs: Inputs, history: History, r: dict) -> str:
     f = history.get(r["read_by_batch"])
     window = ""
     if "window" in r:
-        a, b = (text.event_time(t, inputs.t0_s) for t in r["window"])
-        window = f", in window [{a}, {b}), which ends after the watermark {name(f)} filtered late rows with"
+        a, b = (t / 1000.0 - inputs.t0_s for t in r["window"])
+        window = (f", in window {text.window(a, b)}, which ends after the watermark {name(f)} filtered late "
+                  "rows with")
     return (f"event {r['event_id']} (key {r.get('key')}, partition {r.get('partition')}, offset "
             f"{r.get('offset', 0):,}) was read by {name(f)}{window}: on time, yet the sink does not count it")
 

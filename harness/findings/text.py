@@ -70,5 +70,16 @@ def paragraph(clauses: Iterable[str]) -> str:
 
 def event_time(ms: int, t0_s: float) -> str:
     """An event time as seconds from the first event sent (event time and wall time share the
-    epoch): "event time 9.4 s"."""
-    return f"{(ms / 1000.0 - t0_s):.1f} s"
+    epoch): "9.4 s"; one before it (a window that began before the first event) "0.7 s before
+    the first event", never a negative time."""
+    return since_start(ms / 1000.0 - t0_s)
+
+
+def since_start(s: float) -> str:
+    """Seconds from the first event sent: "9.4 s", or "0.7 s before the first event"."""
+    return f"{s:.1f} s" if round(s, 1) >= 0 else f"{-s:.1f} s before the first event"
+
+
+def window(start_s: float, end_s: float) -> str:
+    """A window in seconds from the first event sent, left-closed: "[1.3 s, 3.3 s)"."""
+    return f"[{since_start(start_s)}, {since_start(end_s)})"

@@ -1,9 +1,11 @@
 """Witness records: what each holds, and how the fewest of them are picked.
 
 A record is a dict of whatever applies of: event_id, key, window ([start_ms, end_ms]),
-partition, offset, read_by_batch (-1: no batch read it), batch_committed (False when the
-batch that read it never wrote commits/N), written_by ([{"batch_id", "committed_s"}]: the
-sink rows that carry it), row (the output row's identifying text), expected, actual.
+window_s (the same window in seconds from the first event sent, the story's unit), partition,
+offset, read_by_batch (-1: no batch read it), batch_committed (False when the batch that read
+it never wrote commits/N), written_by ([{"batch_id", "committed_s"}]: the sink rows that carry
+it), row (the output row's identifying text), expected, actual. evidence.py shows them as the
+story says them.
 Keys starting with "_" are for the story only and never leave this package.
 """
 
