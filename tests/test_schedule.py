@@ -157,3 +157,56 @@ class TestReadPast:
         pace = self._pace(tmp_path)
         _write_batch(tmp_path, 0, 0, {0: 20, 1: 20})
         assert pace.read_past(time.time() + 60, {0: 1, 1: 1}) == 0
+
+
+class TestGoingOn:
+    """The generator's keep_going in a case (harness/run/stages.py): what it answers, and the
+    sentence summary.json's cases[].workload keeps."""
+
+    class _Schedule:
+        def __init__(self, answers, specs=("a fault",)):
+            self.answers, self.specs = list(answers), specs
+
+        def pending(self, batches):
+            return self.answers.pop(0)
+
+    class _Case:
+        failure = None
+
+    def _going(self, answers, **kw):
+        from harness.run.stages import GoingOn
+
+        return GoingOn(self._Case(), self._Schedule(answers, **kw), 3)
+
+    def _record(self, going, extended_s, cut=False, cap_s=30.0):
+        from workloads.generator import spec
+
+        wl = spec.parse({"duration": "10s", "max_duration": f"{cap_s:g}s", "rate": {"eps": 1}})
+        report = {"sent_for_s": 10 + extended_s, "extended_by_s": extended_s, "cut_at_cap": cut}
+        return going.record(wl, report)
+
+    def test_it_goes_on_while_a_fault_is_pending_and_says_what_first_and_last(self):
+        going = self._going(["fault x (batch 9) has not come", "the query has read past fault x (batch 9) "
+                             "in 1 of 3 batches", None])
+        assert [going(), going(), going()] == [True, True, False]
+        record = self._record(going, 2.0)
+        assert record["why"] == ("went on 2 s past the duration: at its end fault x (batch 9) has not come, "
+                                 "and last the query has read past fault x (batch 9) in 1 of 3 batches; then "
+                                 "every fault had landed and the query had read 3 batches past each")
+        assert (record["sent_for_s"], record["extended_by_s"]) == (12, 2.0)
+        assert not record["cut_at_max_duration"]
+
+    def test_the_cap_and_a_failed_case_are_said(self):
+        """Cut at max_duration, the sentence names it and the pending fault; a failed case stops
+        the workload at once, whatever is pending."""
+        going = self._going(["fault x (batch 99) has not come"] * 20)
+        assert all(going() for _ in range(20))   # asked each second to the cap, and still pending
+        record = self._record(going, 20.0, cut=True)
+        assert record["cut_at_max_duration"] and record["why"] == (
+            "cut at max_duration (30 s) while fault x (batch 99) has not come")
+        failed = self._going(["fault x (batch 99) has not come"])
+        failed.case.failure = "the driver died"
+        assert failed() is False and "the case had failed" in self._record(failed, 0.0)["why"]
+
+    def test_without_faults_it_says_so(self):
+        assert self._record(self._going([], specs=()), 0.0)["why"].startswith("no fault is scheduled")

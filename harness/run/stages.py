@@ -71,7 +71,8 @@ class GoingOn:
     def __init__(self, case: Case, schedule: FaultRunner, batches: int):
         self.case, self.schedule, self.batches = case, schedule, batches
         self.asked = False          # the duration is over: the generator has asked
-        self.why: str | None = None   # what the workload last went on for
+        self.first: str | None = None   # what the workload first went on for, at its duration's end
+        self.why: str | None = None     # ... and last
         self.failed = False         # it stopped because the case had failed
 
     def __call__(self) -> bool:
@@ -82,7 +83,7 @@ class GoingOn:
         why = self.schedule.pending(self.batches)
         if why is None:
             return False
-        self.why = why
+        self.first, self.why = self.first or why, why
         return True
 
     def line(self, duration_s: float) -> str:
@@ -105,7 +106,8 @@ class GoingOn:
                    <= extended + 1e-6 else f"the rate shape ended {extended:g} s past the duration while "
                    f"{self.why}")
         elif extended:
-            why = f"went on {extended:g} s past the duration while {self.why}; then {done}"
+            last = "" if self.why == self.first else f", and last {self.why}"
+            why = f"went on {extended:g} s past the duration: at its end {self.first}{last}; then {done}"
         else:
             why = f"{done} by the end of the duration"
         return {"duration_s": wl.duration_s, "max_duration_s": wl.cap_s,
