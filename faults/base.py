@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 
 from faults.spec import FaultSpec
 from faults.targets import Targets
@@ -38,6 +39,62 @@ class Details:
     def changed_file(self) -> str | None:
         """A file of the query's checkpoint the fault changed, as the case's directory names it."""
         return None
+
+
+@dataclass(frozen=True)
+class Change:
+    """One thing a fault changed that a finding may have to tell: a file it deleted, truncated,
+    emptied or overwrote, or a batch whose log entries it removed, so that Spark plans it again.
+    Every kind, built-in or a user's, records its changes one way (Fault.changed_file,
+    Fault.removed_batch), and summary.json keeps them in the fault's record (`changes`): a
+    finding reads them with neither the kind nor the scenario at hand (a report rebuilt later).
+
+    `action`: "deleted", "truncated", "emptied", "overwritten", "dropped" (unsynced writes lost),
+    "torn", or REMOVED_BATCH; `path`: the file as the case's directory names it
+    ("checkpoint/offsets/10"); `batch`: the batch of the query's checkpoint it concerns (its own
+    number, as offsets/N names it); `was`: what it held before, when that matters (the offsets a
+    removed offsets/N had planned); `detail`: the change in a clause ("deleted (412 bytes)")."""
+
+    action: str
+    path: str = ""
+    batch: int | None = None
+    was: str = ""
+    detail: str = ""
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v not in ("", None)}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Change:
+        return cls(**{k: d[k] for k in ("action", "path", "batch", "was", "detail") if k in d})
+
+    def clause(self) -> str:
+        """The change as a story tells it: "checkpoint/commits/10 deleted (412 bytes)", "batch 10's
+        offsets/10 and commits/10 removed, so Spark planned it again"."""
+        if self.action == REMOVED_BATCH:
+            return self.detail or f"batch {self.batch}'s log entries removed, so Spark planned it again"
+        return f"{self.path} {self.detail or self.action}"
+
+
+# a batch's offsets/N (and commits/N) removed: Spark plans batch N again, over other offsets
+REMOVED_BATCH = "removed-batch"
+
+
+def log_batch(path: Path | str) -> int | None:
+    """The batch a checkpoint's log file is of (offsets/N, commits/N), else None."""
+    path = Path(path)
+    return int(path.name) if path.name.isdigit() and path.parent.name in ("offsets", "commits") else None
+
+
+def changes_of(record) -> list[Change]:
+    """What the fault of `record` (a summary's fault record, harness.results.model.FaultRecord)
+    changed: its `changes`, or, in a summary written before they were recorded, the file its
+    kind's details named (Details.changed_file)."""
+    recorded = [Change.from_json(c) for c in getattr(record, "changes", None) or []]
+    if recorded:
+        return recorded
+    old = record.details.changed_file() if record.details is not None else None
+    return [Change("changed", old)] if old else []
 
 
 @dataclass
@@ -91,8 +148,10 @@ class Fault:
         self.healed_at: float | None = None
         self.killed_at: float | None = None     # a kind that kills a process: when
         self.restarted_at: float | None = None  # ... and when its replacement was up
+        self.heal_began: float | None = None    # when heal() began (a restart: when it was asked for)
         self.refused: str | None = None         # Spark refused the restart: its sentence
         self.target = spec.target               # what it acted on, as recorded ("executor:0 (pid 123)")
+        self.what_changed: list[Change] = []    # what it changed, for the findings (summary.json)
         self._healing = False
 
     def inject(self) -> None:
@@ -111,6 +170,7 @@ class Fault:
         """Undo the fault, once; `healed_at` is when it is undone (a restarted driver is ready)."""
         if self.healed_at is None and not self._healing:
             self._healing = True
+            self.heal_began = time.time()
             try:
                 self._heal()
             finally:
@@ -118,6 +178,40 @@ class Fault:
 
     def _inject(self) -> None:
         raise NotImplementedError
+
+    def startup_s(self) -> float | None:
+        """How long the process its heal started took to be ready: the new driver's or broker's
+        start-up, which `downtime_s` (from the kill to ready) adds to the `downtime` asked for;
+        None when its heal started nothing."""
+        if self.restarted_at is None or self.heal_began is None:
+            return None
+        return round(self.restarted_at - self.heal_began, 3)
+
+    def changed_file(self, path: Path, action: str, detail: str = "", batch: int | None = None,
+                     was: str = "") -> Change:
+        """Record that the fault changed the file at `path` (deleted, truncated, ...: see Change),
+        named as the case's directory names it ("checkpoint/offsets/10")."""
+        change = Change(action, self._named(path), log_batch(path) if batch is None else batch, was, detail)
+        self.what_changed.append(change)
+        return change
+
+    def removed_batch(self, batch: int, was: str = "", detail: str = "") -> Change:
+        """Record that the fault removed batch `batch`'s log entries (offsets/N, and commits/N):
+        Spark plans it again, over the offsets it finds then. `was`: what the removed offsets/N
+        had planned (its source offsets), so that a finding can tell the two runs apart."""
+        path = self._named(Path(self.targets.checkpoint()) / "offsets" / str(batch))
+        change = Change(REMOVED_BATCH, path, batch, was,
+                        detail or f"batch {batch}'s offsets/{batch} and commits/{batch} removed, so Spark "
+                                  f"planned batch {batch} again")
+        self.what_changed.append(change)
+        return change
+
+    def _named(self, path: Path) -> str:
+        """`path` from the case's directory (the checkpoint's parent), or whole when elsewhere."""
+        try:
+            return str(Path(path).relative_to(Path(self.targets.checkpoint()).parent))
+        except (ValueError, TypeError, AttributeError):
+            return str(path)
 
     def _heal(self) -> None:
         """Nothing to undo by default (a kill is over once it happened)."""

@@ -16,6 +16,8 @@ from workloads.pipelines.control import AFTER_COMMIT, AFTER_WRITE, BEFORE_WRITE
 
 FILES = ("metadata", "offsets", "commits", "sources", "state")
 ACTIONS = ("delete", "truncate", "empty", "garbage")
+# each action as the fault's record of what it changed says it (faults/base.py Change)
+DONE = {"delete": "deleted", "truncate": "truncated", "empty": "emptied", "garbage": "overwritten"}
 
 
 def newest(checkpoint: Path, kind: str) -> Path | None:
@@ -83,6 +85,7 @@ class CorruptCheckpoint(KillDriver):
             raise FileNotFoundError(f"the checkpoint {self.checkpoint} has no {kind} file yet")
         self.changed = path.relative_to(self.checkpoint.parent)
         self.how = corrupt(path, action, self.targets.rng(self.spec.salt()))
+        self.changed_file(path, DONE[action], self.how)
         self.target = f"{self.changed} of driver (pid {driver.pid})"
 
     def observe(self) -> Observation:

@@ -68,6 +68,17 @@ class DriverRestart(Fault):
         self.killed_at = time.time()
         driver.kill()
 
+    def kill_driver(self) -> None:
+        """Kill the case's driver as a crash would (SIGKILL to its process tree), having recorded
+        what its checkpoint held (`self.checkpoint`, the batches in flight), and return once it is
+        dead: nothing writes the checkpoint any more. Its exit is recorded as the kill (an
+        incident the fault explains); heal() starts a new driver after `downtime`, and observe()
+        waits for its first batch, or for Spark's refusal."""
+        self._kill()
+        driver = self.driver
+        self.targets.wait(lambda: not driver.running, "signal",
+                          f"driver (pid {driver.pid}) was still running")
+
     def _heal(self) -> None:
         if self.killed_at is None:
             # the kill never happened: a restart would start a second driver. Nor is the driver's
@@ -98,7 +109,7 @@ class DriverRestart(Fault):
         first = after[0]
         again = self.inflight | ({self.held["batch_id"]} if self.held else set())
         rerun = [p for p in after if p.get("id") == self.query_id and p["batchId"] in again]
-        facts = {"downtime_s": round(self.restarted_at - self.killed_at, 3),
+        facts = {"downtime_s": round(self.restarted_at - self.killed_at, 3), "startup_s": self.startup_s(),
                  "first_batch_after_s": round(_end_s(first) - self.killed_at, 3),
                  "batches_reexecuted": len({p["batchId"] for p in rerun}),
                  "events_reread": sum(p.get("numInputRows", 0) for p in rerun)}
@@ -108,7 +119,8 @@ class DriverRestart(Fault):
                else f"on the same checkpoint, first batch {first['batchId']}")
         held = f" while batch {self.held['batch_id']} was held in the commit window" if self.held else ""
         return Observation(True, f"{self.target} killed{held}; a new driver ran {how} after "
-                                 f"{facts['downtime_s']:.1f}s down", facts, outcome="accepted",
+                                 f"{facts['downtime_s']:.1f}s down ({self.spec.downtime_s:g}s asked, then "
+                                 f"{facts['startup_s'] or 0:.1f}s to start)", facts, outcome="accepted",
                            outcome_detail=f"Spark ran the query again {how}")
 
     def _fresh(self) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from faults.base import Details
@@ -39,6 +40,9 @@ _SPEC_FIELDS = {"duration": "duration_s", "downtime": "downtime_s", "via": "via"
 # the runner computes for every fault from the lag at each batch's end)
 RECOVERY_KEYS = ("downtime_s", "first_batch_after_s", "lag_recovered_s", "batches_reexecuted",
                  "events_reread")
+# ... and those of a kind whose heal starts a process: its start-up, which downtime_s (from the
+# kill to the new process ready) adds to the `downtime` asked for (Fault.startup_s)
+RESTART_KEYS = ("startup_s",)
 
 
 @dataclass(frozen=True)
@@ -154,6 +158,45 @@ TARGET = Key("target", "target", "what the fault acts on: one of the kind's targ
 
 
 @dataclass(frozen=True)
+class CaseView:
+    """What a kind's own set-up (Preparation.setup) sees of a case: its name, its directory (the
+    set-up's own files go there), the query's checkpoint as the harness reads it, the commit
+    gate's control directory, the case's topic and Kafka, PostgreSQL (None without it), the
+    sink's table and the scenario's seed."""
+
+    name: str
+    dir: Path
+    checkpoint: Path
+    control_dir: Path
+    topic: str
+    bootstrap_servers: str
+    postgres_url: str | None
+    sink_table: str
+    seed: int
+
+
+# a kind's own set-up for a case: called before the case's first driver starts, it may return
+# an undo, called once the case's last driver has stopped
+SetUp = Callable[[CaseView], "Callable[[], None] | None"]
+
+
+@dataclass(frozen=True)
+class Precondition:
+    """What a fault needs of the scenario or of the machine, checked by the loader before anything
+    starts. `check(ctx, case)` returns why it does not hold, or None: `ctx` is the scenario's
+    harness.scenario.fault_specs.Context (`services`, `cases`, `pipeline`, `master`,
+    `workload_s`), and `case` (its `name`, `sink`, `guarantee`, `pipeline`) one case of it for a
+    check `per_case`, else None. The harness's own are harness/scenario/fault_specs.py
+    PRECONDITIONS; a kind may declare its own (FaultKind.preconditions) and name them in its
+    `requires` beside those."""
+
+    name: str
+    check: Callable[[Any, Any], str | None]
+    per_case: bool = False
+    about: str = ""
+
+
+@dataclass(frozen=True)
 class Preparation:
     """What a run must set up before a fault of a kind can act (FaultKind.prepare):
     `proxies`: the paths ("kafka", "postgres") Spark must reach through Toxiproxy;
@@ -176,6 +219,21 @@ it tracks unsynced writes; `spark_conf`: settings the fault needs."""
     # "maintenance" runs maintenance every few seconds); [services.spark] conf still wins
     spark_conf: tuple[tuple[str, str], ...] = ()
     source_fs: bool = False                # a Delta source's table on a FUSE file system of its own
+    # the kind's own set-up, for what none of the above covers: each is called with the case
+    # (CaseView) before its first driver starts, and may return an undo for after its last
+    setup: tuple[SetUp, ...] = ()
+
+    def merge(self, other: Preparation) -> Preparation:
+        """What two faults need together: every proxy, step, clock, setting and set-up of both;
+        a file system when either needs it; the shorter writeback."""
+        writeback = [w for w in (self.writeback_s, other.writeback_s) if w is not None]
+        return Preparation(
+            proxies=self.proxies | other.proxies,
+            partition_steps=self.partition_steps + other.partition_steps,
+            task_stage=self.task_stage or other.task_stage, clocks=self.clocks | other.clocks,
+            storage=self.storage or other.storage, writeback_s=min(writeback) if writeback else None,
+            spark_conf=self.spark_conf + other.spark_conf, source_fs=self.source_fs or other.source_fs,
+            setup=self.setup + tuple(f for f in other.setup if f not in self.setup))
 
 
 @dataclass(frozen=True)
@@ -220,9 +278,11 @@ class FaultKind:
     needs_commit_gate: bool = False      # it holds a batch in a foreachBatch sink's commit window
     recovery_keys: tuple[str, ...] = ()  # its own figures in recovery{}, beyond RECOVERY_KEYS
     # the preconditions a fault of this kind needs, by name, given its spec (its target, its
-    # via...); the harness checks each before anything starts (harness/scenario/fault_specs.py
-    # PRECONDITIONS): "own-kafka", "own-postgres", "own-executors", "postgres-sink"
+    # via...); the harness checks each before anything starts: its own (harness/scenario/
+    # fault_specs.py PRECONDITIONS: "own-kafka", "own-postgres", "own-executors", "postgres-sink",
+    # "fuse"...) and the kind's (`preconditions`)
     requires: Callable[[Any], tuple[str, ...]] = lambda spec: ()
+    preconditions: tuple[Precondition, ...] = ()   # its own, which `requires` may name
     check: Callable[[dict, Section], None] | None = None   # keys that constrain each other
     nemesis_targets: tuple[str, ...] = ()   # the targets a nemesis draws from (default: default_target)
     # Spark settings every driver of a case gets when its scenario has a fault of this kind
@@ -245,6 +305,23 @@ class FaultKind:
     by_progress: bool = True             # whether `at` may be a progress anchor ("batch 3")
     source: str = ""                     # the source it acts on ("kafka", "delta"), if one only
     why_not_by_progress: str = ""
+
+    def traits(self) -> dict:
+        """What the harness must know of the kind once its faults have run, recorded with each
+        fault in summary.json (`traits`): a report, compare or the history read a summary without
+        the scenario, and so without a user's kinds (registry.kind_of builds them back)."""
+        return {name: list(self.targets) if name == "targets" else getattr(self, name) for name in TRAITS}
+
+    @classmethod
+    def stand_in(cls, name: str, traits: Mapping[str, Any]) -> FaultKind:
+        """A kind this process has not registered, as its recorded `traits` describe it: enough for
+        the incidents and the findings (kills_driver, restarts...), nothing to inject."""
+        from faults.base import Fault
+
+        known: dict[str, Any] = {k: tuple(v) if k == "targets" else v for k, v in traits.items()
+                                 if k in TRAITS}
+        return cls(name, Fault, about="a kind not registered here, as its record describes it", models="",
+                   **known)
 
     def margin_s(self, lasts_s: float) -> float:
         """The workload a fault of this kind needs after its `at`: its own length, and for a kind
@@ -304,6 +381,11 @@ class FaultKind:
     def covered(self) -> Key | None:
         """The key whose values the hunt's coverage enumerates (Key.cover), if the kind has one."""
         return next((k for k in self.keys if k.cover), None)
+
+
+# what a fault's record keeps of its kind (FaultKind.traits)
+TRAITS = ("restarts", "kills_driver", "may_end_query", "needs_commit_gate", "refusal_breaks", "source",
+          "targets")
 
 
 def _seconds(s: float) -> str:

@@ -25,7 +25,7 @@ from faults import (
     tasks,
     unsynced,
 )
-from faults.kinds import RECOVERY_KEYS, FaultKind, register
+from faults.kinds import RECOVERY_KEYS, RESTART_KEYS, FaultKind, register
 
 KINDS: dict[str, FaultKind] = register(
     process.KILL_EXECUTOR_FAULT,
@@ -74,15 +74,27 @@ def kind(name: str) -> FaultKind:
     return KINDS[name]
 
 
+def kind_of(name: str, traits: dict | None = None) -> FaultKind | None:
+    """The kind of a fault's record: the registered one, else one built from the record's own
+    `traits` (a user's kind, read from a summary without its scenario), else None (a summary
+    from before traits were recorded)."""
+    known = KINDS.get(name)
+    if known is not None:
+        return known
+    return FaultKind.stand_in(name, traits) if traits else None
+
+
 def make(spec, targets):
     """The injector for `spec` (a faults.spec.FaultSpec), acting on `targets`."""
     return KINDS[spec.kind].injector(spec, targets)
 
 
 def recovery_keys(name: str) -> tuple[str, ...]:
-    """The recovery figures a fault of kind `name` records: every kind's, then its own."""
-    own = KINDS[name].recovery_keys
-    return (*RECOVERY_KEYS, *(k for k in own if k not in RECOVERY_KEYS))
+    """The recovery figures a fault of kind `name` records: every kind's, a restarting kind's
+    start-up (RESTART_KEYS), then its own."""
+    kind = KINDS[name]
+    shared = (*RECOVERY_KEYS, *(RESTART_KEYS if kind.restarts else ()))
+    return (*shared, *(k for k in kind.recovery_keys if k not in shared))
 
 
 def drawable() -> tuple[str, ...]:

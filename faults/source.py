@@ -183,6 +183,8 @@ class DeleteSourceFiles(Fault):
                     if sum(manifest.records[g] for g in gone) >= records:
                         break
                     (table / manifest.files[v]).unlink(missing_ok=True)
+                    self.changed_file(table / manifest.files[v], "deleted",
+                                      f"deleted: version {v}'s data file, {manifest.records[v]:,} records")
                     gone.append(v)
                 if not gone:
                     withdraw(control, PAUSE_BATCH)   # let it go, and hold the next

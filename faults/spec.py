@@ -125,8 +125,15 @@ class FaultSpec:
         return f"{self.kind}@{self.at if self.by_progress else self.at_s}"
 
     def get(self, key: str, default: Any = None) -> Any:
-        """A kind's own key from `extra` (its `store` name)."""
+        """A kind's own key from `extra` (its `store` name). A duration key other than `duration`
+        and `downtime` (which are `duration_s` and `downtime_s`) is kept in milliseconds: read it
+        in seconds with `seconds`."""
         return self.extra.get(key, default)
+
+    def seconds(self, key: str, default: float | None = None) -> float | None:
+        """A kind's own duration key (`Key(name, "duration", ...)`), in seconds."""
+        ms = self.extra.get(key)
+        return default if ms is None else ms / 1000
 
     def describe(self) -> dict:
         out = {k: v for k, v in asdict(self).items() if v not in ({}, "", None) and k != "anchor"}

@@ -24,11 +24,12 @@ import signal
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import psutil
 
 from faults import fs
-from faults.base import Details, Missed, Observation
+from faults.base import Details, Fault, Missed, Observation
 from faults.driver import DriverRestart
 from faults.kinds import DOWNTIME, TARGET, FaultKind, Key, Preparation
 from faults.process import choose_executor
@@ -98,6 +99,15 @@ def _lost(crashed: tuple[list[dict], bool], mode: str) -> LostWrites:
                       bytes_lost=sum(f["bytes_before"] - f["bytes_after"] for f in files))
 
 
+def _tell(fault: Fault, lost: LostWrites) -> None:
+    """Each file the crash took, as a change of the fault's record (what the findings tell)."""
+    root = Path(fault.targets.checkpoint())
+    action = "dropped" if lost.mode == "drop" else "torn"
+    for f in lost.files:
+        fault.changed_file(root / f["path"].lstrip("/"), action,
+                           f"{action}: {f['bytes_after']:,} of its {f['bytes_before']:,} bytes kept")
+
+
 def _said(lost: LostWrites) -> str:
     if lost.durable_storage:
         return "the checkpoint's storage made every write durable as it returned: no write was lost"
@@ -119,6 +129,7 @@ class LoseUnsynced(DriverRestart):
         own = set(driver.pids()) - set(driver.executor_pids())
         self._kill()
         self.lost = _lost(fs.crash(self.targets, own, self.spec.mode), self.spec.mode)
+        _tell(self, self.lost)
 
     def observe(self) -> Observation:
         seen = super().observe()
@@ -151,6 +162,7 @@ class LoseUnsyncedExecutor(RetriedQuery):
         except psutil.TimeoutExpired:
             raise RuntimeError(f"executor pid {victim.pid} did not exit after SIGKILL") from None
         self.lost = _lost(fs.crash(self.targets, {victim.pid}, self.spec.mode), self.spec.mode)
+        _tell(self, self.lost)
         self.target = f"executor:{chosen} (pid {victim.pid})"
 
     def observe(self) -> Observation:

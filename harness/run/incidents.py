@@ -30,12 +30,13 @@ _LOST = re.compile(r"Lost executor (\d+) on [^:]+: (.*)$")
 _SETTLE_S = 60.0
 
 
-def _explains(family: str, name: str) -> bool:
-    """Whether a fault of kind `name` can cause an incident of `family` (faults/registry.py):
-    a kind that restarts the driver, or whose error may end the query (a storage fault),
-    explains the driver's exit and its executors coming and going; a kind aimed at executors,
-    their loss; one that restarts a service, its exit."""
-    kind = registry.KINDS.get(name)
+def _explains(family: str, fault: FaultRecord) -> bool:
+    """Whether `fault` can cause an incident of `family`, as its kind says (faults/registry.py;
+    a user's kind not loaded here, as its record's traits say): a kind that restarts the driver,
+    or whose error may end the query (a storage fault), explains the driver's exit and its
+    executors coming and going; a kind aimed at executors, their loss; one that restarts a
+    service, its exit."""
+    kind = registry.kind_of(fault.kind, fault.traits)
     if kind is None:
         return False
     if family == "executor":
@@ -128,7 +129,7 @@ def _scheduled(kind: str, at_s: float, faults: list[FaultRecord]) -> bool:
     in effect at the time or ended less than _SETTLE_S before."""
     family = "executor" if kind.startswith("executor") else "driver" if kind == "driver-exit" else "service"
     for f in faults:
-        if _explains(family, f.kind) and f.started_s is not None:
+        if _explains(family, f) and f.started_s is not None:
             ended = f.ended_s if f.ended_s is not None else f.started_s
             if f.started_s - 1 <= at_s <= ended + _SETTLE_S:
                 return True

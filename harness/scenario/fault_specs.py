@@ -10,13 +10,14 @@ external Kafka, a sink lock on a sink that is not PostgreSQL).
 from __future__ import annotations
 
 import difflib
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from faults import nemesis
-from faults.kinds import COMMON_KEYS, FaultKind
+from faults.kinds import COMMON_KEYS, CaseView, FaultKind, Precondition, Preparation
 from faults.registry import KINDS, drawable
 from faults.spec import FORMS, RESTART_MARGIN_S, START, Anchor, FaultSpec, parse_anchor
 from harness.errors import ScenarioError
@@ -24,6 +25,7 @@ from harness.scenario.model import Case, Services
 from workloads.sinks import SINKS
 from workloads.validate import Section, bad, parse_duration_ms
 
+log = logging.getLogger(__name__)
 _TARGET = re.compile(r"([a-z]+)(?::(\d+|random))?")
 _LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*(\d+)\s*,")
 
@@ -129,21 +131,21 @@ def _state_store(ctx: Context, case: Case | None) -> str | None:
             "use a stateful pipeline (tumbling_count, dedup, session_count...)")
 
 
-# name -> (check(context, case) -> why not, or None; per case or once for the run)
-PRECONDITIONS: dict[str, tuple[Callable[[Context, Case | None], str | None], bool]] = {
-    "own-kafka": (_external("kafka", "bootstrap_servers"), False),
-    "own-postgres": (_external("postgres", "url"), False),
-    "own-executors": (_own_executors, False),
-    "local-executors": (_local_executors, False),
-    "kafka-cluster": (_kafka_cluster, False),
-    "own-standalone": (_own_standalone, False),
-    "postgres-sink": (_postgres_sink, True),
-    "commit-gate": (_commit_gate, True),
-    "faketime": (_faketime, False),
-    "one-own-broker": (_one_own_broker, False),
-    "fuse": (_fuse, False),
-    "state-store": (_state_store, True),
-}
+# the harness's preconditions, by name: each checked once for the run, or for each case
+PRECONDITIONS: dict[str, Precondition] = {p.name: p for p in (
+    Precondition("own-kafka", _external("kafka", "bootstrap_servers")),
+    Precondition("own-postgres", _external("postgres", "url")),
+    Precondition("own-executors", _own_executors),
+    Precondition("local-executors", _local_executors),
+    Precondition("kafka-cluster", _kafka_cluster),
+    Precondition("own-standalone", _own_standalone),
+    Precondition("postgres-sink", _postgres_sink, per_case=True),
+    Precondition("commit-gate", _commit_gate, per_case=True),
+    Precondition("faketime", _faketime),
+    Precondition("one-own-broker", _one_own_broker),
+    Precondition("fuse", _fuse),
+    Precondition("state-store", _state_store, per_case=True),
+)}
 
 
 def requirements(kind: FaultKind, spec: FaultSpec) -> tuple[str, ...]:
@@ -151,28 +153,76 @@ def requirements(kind: FaultKind, spec: FaultSpec) -> tuple[str, ...]:
     return (*kind.requires(spec), *(("commit-gate",) if kind.needs_commit_gate else ()))
 
 
+def precondition(kind: FaultKind, name: str) -> Precondition:
+    """The precondition `name` that `kind` requires: one of its own, or the harness's; an unknown
+    name (a typo in a user's kind) is a ScenarioError saying which it may have meant."""
+    known = {**PRECONDITIONS, **{p.name: p for p in kind.preconditions}}
+    if name in known:
+        return known[name]
+    close = difflib.get_close_matches(str(name), known, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise ScenarioError(f"{kind.name} requires the precondition {name!r}, which neither the harness nor the "
+                        "kind declares",
+                        f"{hint}name one of {', '.join(known)} in its `requires`, or declare it in the "
+                        "kind's `preconditions` (docs/faults.md, \"A fault kind of your own\")")
+
+
 def why_not(spec: FaultSpec, ctx: Context) -> str | None:
     """The reason `spec` cannot run in this scenario, or None."""
-    for name in requirements(KINDS[spec.kind], spec):
-        check, per_case = PRECONDITIONS[name]
-        for case in (ctx.cases if per_case else (None,)):
-            reason = check(ctx, case)
+    kind = KINDS[spec.kind]
+    for name in requirements(kind, spec):
+        need = precondition(kind, name)
+        for case in (ctx.cases if need.per_case else (None,)):
+            reason = need.check(ctx, case)
             if reason:
                 return f"{spec.kind} needs {name}: {reason}"
     return None
 
 
+def preparation(faults: tuple[FaultSpec, ...]) -> Preparation:
+    """What the run must set up for the schedule's faults: each kind's `prepare`, merged."""
+    out = Preparation()
+    for f in faults:
+        out = out.merge(KINDS[f.kind].prepare(f))
+    return out
+
+
+def set_up(faults: tuple[FaultSpec, ...], case: CaseView) -> Callable[[], None]:
+    """Run the kinds' own set-ups (Preparation.setup) for `case`, once each, before its first
+    driver starts; returns what undoes them, newest first, once its last driver has stopped. A
+    set-up that raises stops the case before anything runs: the error names the set-up."""
+    undos: list[Callable[[], None]] = []
+    for setup in preparation(faults).setup:
+        try:
+            undo = setup(case)
+        except Exception as exc:
+            name = getattr(setup, "__qualname__", repr(setup))
+            raise ScenarioError(f"case {case.name}: the fault set-up {name} raised "
+                                f"{type(exc).__name__}: {exc}",
+                                "fix the set-up, or drop the fault that asks for it") from exc
+        if undo is not None:
+            undos.append(undo)
+
+    def undo_all() -> None:
+        for undo in reversed(undos):
+            try:
+                undo()
+            except Exception:  # noqa: BLE001 - one failing undo must not keep the others from running
+                log.exception("undoing a fault's set-up for case %s", case.name)
+    return undo_all
+
+
 def needs_proxy(faults: tuple[FaultSpec, ...]) -> set[str]:
     """The paths ("kafka", "postgres") Spark must reach through Toxiproxy for the schedule's
     faults (each kind's `prepare` says)."""
-    return {path for f in faults for path in KINDS[f.kind].prepare(f).proxies}
+    return set(preparation(faults).proxies)
 
 
 def partition_steps(faults: tuple[FaultSpec, ...], partitions: int) -> list[tuple[float, int]]:
     """The generator's partition counts over time, (seconds from the first event sent, total),
     from the kinds that add partitions mid-run (their `prepare`)."""
     steps, total = [], partitions
-    added = sorted(step for f in faults for step in KINDS[f.kind].prepare(f).partition_steps)
+    added = sorted(preparation(faults).partition_steps)
     for at_s, count in added:
         total += count
         steps.append((at_s, total))
@@ -182,24 +232,23 @@ def partition_steps(faults: tuple[FaultSpec, ...], partitions: int) -> list[tupl
 def clock_targets(faults: tuple[FaultSpec, ...]) -> frozenset[str]:
     """The processes that must start on a clock file of their own: "driver", "executor",
     "broker" (the clock faults' `prepare`)."""
-    return frozenset(c for f in faults for c in KINDS[f.kind].prepare(f).clocks)
+    return preparation(faults).clocks
 
 
 def source_fs(faults: tuple[FaultSpec, ...]) -> bool:
     """Whether Spark reaches a Delta source's table through a FUSE file system (hide-commit)."""
-    return any(KINDS[f.kind].prepare(f).source_fs for f in faults)
+    return preparation(faults).source_fs
 
 
 def storage_fs(faults: tuple[FaultSpec, ...]) -> bool:
     """Whether Spark reaches the case's checkpoint through the harness's FUSE file system."""
-    return any(KINDS[f.kind].prepare(f).storage for f in faults)
+    return preparation(faults).storage
 
 
 def writeback_s(faults: tuple[FaultSpec, ...]) -> float | None:
     """How long after a file is first dirtied the case's FUSE file system takes it as written
     back, when a fault drops unsynced writes (the shortest asked); None: it tracks nothing."""
-    asked = [w for f in faults if (w := KINDS[f.kind].prepare(f).writeback_s) is not None]
-    return min(asked) if asked else None
+    return preparation(faults).writeback_s
 
 
 def fault_conf(faults: tuple[FaultSpec, ...]) -> dict[str, str]:
@@ -208,13 +257,12 @@ def fault_conf(faults: tuple[FaultSpec, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
     for f in faults:
         out.update(KINDS[f.kind].driver_conf)
-        out.update(KINDS[f.kind].prepare(f).spark_conf)
-    return out
+    return {**out, **dict(preparation(faults).spark_conf)}
 
 
 def task_stage(faults: tuple[FaultSpec, ...]) -> bool:
     """Whether the driver adds fail-task's stage to the query (a kind's `prepare` asks for it)."""
-    return any(KINDS[f.kind].prepare(f).task_stage for f in faults)
+    return preparation(faults).task_stage
 
 
 def parse_nemesis(s: Section, ctx: Context, default_seed: int) -> tuple[FaultSpec, ...]:
@@ -273,7 +321,10 @@ def fault(item: Any, path: str, ctx: Context) -> FaultSpec:
                      anchor=anchor if anchor.by_progress else None)
     if not kind.fits(_earliest(anchor, ctx), spec.lasts_s, ctx.workload_s):
         raise _no_room(s, kind, spec, anchor, ctx)
-    reason = why_not(spec, ctx)
+    try:
+        reason = why_not(spec, ctx)
+    except ScenarioError as exc:   # a precondition its kind names that nobody declares
+        raise ScenarioError(f"{path}: {exc.problem}", exc.fix) from None
     if reason:
         raise ScenarioError(f"{path}: {reason}",
                             "drop this fault, or run it in a scenario whose services and sinks allow it")
