@@ -29,6 +29,11 @@ class RestartBroker(Fault):
         broker.start().wait_ready()
         self.restarted_at = time.time()
 
+    def restore(self) -> bool:
+        """A broker alone that came back from a crash runs on Kafka's lease (a real node's, which
+        a crash must wait out): the harness's own lease is put back once the case is over."""
+        return self.broker is not None and self.broker.restore_lease()
+
     def observe(self) -> Observation:
         back = self.restarted_at
         if back is None:
@@ -40,7 +45,9 @@ class RestartBroker(Fault):
             return Observation(False, str(exc))
         assert self.injected_at is not None
         down = round(back - self.injected_at, 3)
-        return Observation(True, f"{self.target} was down {down:.1f}s; batches resumed", {"downtime_s": down})
+        return Observation(True, f"{self.target} was down {down:.1f}s ({self.spec.downtime_s:g}s asked, then "
+                                 f"{self.startup_s() or 0:.1f}s to start); batches resumed",
+                           {"downtime_s": down, "startup_s": self.startup_s()})
 
 
 MODES = ("clean", "hard")

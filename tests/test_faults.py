@@ -450,3 +450,39 @@ def test_a_new_leader_s_first_read_is_timed_in_utc_on_any_host_zone(monkeypatch)
     finally:
         monkeypatch.delenv("TZ")
         clock.tzset()
+
+
+class TestBrokerCrash:
+    def test_a_lone_broker_comes_back_from_a_crash_on_kafka_s_lease(self, tmp_path):
+        """restart-broker at its default (hard): the harness's 120 s lease outlived Kafka's 60 s
+        registration timeout, and the restarted broker exited on DUPLICATE_BROKER_REGISTRATION
+        (issue 41). The process started after a kill runs on Kafka's 9 s lease; one started
+        after that without a crash, on the harness's again; a cluster's nodes keep Kafka's."""
+        from harness.services.kafka import KafkaBroker, KafkaCluster
+
+        lease = "broker.session.timeout.ms"
+        alone = KafkaBroker(tmp_path / "alone")
+        alone.formatted = True   # as on a restart: prepare() writes the properties, and formats nothing
+        alone.workdir.mkdir()
+        assert alone.properties()[lease] == "120000"
+        alone.kill()             # no process: what counts is what the next start reads
+        alone.prepare()
+        assert alone.properties()[lease] == "9000" and alone.on_kafka_lease
+        assert "broker.session.timeout.ms=9000" in alone.props_path.read_text()
+        alone.prepare()
+        assert alone.properties()[lease] == "120000" and not alone.on_kafka_lease
+        node = KafkaCluster(tmp_path / "cluster", registry=None, brokers=3).nodes[0]
+        node.formatted = True
+        node.workdir.mkdir(parents=True)
+        node.kill()
+        node.prepare()
+        assert lease not in node.properties() and not node.on_kafka_lease
+
+    def test_the_harness_s_lease_is_put_back_only_on_a_node_that_crashed(self, tmp_path):
+        """restore_lease() restarts nothing that runs on the harness's lease, nor a node that is down."""
+        from harness.services.kafka import KafkaBroker
+
+        alone = KafkaBroker(tmp_path / "alone")
+        assert alone.restore_lease() is False
+        alone.on_kafka_lease = True   # not running
+        assert alone.restore_lease() is False
