@@ -84,9 +84,9 @@ def _case(faults: list[tuple[str, bool, str | None]], observed: str = "exactly-o
     """A finished case whose faults are (kind, landed, missed)."""
     from harness.results.model import CaseResult, FaultRecord, Verdict
 
+    why = "no 1 task(s) of a batch with rows failed within 20 s"
     records = [FaultRecord(kind, 1.0 + i, 1.0 + i, 2.0 + i, "driver", observed=landed or False,
-                           detail="no 1 task(s) of a batch with rows failed within 20 s" if not landed else "seen",
-                           landed=landed, missed=missed)
+                           detail=why if not landed else "seen", landed=landed, missed=missed)
                for i, (kind, landed, missed) in enumerate(faults)]
     holds = observed == "exactly-once" and all(landed for _, landed, _ in faults)
     verdict = Verdict("exactly-once", observed, holds, "detail", status or "")
@@ -184,8 +184,8 @@ class TestWhereARunsTimeWent:
                 "tried": [{"run": 1, "outcome": "holds", "breaks": False, "observed": "exactly-once",
                            "plan": [{"kind": "kill-driver", "at": "3s", "downtime": "1s"}],
                            "times_s": {"total": 30.0}, "source": "covering",
-                           "new_behaviours": [["kill-driver without point", "re-ran a batch with the same offsets",
-                                               "nothing"]]},
+                           "new_behaviours": [["kill-driver without point",
+                                               "re-ran a batch with the same offsets", "nothing"]]},
                           {"run": 2, "outcome": "not-landed", "breaks": False, "observed": "exactly-once",
                            "plan": [{"kind": "fail-task", "at": "3s"}], "times_s": {"total": 40.0},
                            "source": "mutation", "change": "run 1, fail-task added before kill-driver",
@@ -196,3 +196,31 @@ class TestWhereARunsTimeWent:
         assert "run   2  NOT LANDED" in text and "not landed: fail-task (3s): no task failed" in text
         assert "behaviours: 3 seen in 2 runs" in text and "tested nothing: 1 of the 2 runs" in text
         assert "time per run: median 35s (startup 10s, workload 16s, drain 3.5s, check 5.5s)" in text
+
+
+class TestAHoldWaitsForAnotherFaultsRestart:
+    def test_a_kill_at_a_point_asks_for_its_hold_once_the_restarting_driver_is_up(self, tmp_path):
+        """A hunt's run 2: kill-driver at after-commit, then kill-driver at after-write 6 s later.
+        The second asked for its hold while the first's new driver started; the hold caught that
+        driver's first batch, the first kill's wait for it ran out (NOT SEEN), and the second
+        kill waited as long for the driver to be up. The hold is asked for once it is."""
+        from dataclasses import replace
+
+        from faults.driver import hold_at
+
+        order: list[str] = []
+
+        def driver():   # Targets.driver: returns once no fault has the driver down or restarting
+            order.append("driver up")
+            return None
+
+        def wait(condition, what, message, every_s=0.2):
+            order.append("hold asked" if (tmp_path / "hold-commit").exists() else "no hold asked")
+            _hold(tmp_path, 9, int(time.time() * 1000), 120_000)
+            return condition()
+
+        targets = replace(_targets(tmp_path), driver=driver)
+        targets.wait = wait   # type: ignore[method-assign]
+        held = hold_at(targets, "after-write")
+        assert held["batch_id"] == 9
+        assert order == ["driver up", "hold asked"], order
