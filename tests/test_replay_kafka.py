@@ -82,7 +82,7 @@ def test_control_records_come_in_the_records_format(kafka, tmp_path):
     rows = send.send_control(spec, kafka.bootstrap_servers, topic, 2, -2, 0)
     got = sorted(_read_back(kafka.bootstrap_servers, topic, 2), key=lambda r: r.partition)
     assert [json.loads(r.value) for r in got] == [
-        {"id": -2, "user": "__control__2", "ts": "1970-01-01T00:00:00.000Z"},
-        {"id": -1, "user": "__control__1", "ts": "1970-01-01T00:00:00.000Z"}]
+        {"id": -2, "user": "__control__2", "ts": "1970-01-01T00:00:00.001Z"},
+        {"id": -1, "user": "__control__1", "ts": "1970-01-01T00:00:00.001Z"}]
     assert all(dict(r.headers)["harness-control"] == b"1" for r in got)
     assert [(r["partition"], r["offset"], r["event_id"]) for r in rows] == [(0, 0, -2), (1, 0, -1)]

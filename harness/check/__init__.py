@@ -46,7 +46,7 @@ def check(pipeline, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch
     """The case's output against ground truth, and its watermark against the declared one.
     With the run's `files`, a large run (large.LARGE_ROWS truth rows or more) of a pipeline
     with a sliced oracle is checked from them instead, in bounded memory."""
-    entry = pipelines.of(pipeline)
+    entry = _in_case(pipelines.of(pipeline), None if files is None else files.truth_dir.parent)
     scaled = _from_files(entry, pipeline, files, batches)
     if scaled is not None:
         return scaled
@@ -76,6 +76,12 @@ def _from_files(entry, pipeline, files: RunFiles | None, batches: list[Batch]) -
     return result
 
 
-def final_watermark_ms(pipeline, max_event_time_ms: int) -> int | None:
-    """The watermark at which the pipeline's output is final, None without a watermark."""
-    return pipelines.of(pipeline).final_watermark_ms(max_event_time_ms, pipeline)
+def final_watermark_ms(pipeline, max_event_time_ms: int, case_dir=None) -> int | None:
+    """The watermark at which the pipeline's output is final, None without a watermark
+    (`case_dir`: where a job's driver wrote its plan)."""
+    return _in_case(pipelines.of(pipeline), case_dir).final_watermark_ms(max_event_time_ms, pipeline)
+
+
+def _in_case(entry, case_dir):
+    """An entry that reads its case's directory (a job's plan and batch oracle) bound to it."""
+    return entry.in_case(case_dir) if case_dir is not None and hasattr(entry, "in_case") else entry

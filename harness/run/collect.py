@@ -205,6 +205,8 @@ def _judge(case: Case, result: CaseResult, schedule: FaultRunner, checked: Check
     result.events, result.sections["unit"] = c, checked.unit
     result.verdict = verdicts.verdict(case.spec.guarantee, c["lost"], c["duplicated"], c["unexpected"],
                                       expected_count=c["expected"], problems=problems, unknowns=unknowns)
+    for note in getattr(checked, "notes", ()):   # what the oracle left out, and why (a job's batch oracle)
+        result.verdict.detail += f"; {note}"
     result.sections["discrepancies"] = checked.discrepancies["kind"].value_counts().to_dict()
 
 

@@ -16,6 +16,7 @@ from harness.run.live import LiveStatus
 from harness.run.schedule import FaultRunner
 from harness.scenario.fault_specs import partition_steps
 from harness.services.spark import DriverDied
+from workloads.replay import offer
 from workloads.wait import WaitTimeout, wait_until
 
 WARM_UP_TIMEOUT_S = 180.0
@@ -46,11 +47,10 @@ def start_driver(case: Case) -> None:
 def warm_up(case: Case, timeout_s: float = WARM_UP_TIMEOUT_S) -> None:
     """Send control events at event time 0 and wait for the batch that reads them, so
     that JVM warm-up is paid before measurement starts."""
-    from workloads import generator
-
     case.progress.step("warming up: waiting for the first micro-batch")
-    partitions = case.scenario.workload.partitions
-    case.warmup = generator.send_control(case.stack.bootstrap_servers, case.topic, partitions, -partitions, 0)
+    wl = case.scenario.workload
+    case.warmup = offer.send_control(wl, case.stack.bootstrap_servers, case.topic, wl.partitions,
+                                     -wl.partitions, 0)
 
     def first_batch_done() -> bool:   # from the checkpoint: progress reports may be off
         case.spark.check_alive()
@@ -155,7 +155,7 @@ def offer_load(case: Case, schedule: FaultRunner) -> None:
     t0 = start_ms / 1000
     schedule.start(t0=t0, send_end=t0 + wl.duration_s, cap=t0 + wl.cap_s)
     try:
-        report = generator.generate(wl, case.stack.bootstrap_servers, case.truth_dir, topic=case.topic,
+        report = offer.generate(wl, case.stack.bootstrap_servers, case.truth_dir, topic=case.topic,
                                     start_ms=start_ms, progress=on_progress, partitions_from=steps,
                                     keep_going=going if waits else None)
     finally:
@@ -172,12 +172,12 @@ def offer_load(case: Case, schedule: FaultRunner) -> None:
                            "check [workload] in the scenario")
     pl = case.pipeline
     max_ms = report["event_time_ms"]["max"]
-    final_wm = checker.final_watermark_ms(pl, max_ms)
+    final_wm = checker.final_watermark_ms(pl, max_ms, case.dir)
     # Spark's watermark is the largest event time read by earlier batches minus the delay
     flush_ms = (max_ms if final_wm is None else final_wm) + pl.watermark_ms + pl.trigger_ms + 1000
     partitions = steps[-1][1] if steps else wl.partitions   # the flush reaches every partition
-    control = generator.send_control(case.stack.bootstrap_servers, case.topic, partitions,
-                                     report["events"], flush_ms)
+    control = offer.send_control(wl, case.stack.bootstrap_servers, case.topic, partitions,
+                                 report["events"], flush_ms)
     truth.write_control(case.truth_dir, case.warmup + control)
     case.flush_offsets = {c["partition"]: c["offset"] + 1 for c in control}
 
@@ -188,7 +188,7 @@ def drain(case: Case) -> None:
     result has then been emitted and committed to the sink."""
     pl, timeout_s = case.pipeline, case.scenario.drain_timeout_s
     assert case.report is not None, "drain after the load"
-    final_wm = checker.final_watermark_ms(pl, case.report["event_time_ms"]["max"])
+    final_wm = checker.final_watermark_ms(pl, case.report["event_time_ms"]["max"], case.dir)
     case.phase = "draining"
     case.progress.step(f"waiting for the pipeline to emit every result (up to {timeout_s:.0f}s)")
 

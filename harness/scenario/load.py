@@ -12,12 +12,14 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from harness.errors import ScenarioError
 from harness.scenario.fault_specs import Context, parse_faults, parse_nemesis
+from harness.scenario.job import bind_jobs
 from harness.scenario.model import (
     CHECKPOINT_FS,
     GUARANTEES,
@@ -37,6 +39,8 @@ from workloads import plugins
 from workloads.generator.spec import MAX_RATE_EPS, WorkloadSpec
 from workloads.generator.spec import parse as parse_workload
 from workloads.plugins import add_import_paths, sink_class
+from workloads.replay.spec import is_replay
+from workloads.replay.spec import parse as parse_replay
 from workloads.sinks import CUSTOM_SINK, SINKS
 from workloads.validate import Section, bad, parse_duration_ms, wrong_type
 
@@ -80,10 +84,11 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     quick_faults = quick_raw.pop("faults", None) if isinstance(quick_raw, dict) else None
     quick_pipeline = quick_raw.pop("pipeline", None) if isinstance(quick_raw, dict) else None
     quick_measure = quick_raw.pop("measure", None) if isinstance(quick_raw, dict) else None
-    workload = _workload(top.raw("workload", {}), quick_raw, quick)
+    workload = _workload(top.raw("workload", {}), quick_raw, quick, path.parent)
     pipeline = _pipeline(raw, top, path.parent, quick_pipeline, quick)
     cases = _cases(top.raw("cases"), top.table("matrix", ("guarantee", "sink", "watermark")), path.parent,
                    pipeline)
+    pipeline, cases = bind_jobs(pipeline, cases, workload)   # a job's schema from its records
     measure = _measures(top, quick_measure, quick, workload)
     quick_duration = quick and isinstance(quick_raw, dict) and "duration" in quick_raw
     ctx = Context(workload.duration_s, services, cases, warmup_s=measure.warmup_s,
@@ -290,14 +295,16 @@ def _spark_conf(spark: Section) -> Mapping[str, str]:
     return MappingProxyType(dict(conf))
 
 
-def _workload(raw: Any, quick_raw: Any, quick: bool) -> WorkloadSpec:
+def _workload(raw: Any, quick_raw: Any, quick: bool, base: Path = Path(".")) -> WorkloadSpec:
     """[workload], validated with and without [quick] (so a bad [quick] is found at once);
-    [quick] holds any [workload] keys and replaces them for --quick runs."""
-    plain = parse_workload(raw, "workload")
+    [quick] holds any [workload] keys and replaces them for --quick runs. A replay's file is
+    relative to `base`, the scenario's directory."""
+    parse = partial(parse_replay, base_dir=base) if is_replay(raw) else parse_workload
+    plain = parse(raw, "workload")
     if not isinstance(quick_raw, dict):
         raise wrong_type("quick", quick_raw, "a table", "write [quick] with [workload] keys to override")
     try:
-        quickened = parse_workload(_overlay(raw, quick_raw), "workload")
+        quickened = parse(_overlay(raw, quick_raw), "workload")
     except ScenarioError as exc:
         raise ScenarioError(f"{exc.problem} (with [quick] applied)", exc.fix) from None
     return quickened if quick else plain

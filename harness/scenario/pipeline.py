@@ -17,6 +17,7 @@ A custom pipeline without an oracle must output `event_id`: it is checked event 
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from types import MappingProxyType
 
@@ -37,6 +38,8 @@ COLUMN_TYPES = ("STRING", "LONG", "INT", "DOUBLE", "BOOLEAN")
 def parse(top: Section, scenario_dir: Path, where: str = "pipeline") -> Pipeline:
     """The `pipeline` table of `top` (the scenario, or a case with its own), named `where`."""
     raw = top.raw("pipeline", {})
+    if isinstance(raw, dict) and raw.get("kind") == "job":   # the user's job (harness/scenario/job.py)
+        return importlib.import_module("harness.scenario.job").parse(Section(raw, where, raw), scenario_dir)
     every_key = (*_OWN, *_CUSTOM, *dict.fromkeys(p.key for k in PIPELINES.values() for p in k.params))
     kind = Section(raw, where, every_key).choice("kind", (*PIPELINES, CUSTOM), "tumbling_count")
     if kind == CUSTOM:

@@ -211,14 +211,16 @@ def _progress_listener(path: Path, clock_file: Path | None = None, delta: tuple[
 
 
 def _start_query(spark, config: DriverConfig, sink):
+    # a user's job (pipelines/job.py) parses the records itself, from Kafka's raw columns
+    parse = parse_events if config.pipeline != "job" else (lambda raw: raw)
     if config.source == "rate":
         events = rate_events(spark, config.rows_per_batch, nexmark=config.pipeline == "nexmark")
     elif config.source == "delta":
         options = {"startingOffsets": config.starting_offsets, **config.source_options}
-        events = parse_events(read_delta(spark, config.delta_table, options))
+        events = parse(read_delta(spark, config.delta_table, options))
     else:
         options = {"startingOffsets": config.starting_offsets, **config.source_options}
-        events = parse_events(read_kafka(spark, config.bootstrap_servers, config.topic, options))
+        events = parse(read_kafka(spark, config.bootstrap_servers, config.topic, options))
     build = plugins.load(config.build, "pipeline.build")
     params = dict(config.params)
     # for a build that reads the source its own way (the gallery's source models)
@@ -233,7 +235,7 @@ def _start_query(spark, config: DriverConfig, sink):
 
     def configured(df):
         # real-time mode takes update mode only; for its stateless queries that is append
-        mode = "update" if config.trigger == "real-time" else "append"
+        mode = "update" if config.trigger == "real-time" else config.params.get("output_mode", "append")
         writer = df.writeStream.outputMode(mode).queryName(config.app_name)
         return _triggered(writer, config).option("checkpointLocation", config.checkpoint)
 

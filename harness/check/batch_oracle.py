@@ -1,0 +1,194 @@
+"""`oracle = "batch"`: the job's own function, run by Spark as a batch over exactly the records
+the stream read, is the expected output. Nobody writes an oracle.
+
+Structured Streaming's promise is that a query's result equals the same query run as a batch
+over the same input, apart from what the watermark lets it drop (Spark's own StreamTest
+checks it so). After the case, the harness:
+  1. takes the records the committed batches read, each once (job_input.py), and which of
+     them came later than their batch's watermark;
+  2. runs the job's function as a batch over them, in a Spark process of its own
+     (batch_spark.py -> workloads/pipelines/job_batch.py): over all of them, or without the
+     late ones when the plan's operators drop a late record whole; with and without them when
+     a late record's fate depends on the operator's state (windows, sessions, joins, state);
+  3. compares the result with the sink as multisets (multiset.py): for an update-mode job,
+     the sink's final table against the batch's result per key; where late records' fate is
+     unknown, only the outputs no late record could touch (`untouched`), the rest left out
+     and counted (`left_out`, said in the verdict).
+What it cannot see: a bug in the job's own logic is in the batch run too (docs/your-job.md).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from harness.check import batch_spark, multiset
+from harness.check.checkpoint import Batch
+from harness.check.job_input import EXACT, PARTIAL, Input
+from harness.check.result import CheckResult, concat, discrepancies, row_text
+from workloads.pipelines.job import read_plan
+
+ROWS = "rows"
+UNKNOWN_REACH_MS = 3_600_000   # how far the drain waits past the last record, for a stateful query
+
+
+@dataclass(frozen=True)
+class JobCheckResult(CheckResult):
+    """A batch oracle's result: the counts, and what the verdict must also say (`notes`: the
+    outputs left out of the comparison, and why)."""
+
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class JobPipeline:
+    """The registry's entry for `kind = "job"` (harness/pipelines.py `of`): bound to its case's
+    directory (`in_case`) to read the driver's plan and to run the batch oracle there."""
+
+    pipeline: object
+    case_dir: Path | None = None
+    name: str = "job"
+    delivered_weight: str | None = None
+    extra_truth_columns: tuple[str, ...] = ()
+    watermark_oracle: bool = False     # the job's watermark is its own; the plan says it
+    unit: str = ROWS
+
+    def in_case(self, case_dir: Path) -> JobPipeline:
+        return replace(self, case_dir=Path(case_dir))
+
+    def check_files(self):
+        return None
+
+    def final_watermark_ms(self, max_event_time_ms: int, pipeline) -> int | None:
+        """The watermark at which every output is final: an hour past the last record for a
+        query that keeps state (reach_ms), the last record for one that does not; None when the
+        query has no watermark (it has drained once it has read every offset)."""
+        plan = read_plan(self.case_dir) if self.case_dir else None
+        if plan is None or not plan.get("watermarks"):
+            return None
+        return max_event_time_ms + reach_ms(plan) + 1
+
+    def check(self, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch], pipeline) -> CheckResult:
+        if self.case_dir is None:
+            raise RuntimeError("the batch oracle runs in its case's directory: "
+                               "JobPipeline.in_case(dir) first")
+        return check(self.case_dir, truth, sink, batches, pipeline)
+
+
+def reach_ms(plan: dict) -> int:
+    """How far past the last record the watermark must go for every output to close. The
+    flush's record is the only one after the last, so the watermark jumps past every window
+    at once; an hour is what the drain waits for, for a query that keeps state."""
+    return UNKNOWN_REACH_MS if plan.get("operators") else 0
+
+
+def check(case_dir: Path, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch],
+          pipeline) -> CheckResult:
+    """The batch oracle's verdict on one case (see the module's docstring)."""
+    began = time.perf_counter()
+    plan = read_plan(case_dir)
+    given = Input.of(truth, batches, plan)
+    late, flush = given.late_records, given.flush_records
+    dropped = pd.concat([flush, late]) if given.mode == EXACT else flush
+    # "with-flush": the same with the flush's records, whose own outputs (still open in the
+    # stream, or written by a query that keeps no state) are set aside in the sink
+    runs: dict[str, pd.DataFrame | None] = {"expected": dropped,
+                                             "with-flush": late if given.mode == EXACT else None}
+    if given.mode == PARTIAL:
+        runs["without-late"] = pd.concat([flush, late])
+    fields = (late, pipeline.schema) if given.mode == PARTIAL and pipeline.schema else None
+    outputs, times = batch_spark.run(case_dir, given.ranges, runs, fields)
+    columns = dict(pipeline.columns)
+    key = list(pipeline.key)
+    expected = outputs["expected"]
+    sink = sink[~flush_output(outputs["with-flush"], expected, sink, columns)]
+    left_out = 0
+    if given.mode == PARTIAL:
+        keep_e, keep_s = untouched(expected, outputs["without-late"], sink, columns, key,
+                                   outputs.get(batch_spark.FIELDS))
+        left_out = int((~keep_e).sum())
+        expected, sink = expected[keep_e], sink[keep_s]
+    found = multiset.compare(expected, sink, columns)
+    result = _result(found, given, columns, key, sink, left_out)
+    _write(case_dir, given, found, times, left_out, time.perf_counter() - began)
+    return result
+
+
+def flush_output(with_flush: pd.DataFrame, expected: pd.DataFrame, sink: pd.DataFrame,
+                 columns: dict[str, str]) -> np.ndarray:
+    """Which sink rows are the end-of-run flush's own output: rows the batch gives only with the
+    flush's records (a stateless job writes them; a stateful one keeps them open)."""
+    names = list(columns)
+    only = multiset.compare(expected, with_flush, columns).extra_rows
+    if not len(only):
+        return np.zeros(len(sink), dtype=bool)
+    theirs = set(multiset.canonical(only, names, columns))
+    return multiset.canonical(sink, names, columns).isin(theirs).to_numpy()
+
+
+def untouched(everything: pd.DataFrame, without_late: pd.DataFrame, sink: pd.DataFrame,
+              columns: dict[str, str], key: list[str], late_fields: pd.DataFrame | None):
+    """Which expected rows (of `everything`) and which sink rows no late record could touch.
+
+    A row could be touched when it differs between the batch with and without the late
+    records, or (with a key) shares its key with such a row, or when its values in the
+    columns it shares with the records (the grouping, e.g. the user) are a late record's."""
+    names = list(columns)
+    text = {n: multiset.canonical(f, names, columns)
+            for n, f in (("all", everything), ("kept", without_late))}
+    differ = set(text["all"]) ^ set(text["kept"])
+    touched_e = text["all"].isin(differ).to_numpy()
+    touched_s = multiset.canonical(sink, names, columns).isin(differ).to_numpy()
+    if key:
+        changed = pd.concat([everything[text["all"].isin(differ).to_numpy()][key],
+                             without_late[text["kept"].isin(differ).to_numpy()][key]])
+        keys = set(multiset.canonical(changed, key, columns))
+        touched_e |= multiset.canonical(everything, key, columns).isin(keys).to_numpy()
+        touched_s |= multiset.canonical(sink, key, columns).isin(keys).to_numpy()
+    shared = [c for c in (key or names) if late_fields is not None and c in late_fields.columns]
+    if shared and late_fields is not None and len(late_fields):
+        groups = set(multiset.canonical(late_fields, shared, columns))
+        touched_e |= multiset.canonical(everything, shared, columns).isin(groups).to_numpy()
+        touched_s |= multiset.canonical(sink, shared, columns).isin(groups).to_numpy()
+    return ~touched_e, ~touched_s
+
+
+def _result(found: multiset.Comparison, given: Input, columns: dict[str, str], key: list[str],
+            sink: pd.DataFrame, left_out: int) -> CheckResult:
+    real = int((~given.read["control"]).sum()) if "control" in given.read else len(given.read)
+    counts = {"produced": real, "expected": found.expected, "delivered": found.delivered, "lost": found.lost,
+              "duplicated": found.duplicated, "unexpected": found.unexpected,
+              "dropped_late": int(given.late.sum()) if given.mode == EXACT else 0,
+              "late_records": int(given.late.sum()), "left_out": left_out}
+    shown = key or list(columns)
+    values = [c for c in columns if c not in shown]
+    lost, extra = found.lost_rows, found.extra_rows
+    dup, unexpected = extra[extra["extra"] == "duplicated"], extra[extra["extra"] == "unexpected"]
+    rows = concat([
+        discrepancies("lost", row_text(lost, shown), row_text(lost, values), pd.Series(["none"] * len(lost))),
+        discrepancies("duplicated", row_text(dup, shown), pd.Series(["1 row"] * len(dup)),
+                      row_text(dup, values), dup.get("batch_id")),
+        discrepancies("unexpected", row_text(unexpected, shown), pd.Series(["no row"] * len(unexpected)),
+                      row_text(unexpected, values), unexpected.get("batch_id")),
+    ])
+    notes = ((f"compared only the outputs no late record could touch ({given.why}): "
+              f"{left_out:,} expected rows left out"),) if left_out else ()
+    return JobCheckResult(counts, np.array([]), np.array([]), [], rows, unit=ROWS, notes=notes)
+
+
+def _write(case_dir: Path, given: Input, found: multiset.Comparison, times: dict, left_out: int,
+           seconds: float) -> None:
+    """<case>/oracle/: what was compared and how: oracle.json, and every lost and extra row."""
+    out = batch_spark.oracle_dir(case_dir)
+    found.lost_rows.to_parquet(out / "lost.parquet", index=False)
+    found.extra_rows.to_parquet(out / "extra.parquet", index=False)
+    (out / "oracle.json").write_text(json.dumps({
+        "mode": given.mode, "why": given.why, "records_read": int(len(given.read)),
+        "late_records": int(given.late.sum()), "ranges": len(given.ranges), "left_out": left_out,
+        "expected": found.expected, "lost": found.lost, "duplicated": found.duplicated,
+        "unexpected": found.unexpected, "spark": times, "seconds": round(seconds, 3)}, indent=2) + "\n")

@@ -1,0 +1,133 @@
+"""The batch oracle's pure parts: which records the stream read and which came late, the
+comparison's mode from the plan, multiset comparison, and the rows set aside (the flush's,
+and those a late record could have touched)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.check import multiset
+from harness.check.batch_oracle import JobPipeline, flush_output, untouched
+from harness.check.checkpoint import Batch
+from harness.check.job_input import EXACT, PARTIAL, WHOLE, Input, decide, ranges
+
+pytestmark = pytest.mark.unit
+
+COLUMNS = {"user": "STRING", "start": "LONG", "clicks": "LONG", "avg": "DOUBLE"}
+
+
+def _truth(times: list[int], partitions: int = 1) -> pd.DataFrame:
+    n = len(times)
+    return pd.DataFrame({"event_id": np.arange(n), "partition": np.arange(n) % partitions,
+                         "offset": np.arange(n) // partitions, "event_time_ms": times,
+                         "control": np.zeros(n, bool)})
+
+
+class TestInput:
+    def test_a_replayed_batch_s_records_are_read_once(self):
+        """Batch 1 planned twice (a restart re-ran it): each record in it counts once; an
+        uncommitted batch's records are not read."""
+        truth = _truth([1000] * 6)
+        batches = [Batch(0, 0, {0: 2}, True, {0: 0}), Batch(1, 0, {0: 4}, True),
+                   Batch(1, 0, {0: 4}, True), Batch(2, 0, {0: 6}, False)]
+        given = Input.of(truth, batches, {"operators": []})
+        assert given.read["offset"].tolist() == [0, 1, 2, 3] and given.ranges == [(0, 0, 4)]
+
+    def test_late_is_at_or_below_the_previous_batch_s_watermark(self):
+        """A record at or below the watermark of the batch before its own is late; the first
+        batch filters with its own (0)."""
+        truth = _truth([5000, 9000, 4000, 0, 4000, 8000])
+        batches = [Batch(0, 0, {0: 2}, True, {0: 0}), Batch(1, 4000, {0: 4}, True),
+                   Batch(2, 6000, {0: 6}, True)]
+        given = Input.of(truth, batches, {"operators": ["dedupeWithinWatermark"]})
+        assert given.late.tolist() == [False, False, False, True, True, False]
+        assert given.mode == EXACT
+
+    def test_ranges_are_runs_of_offsets_per_partition(self):
+        """A gap in the offsets read (an at-most-once restart skipped some) splits a range."""
+        read = pd.DataFrame({"partition": [0, 0, 0, 1, 1], "offset": [3, 4, 7, 0, 1]})
+        assert ranges(read) == [(0, 3, 5), (0, 7, 8), (1, 0, 2)]
+
+    @pytest.mark.parametrize("late, plan, mode", [
+        (0, {"operators": ["aggregate"]}, WHOLE),
+        (3, {"operators": []}, WHOLE),
+        (3, {"operators": ["dedupe", "dedupeWithinWatermark"]}, EXACT),
+        (3, {"operators": ["aggregate"]}, PARTIAL),
+        (3, {"operators": ["dedupeWithinWatermark", "join"]}, PARTIAL),
+        (3, None, PARTIAL),
+    ])
+    def test_the_mode_follows_the_late_records_and_the_operators(self, late, plan, mode):
+        """Whole without late records or state; exact when the operators drop late records
+        whole; partial otherwise (or without a plan)."""
+        assert decide(late, plan)[0] == mode
+
+    def test_the_flush_records_are_the_control_records_after_the_workload(self):
+        """Control records with ids from the workload's count on are the flush; the warm-up's
+        (negative ids) are the job's input like any record."""
+        truth = _truth([1, 1, 5000, 5000, 90_000, 90_000])
+        truth["control"] = [True, True, False, False, True, True]
+        truth["event_id"] = [-2, -1, 0, 1, 2, 3]
+        given = Input.of(truth, [Batch(0, 0, {0: 6}, True, {0: 0})], {"operators": []})
+        assert given.flush_records["event_id"].tolist() == [2, 3]
+
+
+class TestMultiset:
+    def test_equal_multisets_compare_clean_with_doubles_rounded(self):
+        """Doubles that differ in their last bits (another summation order) are equal."""
+        e = pd.DataFrame({"user": ["a", "b"], "start": [1, 2], "clicks": [3, 4], "avg": [0.1 + 0.2, 1 / 3]})
+        s = e.assign(avg=[0.3, 0.3333333333333333])
+        found = multiset.compare(e, s, COLUMNS)
+        assert (found.lost, found.duplicated, found.unexpected, found.delivered) == (0, 0, 0, 2)
+
+    def test_lost_duplicated_and_unexpected_are_told_apart(self):
+        """A missing row is lost; a second copy of an expected row duplicated; a row never
+        expected unexpected; nulls equal nulls."""
+        e = pd.DataFrame({"user": ["a", "b", "c"], "start": [1, 2, 3], "clicks": [1, 1, 1],
+                          "avg": [None, 1.0, 2.0]})
+        s = pd.DataFrame({"user": ["a", "a", "c", "d"], "start": [1, 1, 3, 4], "clicks": [1, 1, 1, 9],
+                          "avg": [None, None, 2.0, 0.5], "batch_id": [1, 2, 2, 3]})
+        found = multiset.compare(e, s, COLUMNS)
+        assert (found.lost, found.duplicated, found.unexpected) == (1, 1, 1)
+        assert found.lost_rows["user"].tolist() == ["b"]
+        assert sorted(found.extra_rows["extra"]) == ["duplicated", "unexpected"]
+        assert found.extra_rows.set_index("extra").loc["unexpected", "batch_id"] == 3
+
+
+class TestSetAside:
+    def test_the_flush_s_own_output_is_set_aside_in_the_sink(self):
+        """A row the batch gives only with the flush's records is not unexpected in the sink."""
+        expected = pd.DataFrame({"user": ["a"], "start": [1], "clicks": [2], "avg": [1.0]})
+        with_flush = pd.concat([expected, pd.DataFrame({"user": ["__control__7"], "start": [9], "clicks": [1],
+                                                        "avg": [-7.0]})])
+        sink = with_flush.copy()
+        assert flush_output(with_flush, expected, sink, COLUMNS).tolist() == [False, True]
+
+    def test_rows_a_late_record_could_touch_are_left_out(self):
+        """Rows that differ with and without the late records, the rows of their key, and rows of
+        the late records' user are left out on both sides; the rest is compared."""
+        everything = pd.DataFrame({"user": ["a", "b", "c"], "start": [1, 1, 1], "clicks": [3, 2, 5],
+                                   "avg": [1.0, 1.0, 1.0]})
+        without = everything.assign(clicks=[2, 2, 5])            # a's session lost a late click
+        sink = pd.DataFrame({"user": ["a", "a", "b", "c"], "start": [1, 7, 1, 1], "clicks": [2, 1, 2, 5],
+                             "avg": [1.0, 1.0, 1.0, 1.0]})       # the stream split a's session in two
+        late = pd.DataFrame({"user": ["a"], "ts": [123]})
+        keep_e, keep_s = untouched(everything, without, sink, COLUMNS, ["user", "start"], late)
+        assert keep_e.tolist() == [False, True, True] and keep_s.tolist() == [False, False, True, True]
+
+
+class TestFinalWatermark:
+    def test_a_stateful_job_drains_an_hour_past_its_last_record(self, tmp_path):
+        """A plan with a watermark and state: the drain waits for an hour past the last record."""
+        (tmp_path / "plan.json").write_text(json.dumps({"watermarks": [{"column": "at", "delay_ms": 10}],
+                                                        "operators": ["aggregate"]}))
+        entry = JobPipeline(None).in_case(tmp_path)
+        assert entry.final_watermark_ms(1000, None) == 1000 + 3_600_000 + 1
+
+    def test_a_job_without_a_watermark_drains_by_offsets(self, tmp_path):
+        """No watermark in the plan (a stateless enrichment): None, the offsets decide."""
+        (tmp_path / "plan.json").write_text(json.dumps({"watermarks": [], "operators": []}))
+        assert JobPipeline(None).in_case(tmp_path).final_watermark_ms(1000, None) is None

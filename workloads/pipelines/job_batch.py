@@ -1,0 +1,110 @@
+"""The batch oracle's Spark run: `python -m workloads.pipelines.job_batch REQUEST.json`.
+
+The harness never runs Spark itself; after a case, for `[pipeline] kind = "job"` with
+`oracle = "batch"`, it writes a request and starts this program, which runs the job's own
+function as a Spark *batch* query over exactly the records the stream read:
+
+  {"driver": "<case>/driver.json",             the case's DriverConfig: jars, imports, topic, params
+   "ranges": [[partition, from, until], ...],  offsets the committed batches read (until exclusive)
+   "runs": [{"name": "all", "drop": null},     one batch query per run, over the ranges less the
+            {"name": "kept", "drop": "late.parquet"},    records (partition, offset) in `drop`
+            {"name": "late-fields", "only": "...", "parse": "DDL"}],   or those records, parsed
+   "out": "<case>/oracle"}
+
+and writes `<out>/<name>.parquet` per run (the job's output, conformed to the declared
+columns) and `<out>/batch.json` (how long each step took). It reads Kafka with Spark's own
+batch reader (`startingOffsets`/`endingOffsets` per partition, one read per range), so the
+records are the stream's bytes, parsed by the job's own code. Spark runs on `local[2]`: a
+batch of a few hundred thousand records does not need the case's cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from workloads import plugins
+from workloads.pipelines import job
+from workloads.pipelines.config import DriverConfig
+
+MASTER = "local[2]"
+# the case driver's settings that do not belong to a batch run on local[2]
+_NOT_HERE = ("spark.master", "spark.executor.", "spark.local.dir", "spark.jars", "spark.sql.streaming.",
+             "spark.driver.host", "spark.driver.port", "spark.driver.memory")
+
+
+def main(argv: list[str]) -> int:
+    request = json.loads(Path(argv[1]).read_text())
+    config = DriverConfig.read(Path(request["driver"]))
+    out = Path(request["out"])
+    out.mkdir(parents=True, exist_ok=True)
+    times: dict[str, float] = {}
+    began = time.perf_counter()
+    plugins.add_import_paths(config.import_paths)
+    spark = session(config)
+    times["session_s"] = time.perf_counter() - began
+    records = read(spark, config, [tuple(r) for r in request["ranges"]])
+    import pyarrow.parquet as pq
+
+    for run in request["runs"]:
+        t = time.perf_counter()
+        if run.get("only"):   # records themselves, parsed: the late records' own fields
+            frame = records.join(keys(spark, Path(run["only"])), on=["partition", "offset"], how="left_semi")
+            result = job.parse(frame, run["parse"])
+        else:
+            frame = records if not run.get("drop") else records.join(
+                keys(spark, Path(run["drop"])), on=["partition", "offset"], how="left_anti")
+            result = job.build(frame, {**config.params, "workdir": str(out)})
+        pq.write_table(result.toArrow(), out / f"{run['name']}.parquet")
+        times[f"{run['name']}_s"] = time.perf_counter() - t
+    spark.stop()
+    times["total_s"] = time.perf_counter() - began
+    (out / "batch.json").write_text(json.dumps(times, indent=2) + "\n")
+    return 0
+
+
+def session(config: DriverConfig):
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.appName(f"{config.app_name}-batch-oracle").master(MASTER)
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.session.timeZone", "UTC").config("spark.jars", ",".join(config.jars)))
+    for key, value in config.spark_conf.items():
+        if not key.startswith(_NOT_HERE):
+            builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def read(spark, config: DriverConfig, ranges: list[tuple[int, int, int]]):
+    """The topic's records in `ranges` (partition, from, until), as one batch DataFrame of
+    Kafka's columns (headers included, as the stream's source has them)."""
+    frames = []
+    for partition, start, until in ranges:
+        offsets = {config.topic: {str(partition): start}}
+        ends = {config.topic: {str(partition): until}}
+        frames.append(spark.read.format("kafka").option("kafka.bootstrap.servers", config.bootstrap_servers)
+                      .option("assign", json.dumps({config.topic: [partition]}))
+                      .option("startingOffsets", json.dumps(offsets))
+                      .option("endingOffsets", json.dumps(ends))
+                      .option("includeHeaders", "true").load())
+    if not frames:
+        raise ValueError("no committed batch read any record: nothing to run the job on")
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out
+
+
+def keys(spark, path: Path):
+    """The (partition, offset) pairs of a Parquet file, as a DataFrame."""
+    import pyarrow.parquet as pq
+
+    return spark.createDataFrame(pq.read_table(path).to_pandas(), "partition INT, offset LONG")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
