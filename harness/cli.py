@@ -114,6 +114,11 @@ def _parser() -> argparse.ArgumentParser:
                          help="the page (default: trend.html)")
     sub.add_parser("fetch-jvm", help="fetch the pinned Kafka and Spark-connector jars with mvn (once)")
     sub.add_parser("fetch", help="fetch-jvm, then build the pinned Toxiproxy with go install (once)")
+    preview = sub.add_parser("replay-preview", help="what a replay of your records would send: their schema, "
+                             "event-time span and order (docs/your-job.md)")
+    preview.add_argument("file", type=Path, help="JSON lines, CSV or Parquet, or a directory of them")
+    preview.add_argument("--event-time", help="the event-time column (default: the one that looks like it)")
+    preview.add_argument("--key", help="the key column, if any")
     return parser
 
 
@@ -159,6 +164,11 @@ def _command(args) -> int:
             return _report(args)
         if args.command == "compare":
             return _compare(args)
+        if args.command == "replay-preview":
+            from workloads.replay.preview import preview
+
+            print(preview(args.file, args.event_time, args.key))
+            return 0
         if args.command == "history":
             return _history(args)
         return _run(args)

@@ -118,6 +118,16 @@ class TestScan:
         assert "records     1,000" in text and "`ts` BIGINT" in text
         assert "10.00% out of order" in text and "delay of at least 2.0 s" in text
 
+    def test_the_cli_prints_the_preview_and_exits_2_on_a_missing_file(self, tmp_path, capsys):
+        """python -m harness replay-preview FILE prints the preview; a missing file exits 2 with the fix."""
+        from harness import cli
+
+        path = _jsonl(tmp_path / "p.jsonl", _clicks(50))
+        assert cli.main(["replay-preview", str(path), "--event-time", "ts", "--key", "user"]) == 0
+        assert "records     50" in capsys.readouterr().out
+        assert cli.main(["replay-preview", str(tmp_path / "none.jsonl")]) == 2
+        assert "no such file" in capsys.readouterr().err
+
     def test_preview_asks_for_the_event_time_when_it_cannot_tell(self, tmp_path):
         """Without a column that looks like an event time the preview asks for --event-time."""
         path = _jsonl(tmp_path / "q.jsonl", [{"a": 1, "b": 2}])
