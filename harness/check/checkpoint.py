@@ -140,6 +140,80 @@ def offsets_file(path: Path, topic: str) -> tuple[dict, list[dict[int, int]]] | 
     return (meta, ends) if isinstance(meta, dict) else None
 
 
+@dataclass(frozen=True)
+class EarlierPlan:
+    """A plan of batch N that Spark replaced: offsets/N as it was before a fault removed it and
+    the query planned N again over other offsets (the journal's N.<mtime_ns> copy)."""
+
+    planned_ms: float                # when Spark wrote that offsets/N
+    end_offsets: dict[int, int]      # its first source's, as the topic's offsets
+    committed_ms: float | None       # the commits/N that run wrote, when the journal caught it
+
+
+def earlier_plans(checkpoint: Path) -> dict[int, list[EarlierPlan]]:
+    """Batch (its own number) -> the plans of it Spark replaced, oldest first: each copy of
+    offsets/N the journal kept (harness/run/journal.py) that planned other offsets than the
+    offsets/N the batch ran with last. A batch id with one is one id over two ranges: a sink
+    that skips a batch id it holds keeps the first range's rows and none of the second's."""
+    journal = journal_of(checkpoint)
+    out: dict[int, list[EarlierPlan]] = {}
+    for n, copies in _versions(journal / "offsets").items():
+        last = checkpoint / "offsets" / str(n)
+        last = last if last.exists() else journal / "offsets" / str(n)
+        try:
+            now, now_ms = _first_ends(last), last.stat().st_mtime_ns / 1e6
+        except (OSError, ValueError, IndexError):
+            continue
+        commits = sorted(_mtimes_ms(checkpoint, journal, n))
+        plans = []
+        for ms, path in copies:
+            try:
+                ends = _first_ends(path)
+            except (OSError, ValueError, IndexError):
+                continue
+            if ends != now:
+                done = [c for c in commits if ms <= c < now_ms]
+                plans.append(EarlierPlan(ms, ends, done[0] if done else None))
+        if plans:
+            out[n] = plans
+    return out
+
+
+def _versions(log: Path) -> dict[int, list[tuple[float, Path]]]:
+    """The journal's earlier copies of a log's files (N.<mtime_ns>): N -> [(mtime ms, path)]."""
+    found: dict[int, list[tuple[float, Path]]] = {}
+    if not log.is_dir():
+        return found
+    for path in log.iterdir():
+        n, _, ns = path.name.partition(".")
+        if n.isdigit() and ns.isdigit():
+            found.setdefault(int(n), []).append((int(ns) / 1e6, path))
+    return {n: sorted(v) for n, v in found.items()}
+
+
+def _mtimes_ms(checkpoint: Path, journal: Path, n: int) -> list[float]:
+    """Every time commits/N was written, as the checkpoint and the journal's copies say."""
+    out = [ms for ms, _ in _versions(journal / "commits").get(n, [])]
+    for path in (checkpoint / "commits" / str(n), journal / "commits" / str(n)):
+        try:
+            out.append(path.stat().st_mtime_ns / 1e6)
+        except OSError:
+            continue
+    return out
+
+
+def _first_ends(path: Path) -> dict[int, int]:
+    """The first source's end offsets in an offsets/N file, as the topic's (a Kafka line names
+    its one topic; a Delta line is translated by the case's manifest)."""
+    line = path.read_text().splitlines()[2]
+    offset = json.loads(line)
+    case_dir = path.parents[2] if len(path.parents) > 2 else None
+    if delta_source.is_delta_offset(offset):
+        return delta_source.topic_offsets(offset, "", case_dir)
+    topics = list(offset.values())
+    return {int(p): int(o) for p, o in topics[0].items()} if len(topics) == 1 else {}
+
+
 def read_queries(checkpoints: list[Path], topic: str) -> list[Batch]:
     """The batches of every query a case ran, in order."""
     return [b for k, cp in enumerate(checkpoints) for b in read_batches(cp, topic, k, purged=True)]

@@ -80,3 +80,37 @@ def window_text(r: dict, t0_s: float) -> str | None:
     a, b = r["window"]
     key = f" of key {r['key']}" if "key" in r else ""
     return f"window {text.window(a / 1000.0 - t0_s, b / 1000.0 - t0_s)}{key}"
+
+
+def replanned(history: History, f: BatchFacts) -> list[str]:
+    """Batch `f`'s id run twice over different offsets, in time order: its first plan and commit,
+    the fault that removed its offsets/N (what the fault's record says it did, else the faults in
+    effect in between), its second plan, and whose rows the sink holds."""
+    first_s, ends, done_s = f.earlier[0]
+    start = f.batch.start_offsets or {}
+    committed = f", committed at {text.seconds(done_s)}" if done_s is not None else ""
+    clauses = [f"{name(f)} ran twice over different offsets: first over {text.offset_ranges(start, ends)} "
+               f"(offsets/{f.local} at {text.seconds(first_s)}{committed})"]
+    for fault, did in history.replanned_by(f):
+        at = text.seconds(fault.started_s)
+        clauses.append(f"{fault.kind} at {at} ({fault.target}): {did}" if did else
+                       f"{fault.kind} at {at} ({fault.target}) was in effect before it was planned again")
+    clauses.append(f"then the query planned {name(f)} again over {f.read_text()} (offsets/{f.local} at "
+                   f"{text.seconds(f.planned_s)})")
+    first, second = _rows_by_run(history, f)
+    if first and not second:
+        clauses.append(f"the sink's {text.plural(first, 'row')} of {name(f)} became visible in its first "
+                       "run, none in its second: it took the second run for a batch it had committed")
+    elif first and second:
+        clauses.append(f"the sink holds {text.plural(first, 'row')} of {name(f)} from its first run and "
+                       f"{second:,} from its second")
+    return clauses
+
+
+def _rows_by_run(history: History, f: BatchFacts) -> tuple[int, int]:
+    """The sink's rows with batch `f`'s id, visible before and after its second plan."""
+    sink = history.inputs.sink
+    if "batch_id" not in sink.columns or f.planned_s is None:
+        return 0, 0
+    at = sink.loc[sink["batch_id"] == f.id, "committed_ms"] / 1000.0 - history.inputs.t0_s
+    return int((at < f.planned_s).sum()), int((at >= f.planned_s).sum())

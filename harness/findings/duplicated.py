@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 from harness.findings import text
-from harness.findings.compose import batch_read, commit, finding, name, sink_write, window_text
+from harness.findings.compose import batch_read, commit, finding, name, replanned, sink_write, window_text
 from harness.findings.inputs import Inputs
 from harness.findings.timeline import BatchFacts, History, kills_driver
 from harness.findings.witness import pick
@@ -54,6 +54,9 @@ def _told(inputs: Inputs, history: History, r: dict, told: set[int], causes: lis
         if f.id in told:
             return [f"{what} is another of the rows {name(f)} wrote more than once"]
         told.add(f.id)
+        if f.earlier:   # one id over two ranges: each run wrote the rows the ranges share
+            causes.append("replanned")
+            return [*replanned(history, f), f"{what} is one of the rows both runs wrote"]
         causes.append("replay" if history.deaths_within(f) else "applied-twice")
         return _one_batch(history, f, r, what, recorded=True)
     if ids and all(b >= 0 for b in ids):

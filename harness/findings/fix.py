@@ -30,6 +30,10 @@ FIXES: dict[tuple[str, str | None], str] = {
         "write each batch's rows once: one run of the batch put a row in the sink more than once with no "
         "restart, so look for a write applied twice (two statements, a retried request that had gone "
         "through) or a source that returns a record more than once",
+    ("duplicated", "replanned"):
+        "record the offsets a batch read with its id, and for a batch id already recorded write only what "
+        "its new range adds: a batch id planned again over a range that overlaps the first is written twice "
+        "where they overlap",
     ("duplicated", "several"):
         "key the rows by what identifies them and upsert on that key, so that a row a later batch writes "
         "again replaces the first copy",
@@ -71,7 +75,7 @@ FIXES: dict[tuple[str, str | None], str] = {
         "check the query's filter against the oracle's: the event was sent, and the query should not "
         "write it",
     ("wrong-value", None):
-        "look at how the sink writes a row it already holds: its key and window are right and its values are "
+        "look at how the sink writes a row it already holds: the row is the one expected and its values are "
         "not, as when an upsert merges a batch into a row that already counted it, or a column's type "
         "truncates the value",
     # Spark's anomalies

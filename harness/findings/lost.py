@@ -16,7 +16,7 @@ batch that never committed, the driver's death, and where the next query started
 from __future__ import annotations
 
 from harness.findings import text
-from harness.findings.compose import batch_read, finding, name, sink_write, window_text
+from harness.findings.compose import batch_read, finding, name, replanned, sink_write, window_text
 from harness.findings.inputs import Inputs
 from harness.findings.timeline import History
 from harness.findings.witness import pick
@@ -33,15 +33,23 @@ def build(inputs: Inputs, history: History, unit) -> Finding | None:
         story = f"The oracle counted {count:,} lost {unit.unit}; the sink holds no trace of which."
     starts = [f"{nxt[0].checkpoint}/sources/0/0" for q in _queries(history, records)
               for nxt in [history.of_query(q + 1)] if nxt]
+    again = {r["read_by_batch"] for r in records if r.get("read_by_batch", -1) >= 0
+             and history.get(r["read_by_batch"]).earlier}
+    spans = [(fault.started_s, fault.ended_s) for b in sorted(again)
+             for fault, _ in history.replanned_by(history.get(b))]
     return finding("lost", count, records, history, story, batches=_ends(history, records), files=starts,
-                   causes=[_fix_cause(history, r) for r in records])
+                   spans=spans, causes=[_fix_cause(history, r) for r in records])
 
 
 def _fix_cause(history: History, r: dict) -> str | None:
     """What would have kept the record, as fix.py names it: a restart on the query's own
     checkpoint (what a fresh one left unread, uncommitted or in its state), a query let run to
-    the end, or a sink that holds a committed batch's rows."""
+    the end, a sink that holds a committed batch's rows, or one that tells a batch id planned
+    again over other offsets from the one it committed."""
     cause = r.get("_cause")
+    f = history.batch(r["read_by_batch"]) if r.get("read_by_batch", -1) >= 0 else None
+    if cause == "unwritten" and f is not None and f.earlier:
+        return "replanned"
     if cause in ("unwritten", "short"):
         return "unwritten"
     if cause == "state":
@@ -172,8 +180,9 @@ def _example(inputs: Inputs, history: History, r: dict) -> str:
         if cause == "unwritten" and f is not None:
             held = (f"the sink holds {text.plural(f.sink_rows, 'row')} of that batch" if f.sink_rows
                     else "the sink holds no row of that batch at all")
-            return (f"{event} was read by {name(f)}, committed at {text.seconds(f.committed_s)}, yet {none} "
+            told = (f"{event} was read by {name(f)}, committed at {text.seconds(f.committed_s)}, yet {none} "
                     f"({held})")
+            return "; ".join([told, *replanned(history, f)]) if f.earlier else told
     if cause == "short":
         got, by = r["actual"], r.get("written_by", [])
         who = text.join(dict.fromkeys(f"batch {w['batch_id']}" for w in by if "batch_id" in w))

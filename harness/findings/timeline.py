@@ -20,7 +20,7 @@ import pandas as pd
 from faults.kinds import BatchView
 from faults.registry import KINDS
 from harness import metrics
-from harness.check.checkpoint import Batch, journal_of
+from harness.check.checkpoint import Batch, earlier_plans, journal_of
 from harness.check.replay import assign_batches
 from harness.findings import text
 from harness.findings.inputs import Inputs
@@ -40,6 +40,7 @@ def kills_driver(f: FaultRecord) -> bool:
                                  and (f.target or "").startswith("driver"))
 
 Span = tuple[float | None, float | None]
+REMOVED_BATCH = "removed-batch"   # a fault's change: a batch's log entries removed (faults.base.Change)
 
 
 @dataclass
@@ -66,6 +67,9 @@ class BatchFacts:
     runs: list[tuple[str, float, float]] = field(default_factory=list)   # (runId, start_s, end_s)
     dropped: int = 0              # Spark's numRowsDroppedByWatermark, its last run's
     updated: int = 0              # Spark's numRowsUpdated (state rows written), the same run's
+    # the plans of its id Spark replaced (a fault removed offsets/N, the query planned N again over
+    # other offsets): (offsets/N's time, its end offsets, its commits/N's time), in seconds
+    earlier: list[tuple[float | None, dict[int, int], float | None]] = field(default_factory=list)
 
     @property
     def id(self) -> int:
@@ -94,6 +98,7 @@ class History:
         self.inputs = inputs
         self._marks: dict[int, int] = {}
         self.batches = {b.batch_id: self._facts(b) for b in inputs.batches}
+        self._attach_earlier()
         self._attach_sink(inputs.sink)
         self.runs = self._runs()
 
@@ -106,6 +111,14 @@ class History:
         committed_ms = b.committed_ms if b.committed_ms is not None else _mtime_ms(cp, "commits", local)
         return BatchFacts(b, name, self.inputs.rel_s(_mtime_ms(cp, "offsets", local)),
                           self.inputs.rel_s(committed_ms) if b.committed else None)
+
+    def _attach_earlier(self) -> None:
+        for query, cp in enumerate(self.inputs.checkpoints):
+            for local, plans in earlier_plans(Path(cp)).items():
+                f = self.batch(query * QUERY_ID_STRIDE + local)
+                if f is not None:
+                    rel = self.inputs.rel_s
+                    f.earlier = [(rel(p.planned_ms), p.end_offsets, rel(p.committed_ms)) for p in plans]
 
     def batch(self, batch_id: int) -> BatchFacts | None:
         return self.batches.get(int(batch_id))
@@ -284,6 +297,24 @@ class History:
         that explains something of it), as a clause; None when none did."""
         return next((c for fault, c in self.explained(f) if kills_driver(fault)), None)
 
+    def replanned_by(self, f: BatchFacts) -> list[tuple[FaultRecord, str]]:
+        """The faults that made Spark plan batch `f` again over other offsets, each with what its
+        record says it did: those whose `changes` (faults.base.Change, any kind's, a user's
+        included) removed or deleted its offsets/N; else, from the journal's evidence alone,
+        those in effect between its first plan and its last (with no clause)."""
+        said = []
+        for fault in self.inputs.faults:
+            for c in getattr(fault, "changes", None) or []:
+                path = str(c.get("path") or "")
+                if (c.get("batch") == f.local and c.get("action") in (REMOVED_BATCH, "deleted")
+                        and (not path or path.startswith(f"{f.checkpoint}/offsets"))):
+                    said.append((fault, str(c.get("detail") or f"removed offsets/{f.local}")))
+        if said or not f.earlier:
+            return said
+        first = f.earlier[0][0]
+        return [(fault, "") for fault in self.inputs.faults if fault.started_s is not None
+                and _overlaps(fault.started_s, _ended(fault), first, f.planned_s)]
+
     def faults_during(self, spans: list[Span]) -> list[str]:
         """The faults and the unscheduled incidents in effect over any of `spans`, as short texts."""
         spans = [(a, b) for a, b in spans if a is not None or b is not None]
@@ -297,16 +328,18 @@ class History:
         return out
 
     def span(self, batch_id: int) -> Span:
-        """From offsets/N to commits/N (or to its last run's end, or to the case's end)."""
+        """From offsets/N (its first, for a batch planned again) to commits/N (or to its last
+        run's end, or to the case's end)."""
         f = self.batch(batch_id)
         if f is None:
             return (None, None)
+        start = min((t for t in [f.planned_s, *(e[0] for e in f.earlier)] if t is not None), default=None)
         end = f.committed_s
         if end is None:
             end = max((e for _, _, e in f.runs), default=None)
         if end is None:
             end = max((r.end_s for r in self.runs), default=None)
-        return (f.planned_s, end)
+        return (start, end)
 
 
 def _ended(f: FaultRecord) -> float:
