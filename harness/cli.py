@@ -226,10 +226,11 @@ def _report(args) -> int:
 
 
 def _compare(args) -> int:
-    """`compare` (harness/report/compare.py)."""
+    """`compare` (harness/report/compare.py; `--history` reads harness/history/check.py)."""
+    from harness.history.check import noise_for
     from harness.report import compare
 
-    return compare.main(args)
+    return compare.main(args, noise_for)
 
 
 def _history(args) -> int:
