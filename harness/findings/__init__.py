@@ -9,6 +9,7 @@ checkpoint, the progress records, the faults and incidents, the oracle's result)
 nothing else but the mtimes of the checkpoint's offsets/N and commits/N files.
 
 Classes, one finding each when present:
+  mismatch                                      lost and unexpected rows that pair up: a wrong value
   lost, duplicated, unexpected, wrong-value     the output against ground truth
   dropped-late-wrongly                          Spark dropped rows the oracle says were on time
   deleted-before-read                           offsets Kafka deleted before the query read them
@@ -28,7 +29,7 @@ The unit follows the pipeline: event by event when rows carry event_id (per_even
 from __future__ import annotations
 
 from harness import pipelines
-from harness.findings import duplicated, extra, lost, spark
+from harness.findings import duplicated, extra, lost, mismatch, spark
 from harness.findings.inputs import Inputs
 from harness.findings.per_event import Events
 from harness.findings.per_row import Rows
@@ -38,7 +39,8 @@ from harness.results.model import Finding
 
 __all__ = ["Inputs", "build", "CLASSES"]
 
-CLASSES = ("lost", "duplicated", "unexpected", "wrong-value", "dropped-late-wrongly", "deleted-before-read",
+CLASSES = ("mismatch", "lost", "duplicated", "unexpected", "wrong-value", "dropped-late-wrongly",
+           "deleted-before-read",
            "refused-restart", "commit-without-offsets")
 
 
@@ -50,7 +52,8 @@ def build(inputs: Inputs) -> list[Finding]:
              spark.commit_without_offsets(inputs, history)]
     if _output_anomalies(inputs, history):
         unit = unit_of(inputs, history)
-        found = [lost.build(inputs, history, unit), duplicated.build(inputs, history, unit),
+        found = [mismatch.build(inputs), lost.build(inputs, history, unit),
+                 duplicated.build(inputs, history, unit),
                  extra.unexpected(inputs, history, unit), extra.wrong_value(inputs, history, unit),
                  spark.dropped_late_wrongly(inputs, history, unit), *found]
     return [f for f in found if f is not None]
