@@ -242,7 +242,7 @@ def _start_query(spark, config: DriverConfig, sink):
     if own:   # Spark's own sink: it shapes and starts the writer
         return sink.start(out, configured)
     gate = CommitGate(sink.write, Path(config.control_dir), lambda: getattr(sink, "last_rows", None),
-                      config.batch_base)
+                      config.batch_base, checkpoint=config.checkpoint)
     return configured(out).foreachBatch(gate).start()
 
 
