@@ -165,7 +165,7 @@ PIPELINES: dict[str, PipelineKind] = _register(
                  # the global watermark is the minimum of two: not the one-input rule
                  watermark_oracle=False),
     # Nexmark's queries: `query` picks one; each has its own columns and oracle (harness/check/nexmark.py)
-    # its oracle applies the watermark rule itself, to the queries it holds for (WATERMARK_RULE)
+    # its oracle applies the watermark rule itself, to the queries it holds for (Query.watermark_rule)
     PipelineKind("nexmark", "workloads.pipelines.nexmark", "harness.check.nexmark", watermark_oracle=False,
                  extra_truth_columns=(
                      "nx_type", "person_id", "name", "email", "credit_card", "city",

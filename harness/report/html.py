@@ -18,6 +18,7 @@ import math
 from html import escape
 from pathlib import Path
 
+from harness.findings import evidence
 from harness.report import svg
 from harness.report.table import LEGEND, keeps_up, not_measured
 from harness.results import figures
@@ -272,10 +273,9 @@ def _findings(case: CaseResult) -> str:
     out = [f'<h3 id="findings-{escape(case.name)}">Findings</h3>']
     for f in case.findings:
         out.append(f'<h4 class="fail">{escape(f.cls)}: {_fmt(f.count)}</h4><p>{escape(f.story)}</p>')
-        if f.witness:
-            keys = list(dict.fromkeys(k for w in f.witness for k in w))
-            rows = [[escape(str(w.get(k, ""))) for k in keys] for w in f.witness]
-            out.append(_table(keys, rows, text_columns=len(keys)))
+        keys, rows = evidence.table(f)   # the witnesses in the story's units (harness/findings/evidence.py)
+        if keys:
+            out.append(_table(keys, [[escape(c) for c in row] for row in rows], text_columns=len(keys)))
         if f.faults:
             out.append(f'<p class="muted">in effect: {escape("; ".join(f.faults))}</p>')
         if f.checkpoint_files:
