@@ -440,16 +440,6 @@ class TestWhatToFix:
         story = _only(build(alone), "duplicated").story
         assert "To fix: write each batch's rows once" in story and "transaction" not in story, story
 
-    def test_a_sink_of_its_own_ids_hears_to_commit_under_spark_s(self, tmp_path):
-        """hudi-6098's shape: copies under ids no checkpoint lists."""
-        inputs = _replay(tmp_path)
-        sink = inputs.sink.assign(batch_id=[1_700_000_000_111, 1_700_000_000_999],
-                                  committed_ms=[_ms(3.0), _ms(10.5)])
-        f = _only(build(_inputs(WINDOWS, inputs.truth, sink, inputs.batches, checkpoints=inputs.checkpoints,
-                                progress=inputs.progress, faults=inputs.faults, incidents=inputs.incidents)),
-                  "duplicated")
-        assert "To fix: commit under Spark's batch id (foreachBatch's second argument)" in f.story, f.story
-
     def test_a_committed_batch_the_sink_holds_nothing_of_hears_about_the_sink_s_write(self, tmp_path):
         """Batch 1 committed, yet no row of its window is in the sink."""
         inputs = _replay(tmp_path)
@@ -462,8 +452,8 @@ class TestWhatToFix:
         from harness.findings import fix
 
         named = {("duplicated", c) for c in ("replay", "no-batch-id", "own-ids", "applied-twice", "several",
-                                             "unknown")}
-        named |= {("lost", c) for c in ("fresh-restart", "ended", "unwritten")}
+                                             "unknown", "replanned")}
+        named |= {("lost", c) for c in ("fresh-restart", "ended", "unwritten", "replanned")}
         named |= {("unexpected", c) for c in ("too-many", "late", "never-sent", "no-event-in-window",
                                              "not-expected")}
         named |= {(c, None) for c in ("wrong-value", "dropped-late-wrongly", "refused-restart",
@@ -483,6 +473,8 @@ class TestSinkOwnCommitIds:
                   "duplicated")
         assert "under its batch id 1700000000111, visible at 3.0 s" in f.story
         assert "wrote it again under its batch id 1700000000999, visible at 10.5 s" in f.story
+        # what to fix: commit under Spark's batch id (hudi-6098's fix)
+        assert "To fix: commit under Spark's batch id (foreachBatch's second argument)" in f.story, f.story
         assert "no checkpoint lists batch ids 1700000000111 and 1700000000999" in f.story
         assert "driver" in f.story      # the death between the two copies
         # the batch in flight at each copy is the one that wrote it
