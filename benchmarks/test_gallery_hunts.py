@@ -58,7 +58,11 @@ def test_the_hunt_catches_each_buggy_case_within_its_runs(entry, tmp_path):
 
 
 def test_the_hunt_on_a_fixed_sink_runs_its_budget_and_holds(tmp_path):
+    """No run breaks the fixed sink; the hunt exits 0 only when every run tested something (each
+    fault landed), else 4 (issue 43: a run whose fault did not land is no hold), and says how
+    many did not."""
     proc, run_dir, hunt = _hunt(tmp_path, "paimon-9666", "fixed", 3)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode == (4 if hunt["tested_nothing"] else 0), proc.stdout[-3000:] + proc.stderr[-3000:]
     assert hunt["found"] is None and len(hunt["tried"]) == 3 and hunt["stopped"] == "runs", hunt["tried"]
+    assert all(t["outcome"] in ("holds", "refused", "not-landed", "undecided") for t in hunt["tried"])
     assert_nothing_left(run_dir)
