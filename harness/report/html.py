@@ -260,7 +260,8 @@ def _case(case_dir: Path, case: CaseResult) -> str:
     name = case.name
     head = (f'<h2 id="case-{escape(name)}">{escape(name)} {_verdict(case)}</h2>'
             f'<p>{escape(case.guarantee)} into {escape(case.sink)}, pipeline {escape(case.pipeline)}: '
-            f'{escape(case.verdict.detail)}</p>')
+            f'{escape(case.verdict.detail)}</p>'
+            + (f'<p class="muted">{escape(case.workload_text)}</p>' if case.workload_text else ""))
     return "\n".join([head, _findings(case), _faults_table(case), _incidents_table(case),
                       *_timeline_charts(case_dir, case), _percentile_chart(case_dir, name),
                       _discrepancies(case_dir, case)])

@@ -69,7 +69,8 @@ def _status(result: RunResult) -> str:
     line = f"status: {result.status}  verdict: {result.verdict_status}  run: {result.run_id}"
     if missed:
         line += ("\nthe schedule did not fit the run (UNKNOWN unless the case failed, exit 4; nothing said "
-                 "of the pipeline): " + "; ".join(missed) + " never came while the workload was sent")
+                 "of the pipeline): " + "; ".join(missed) + " could not land before the workload's end "
+                 "(max_duration)")
     return line
 
 
@@ -86,6 +87,8 @@ def render(result: RunResult) -> str:
     lines += LEGEND
     for case in result.cases:
         lines.append(f"{case.name}: {case.verdict.detail}")
+        if case.workload_text:
+            lines.append(f"  {case.workload_text}")
         lines += [f"  fault {f.kind} at {f.when}: "
                   f"{'MISSED' if f.missed else 'seen' if f.observed else 'NOT SEEN'}: {f.detail}"
                   for f in case.faults]

@@ -290,6 +290,20 @@ class CaseResult:
         return [f for f in self.faults if f.missed]
 
     @property
+    def workload_text(self) -> str | None:
+        """How long the workload was sent, when that is not simply its duration: "sent for 64 s
+        (its 55 s duration + 9 s: a fault had not been read past)", or cut at its cap. None when it
+        was sent for its duration (or a summary from before the workload could wait)."""
+        w = self.sections.get("workload") or {}
+        extended, sent = w.get("extended_by_s") or 0, w.get("sent_for_s")
+        if sent is None or (not extended and not w.get("cut_at_max_duration")):
+            return None
+        cut = (f", cut at max_duration ({w.get('max_duration_s'):g} s)" if w.get("cut_at_max_duration")
+               else "")
+        return (f"workload sent for {sent:g} s (its {w.get('duration_s'):g} s duration + {extended:g} s"
+                f"{cut}): {w.get('why')}")
+
+    @property
     def lost(self) -> int:
         return int(self.events.get("lost") or 0)
 
