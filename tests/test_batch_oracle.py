@@ -131,3 +131,41 @@ class TestFinalWatermark:
         """No watermark in the plan (a stateless enrichment): None, the offsets decide."""
         (tmp_path / "plan.json").write_text(json.dumps({"watermarks": [], "operators": []}))
         assert JobPipeline(None).in_case(tmp_path).final_watermark_ms(1000, None) is None
+
+
+class TestReference:
+    COLS = {"user": "STRING", "start": "LONG", "clicks": "LONG"}
+
+    def test_rows_of_late_keys_that_differ_are_tolerated_and_listed(self):
+        """A key with a late record in either run may be decided differently: its differing rows
+        are tolerated and listed (both sides); every other row is compared."""
+        from harness.check.reference import tolerance
+
+        ref = pd.DataFrame({"user": ["a", "b", "c"], "start": [1, 1, 1], "clicks": [3, 2, 5]})
+        run = pd.DataFrame({"user": ["a", "a", "b", "c"], "start": [1, 9, 1, 1], "clicks": [2, 1, 2, 4]})
+        keep_e, keep_s, tolerated = tolerance(ref, run, self.COLS, "user", {"a"})
+        assert keep_e.tolist() == [False, True, True] and keep_s.tolist() == [False, False, True, True]
+        assert sorted(tolerated["side"]) == ["reference", "this run", "this run"]
+        found = multiset.compare(ref[keep_e], run[keep_s], self.COLS)
+        assert (found.lost, found.unexpected) == (1, 1)   # c differs, and no late record explains it
+
+    def test_without_late_records_nothing_is_tolerated(self):
+        """No late record in either run: the comparison is whole."""
+        from harness.check.reference import tolerance
+
+        ref = pd.DataFrame({"user": ["a"], "start": [1], "clicks": [3]})
+        keep_e, keep_s, tolerated = tolerance(ref, ref, self.COLS, "user", set())
+        assert keep_e.all() and keep_s.all() and tolerated.empty
+
+    def test_the_reference_run_is_the_case_without_faults_and_unjudged(self, tmp_path):
+        """oracle = "reference" runs `<case>-reference` first: no faults, its oracle "none"."""
+        from harness.run import reference_run
+        from harness.scenario import load
+        from tests.test_job import _scenario
+
+        scenario = load(_scenario(tmp_path, 'build = "my_job:noisy"\noracle = "reference"'))
+        seen = []
+        reference_run.first(scenario, scenario.cases[0], lambda s, c: seen.append((s, c)))
+        (quiet, spec), = seen
+        assert spec.name == "eo-reference" and quiet.faults == () and spec.pipeline.oracle == "none"
+        assert reference_run.first(load(_scenario(tmp_path)), scenario.cases[0], lambda s, c: 1) is None

@@ -27,13 +27,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.check import batch_spark, multiset
+from harness.check import batch_spark, multiset, upserts
 from harness.check.checkpoint import Batch
 from harness.check.job_input import EXACT, PARTIAL, Input
 from harness.check.result import CheckResult, concat, discrepancies, row_text
 from workloads.pipelines.job import read_plan
 
 ROWS = "rows"
+BACKWARDS = "backwards.parquet"   # in <case>/oracle/: upsert writes that went back (findings/backwards.py)
 UNKNOWN_REACH_MS = 3_600_000   # how far the drain waits past the last record, for a stateful query
 
 
@@ -77,6 +78,13 @@ class JobPipeline:
         if self.case_dir is None:
             raise RuntimeError("the batch oracle runs in its case's directory: "
                                "JobPipeline.in_case(dir) first")
+        oracle = getattr(pipeline, "oracle", "batch")
+        if oracle in ("reference", "none"):   # the case against its run without faults, or that run
+            from harness.check import reference
+
+            if oracle == "none":
+                return reference.unjudged(sink)
+            return reference.check(self.case_dir, truth, sink, batches, pipeline)
         return check(self.case_dir, truth, sink, batches, pipeline)
 
 
@@ -91,6 +99,7 @@ def check(case_dir: Path, truth: pd.DataFrame, sink: pd.DataFrame, batches: list
           pipeline) -> CheckResult:
     """The batch oracle's verdict on one case (see the module's docstring)."""
     began = time.perf_counter()
+    history = sink.attrs.get("history") if getattr(pipeline, "upsert", False) else None
     plan = read_plan(case_dir)
     given = Input.of(truth, batches, plan)
     late, flush = given.late_records, given.flush_records
@@ -115,6 +124,11 @@ def check(case_dir: Path, truth: pd.DataFrame, sink: pd.DataFrame, batches: list
         expected, sink = expected[keep_e], sink[keep_s]
     found = multiset.compare(expected, sink, columns)
     result = _result(found, given, columns, key, sink, left_out)
+    back = upserts.went_backwards(history, key) if history is not None else pd.DataFrame()
+    if len(back):
+        back.to_parquet(batch_spark.oracle_dir(case_dir) / BACKWARDS, index=False)
+        result.counts["went_backwards"] = int(len(back))
+        result = result.with_problems([upserts.problem(back, key)])
     _write(case_dir, given, found, times, left_out, time.perf_counter() - began)
     return result
 

@@ -9,6 +9,7 @@ checkpoint, the progress records, the faults and incidents, the oracle's result)
 nothing else but the mtimes of the checkpoint's offsets/N and commits/N files.
 
 Classes, one finding each when present:
+  went-backwards                                an upsert wrote an older batch's row over a newer one
   mismatch                                      lost and unexpected rows that pair up: a wrong value
   lost, duplicated, unexpected, wrong-value     the output against ground truth
   dropped-late-wrongly                          Spark dropped rows the oracle says were on time
@@ -29,7 +30,7 @@ The unit follows the pipeline: event by event when rows carry event_id (per_even
 from __future__ import annotations
 
 from harness import pipelines
-from harness.findings import duplicated, extra, lost, mismatch, spark
+from harness.findings import backwards, duplicated, extra, lost, mismatch, spark
 from harness.findings.inputs import Inputs
 from harness.findings.per_event import Events
 from harness.findings.per_row import Rows
@@ -40,7 +41,7 @@ from harness.results.model import Finding
 __all__ = ["Inputs", "build", "CLASSES"]
 
 CLASSES = ("mismatch", "lost", "duplicated", "unexpected", "wrong-value", "dropped-late-wrongly",
-           "deleted-before-read",
+           "went-backwards", "deleted-before-read",
            "refused-restart", "commit-without-offsets")
 
 
@@ -48,7 +49,8 @@ def build(inputs: Inputs) -> list[Finding]:
     """One Finding per anomaly class present in the case, in the order of CLASSES; [] for a
     case with nothing to explain (then no unit is built: a clean case costs nothing)."""
     history = History(inputs)
-    found = [spark.deleted_before_read(inputs, history), spark.refused_restart(inputs, history),
+    found = [backwards.build(inputs), spark.deleted_before_read(inputs, history),
+             spark.refused_restart(inputs, history),
              spark.commit_without_offsets(inputs, history)]
     if _output_anomalies(inputs, history):
         unit = unit_of(inputs, history)

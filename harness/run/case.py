@@ -164,7 +164,8 @@ class Case:
         return SinkContext(name=self.sink_name, guarantee=self.spec.guarantee, topic=self.topic,
                            columns=dict(self.pipeline.columns),
                            workdir=str(self.dir), postgres_url=self.stack.postgres_url,
-                           bootstrap_servers=self.stack.bootstrap_servers)
+                           bootstrap_servers=self.stack.bootstrap_servers,
+                           options={"key": list(self.pipeline.key)} if self.pipeline.key else {})
 
     def driver_sink_context(self) -> SinkContext:
         """The sink as the driver sees it: through the proxy on a network fault's path."""

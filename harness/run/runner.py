@@ -17,7 +17,7 @@ from harness.metrics import resources
 from harness.results import summary as summary_mod
 from harness.results.model import CaseResult, RunResult
 from harness.results.rundir import RunDir
-from harness.run import incidents, journal, references, stages
+from harness.run import incidents, journal, reference_run, references, stages
 from harness.run.case import Case
 from harness.run.collect import case_result
 from harness.run.schedule import FaultRunner
@@ -45,8 +45,12 @@ def run(scenario, run_dir: RunDir, run_id: str, progress: Progress, registry: Re
         if cases is not None:
             cases(stack, result)
         for spec in scenario.cases if cases is None else ():
+            # oracle = "reference": the case without its faults first (harness/run/reference_run.py)
+            reference = reference_run.first(scenario, spec, lambda s, c: run_case(
+                Case.create(s, c, stack, run_dir, run_id, progress, registry)))
             case = Case.create(scenario, spec, stack, run_dir, run_id, progress, registry)
             done = run_case(case)
+            reference_run.attach(done, reference)
             if scenario.measure.ceiling:   # a reference of the run's own, after the case
                 references.with_ceiling(case, done)
             result.cases.append(done)

@@ -68,6 +68,7 @@ class JobSpec(Pipeline):
     schema: str | None = None       # Spark DDL of the records (None until bound to the workload)
     output_mode: str = "append"
     event_time: str | None = None   # the records' event-time column (the workload's)
+    records_key: str | None = None  # the records' key column (the workload's), which the truth's `key` holds
 
     def params(self) -> dict:
         return {**self.values, "job": self.build, "reads": self.reads, "schema": self.schema,
@@ -146,7 +147,8 @@ def bind(pipeline, workload, where: str = "pipeline"):
                       f"does not parse {workload.source.path}: {found[0]}",
                       "fix the field's name or type (python -m harness replay-preview FILE prints the schema "
                       "the file has), or leave schema out to read it from the file")
-    return replace(pipeline, schema=schema, event_time=workload.source.event_time)
+    return replace(pipeline, schema=schema, event_time=workload.source.event_time,
+                   records_key=workload.source.key)
 
 
 def bind_jobs(pipeline, cases: tuple, workload) -> tuple:

@@ -94,6 +94,8 @@ _FILE_SINK_WHY = ("Spark's file sink commits each batch's files through its _spa
 _DELTA_STREAM_WHY = ("Delta's streaming sink records each batch id in the table's log and skips one it has "
                      "seen, so it is exactly-once by construction; for at-least-once or at-most-once use "
                      'sink = "delta_batch", a foreachBatch append')
+_UPSERT_WHY = ("an upsert by key rewrites a replayed batch's rows with the same values, so it cannot lose "
+               "what a restart skipped the way at-most-once's fresh checkpoint does")
 _DELTA_CONF = {   # Delta's session settings (its documentation's two)
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -120,6 +122,12 @@ SINKS = {
                             spark_conf=_DELTA_CONF),
     "noop": SinkKind("workloads.sinks.noop:NoopSink", ("at-most-once", "at-least-once", "exactly-once"),
                      checked=False),
+    # an update-mode job's upserts by its key (workloads/sinks/upsert.py)
+    "postgres_upsert": SinkKind("workloads.sinks.upsert:PostgresUpsertSink",
+                                ("exactly-once", "at-least-once"), needs_postgres=True,
+                                why_not={"at-most-once": _UPSERT_WHY}),
+    "delta_merge": SinkKind("workloads.sinks.upsert:DeltaMergeSink", ("exactly-once", "at-least-once"),
+                            jvm=("delta",), spark_conf=_DELTA_CONF, why_not={"at-most-once": _UPSERT_WHY}),
 }
 CUSTOM_SINK = "custom"   # the scenario's own class, named by the case's sink_class
 # a user's sink runs with what the built-in ones may need (Delta is where Spark users most

@@ -24,7 +24,7 @@ class PostgresSink:
     """One table of the pipeline's columns plus `batch_id`, and `<table>_batches` with the
     commit time of every batch. One connection, reused across batches."""
 
-    guarantees = ("exactly-once", "at-least-once", "at-most-once")
+    guarantees: tuple[str, ...] = ("exactly-once", "at-least-once", "at-most-once")
     # exactly-once: a batch id is committed once (the batches table's primary key), and a
     # replay of a committed one is skipped; a subclass may drop both (examples/known-bugs/)
     skips_committed = True
