@@ -31,6 +31,7 @@ from faults.registry import KINDS
 from harness.hunt.behaviour import NOTHING, Behaviour
 from harness.hunt.plan import (
     DRAWS,
+    GAP_S,
     MAX_FAULTS,
     MIN_SPAN_S,
     Choice,
@@ -54,7 +55,6 @@ STRATEGIES = (COVERING, FEEDBACK, BOTH)
 MUTATIONS_PER_PLAN = 3    # a kept plan is mutated this often at most
 MOST_FAULTS = MAX_FAULTS + 1   # a mutation may add a fault to a plan of three
 GIVE_UP_AFTER = 2         # a pair tried this often without both faults landing is no longer sought
-GAP_S = 2.0               # between a fault's end (and its margin) and the next, as the tightest plans
 
 
 Mutation = tuple[list[dict], str]   # a plan, and what changed
@@ -331,7 +331,8 @@ def _table(space: Space, c: Choice, rng: random.Random) -> dict | None:
 
 def _retimed(space: Space, plan: list[dict]) -> list[dict] | None:
     """The plan in its order, each fault moved later where it would start before the one before
-    it is over (its span, its margin and GAP_S); None when it no longer fits or the loader
+    it is over (its span and the shortest gap of plan.GAP_S: as the tightest plans, no room for a
+    restart, which the run's workload waits for); None when it no longer fits or the loader
     refuses a fault."""
     out: list[dict] = []
     free = 1.0
@@ -341,7 +342,7 @@ def _retimed(space: Space, plan: list[dict]) -> list[dict] | None:
         if not accepted(moved, space):
             return None
         out.append(moved)
-        free = at + KINDS[table["kind"]].margin_s(lasts_s(table)) + GAP_S
+        free = at + lasts_s(table) + GAP_S[0]
     return out
 
 
