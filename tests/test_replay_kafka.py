@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from tests.test_generator import _read_back
 from workloads import generator
 from workloads.generator import truth
 from workloads.replay import send
@@ -27,21 +28,6 @@ def _topic(kafka, partitions: int) -> str:
     name = f"replay-{time.time_ns()}"
     generator.create_topic(kafka.bootstrap_servers, name, partitions)
     return name
-
-
-def _read_back(bootstrap: str, topic: str, expected: int) -> list:
-    from kafka import KafkaConsumer
-
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                             enable_auto_commit=False, consumer_timeout_ms=5000)
-    try:
-        got: list = []
-        deadline = time.monotonic() + 60
-        while len(got) < expected and time.monotonic() < deadline:
-            got.extend(consumer)
-        return got
-    finally:
-        consumer.close()
 
 
 def test_records_arrive_untouched_where_truth_says(kafka, tmp_path):
@@ -70,7 +56,7 @@ def test_records_arrive_untouched_where_truth_says(kafka, tmp_path):
         assert record.key == f"u{row.event_id % 13}".encode()
     assert facts.groupby("key")["partition"].nunique().max() == 1
     sent_order = facts.sort_values(["partition", "offset"])
-    assert (sent_order.groupby("partition")["event_id"].diff().dropna() < 0).any()   # the delays reordered them
+    assert (sent_order.groupby("partition")["event_id"].diff().dropna() < 0).any()   # reordered by delays
 
 
 def test_control_records_come_in_the_records_format(kafka, tmp_path):

@@ -120,10 +120,25 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
         writer.write(*done, extra=extra)
 
     feeder = Feeder(_prepared(planner, encoder_for(spec, planner.keys.names)), "plan-encode")
-    recorder = Drain(record, "truth")
+    send_all(feeder, sender, Drain(record, "truth"), writer, stats, planner.extends, keep_going)
+    report = stats.report(sender, locator, share, pace, topic)
+    if locator.failed:
+        raise Problem(f"{locator.failed:,} events are not confirmed in Kafka: "
+                           f"{(sender.errors + locator.errors)[:5]}",
+                           "give the generator a topic no other producer writes to while it runs, and read "
+                           f"the broker log; ground truth marks them with offset -1 in {writer.path}")
+    return report
+
+
+def send_all(feeder: Feeder, sender: Sender, recorder: Drain, writer, stats, extends: Callable,
+             keep_going: Callable[[], bool] | None) -> None:
+    """Send every prepared block the feeder hands over, each delivered block to `recorder`;
+    a block past the duration (`extends(block)`) only while keep_going() says so. Whatever
+    happens, the blocks handed over reach the truth `writer`, and the sender is closed (a
+    replay of a user's records sends the same way: workloads/replay/send.py)."""
     try:
         for item in feeder:
-            if planner.extends(item.block):
+            if extends(item.block):
                 if keep_going is None or not keep_going():
                     stats.stopped_at(item.block)
                     break
@@ -141,13 +156,6 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
             writer.close()
             # after a failure or an interrupt, do not wait a minute for a broker that may be gone
             sender.close(60.0 if sys.exc_info()[0] is None else 5.0)
-    report = stats.report(sender, locator, share, pace, topic)
-    if locator.failed:
-        raise Problem(f"{locator.failed:,} events are not confirmed in Kafka: "
-                           f"{(sender.errors + locator.errors)[:5]}",
-                           "give the generator a topic no other producer writes to while it runs, and read "
-                           f"the broker log; ground truth marks them with offset -1 in {writer.path}")
-    return report
 
 
 def _share_of(total: int, share: tuple[int, int]) -> int:
@@ -377,8 +385,9 @@ def end_offsets(bootstrap_servers: str, topic: str, timeout_s: float = 2.0) -> d
 
 
 def send_control(bootstrap_servers: str, topic: str, partitions: int, first_id: int,
-                 event_time_ms: int) -> list[dict]:
-    """One control event per partition (key CONTROL_KEY, ids from `first_id` on).
+                 event_time_ms: int, message: Callable[[int], tuple] | None = None) -> list[dict]:
+    """One control event per partition (key CONTROL_KEY, ids from `first_id` on); `message(p)`
+    -> (value, key, headers) makes partition p's in a workload's own format (a replay's).
 
     Before the run, at event time 0, they warm the pipeline up (its first batch pays
     for JVM class loading and JIT) without moving the watermark; after the run, far
@@ -396,12 +405,15 @@ def send_control(bootstrap_servers: str, topic: str, partitions: int, first_id: 
 
     producer = make_producer(bootstrap_servers, on_delivery)
     sent_ms = time.time_ns() // 1_000_000
+    keys: dict[int, str] = {}
     for p in range(partitions):
-        value = wire.control_value(first_id + p, event_time_ms)
-        producer.produce(topic, value, wire.kafka_key(CONTROL_KEY), p)
+        value, key, headers = (message(p) if message is not None else (
+            wire.control_value(first_id + p, event_time_ms), wire.kafka_key(CONTROL_KEY), None))
+        keys[p] = key.decode()
+        producer.produce(topic, value, key, p, headers=headers)
     if producer.flush(30) or len(rows) != partitions:
         raise Problem(f"Kafka acknowledged {len(rows)} of {partitions} control events {errors}",
                            "check that the broker is up")
     rows.sort(key=lambda r: r["partition"])
-    return [{"event_id": first_id + r["partition"], "key": CONTROL_KEY, "event_time_ms": event_time_ms,
-             "sent_ms": sent_ms, **r} for r in rows]
+    return [{"event_id": first_id + r["partition"], "key": keys[r["partition"]],
+             "event_time_ms": event_time_ms, "sent_ms": sent_ms, **r} for r in rows]

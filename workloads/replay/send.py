@@ -19,7 +19,6 @@ them as the stream did.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -33,8 +32,8 @@ from workloads.errors import Problem
 from workloads.generator import truth
 from workloads.generator.anchors import Locator, prepare
 from workloads.generator.plan import Block
-from workloads.generator.producer import Sender, make_producer
-from workloads.generator.run import _Stats, _wait_for_metadata
+from workloads.generator.producer import Sender
+from workloads.generator.run import _Stats, _wait_for_metadata, send_all
 from workloads.generator.stages import Drain, Feeder
 from workloads.replay.pace import Paced, Pacer
 from workloads.replay.records import blocks
@@ -76,36 +75,22 @@ def replay(spec, bootstrap_servers: str, truth_dir: Path, *, topic: str | None =
         stats.add(*done)
         writer.write(*done, keys=texts.pop(int(block.event_id[0])))
 
+    end_us = start_ms * 1000 + spec.duration_s * 1e6
+    past: set[int] = set()   # the first row of each block past the duration
+
     def prepared(paced: Paced):
         block = as_block(paced)
         keys = [None] * len(paced) if paced.keys is None else [k.encode() for k in paced.keys]
         item = prepare(block, keys, paced.values)
         item.headers = [[(ID_HEADER, b"%d" % r)] for r in paced.row.tolist()]
-        return paced, block, item
+        texts[int(block.event_id[0])] = paced.keys
+        if int(paced.nominal_us.max()) > end_us:
+            past.add(int(block.event_id[0]))
+        return item
 
     feeder = Feeder((prepared(p) for p in pacer.blocks(blocks(spec.source))), "replay-read")
-    recorder = Drain(record, "truth")
-    end_us = start_ms * 1000 + spec.duration_s * 1e6
-    try:
-        for paced, block, item in feeder:
-            if int(paced.nominal_us.max()) > end_us:   # past the duration: on only while asked to
-                if keep_going is None or not keep_going():
-                    stats.stopped_at(block)
-                    break
-                stats.extended(block)
-            texts[int(block.event_id[0])] = paced.keys
-            sender.send(item)
-            for done in sender.finished():
-                recorder.put(*done)
-        for done in sender.finished(wait=True):
-            recorder.put(*done)
-    finally:
-        feeder.stop()
-        try:
-            recorder.close()
-        finally:
-            writer.close()
-            sender.close(60.0 if sys.exc_info()[0] is None else 5.0)
+    send_all(feeder, sender, Drain(record, "truth"), writer, stats,
+             lambda block: int(block.event_id[0]) in past, keep_going)
     report = stats.report(sender, locator, (0, 1), pace, topic)
     report["replay"] = {"file": str(spec.source.path), "rows": spec.rows, "sent": report["events"]}
     if locator.failed:
@@ -208,30 +193,17 @@ def send_control(spec, bootstrap_servers: str, topic: str, partitions: int, firs
                  event_time_ms: int) -> list[dict]:
     """One control record per partition, in the records' format (ids from `first_id` on), as
     workloads.generator.send_control sends the generator's: the rows of ground truth for them."""
+    from workloads.generator.run import send_control as send
+
     # Spark's first batch filters late rows with watermark 0: a warm-up record at event time 0
     # would be late in it, so a replay's goes at 1 ms (the generator's events are set aside anyway)
     event_time_ms = max(event_time_ms, 1)
     template = json.loads(spec.scanned.sample[0])
-    rows: list[dict] = []
-    errors: list[str] = []
 
-    def on_delivery(err, msg):
-        if err is not None:
-            errors.append(str(err))
-            return
-        rows.append({"partition": msg.partition(), "offset": msg.offset(), "append_ms": msg.timestamp()[1]})
-
-    producer = make_producer(bootstrap_servers, on_delivery)
-    sent_ms = time.time_ns() // 1_000_000
-    for p in range(partitions):
+    def message(p: int) -> tuple[bytes, bytes, list]:
         mark = control_mark(first_id, p)
-        value = control_value(template, spec.source.event_time, mark, event_time_ms)
-        producer.produce(topic, value, f"{CONTROL_TEXT}{-mark}".encode(), p,
-                         headers=[(ID_HEADER, b"%d" % (first_id + p)), (CONTROL_HEADER, b"1")])
-    if producer.flush(30) or len(rows) != partitions:
-        raise Problem(f"Kafka acknowledged {len(rows)} of {partitions} control records {errors}",
-                      "check that the broker is up")
-    rows.sort(key=lambda r: r["partition"])
-    return [{"event_id": first_id + r["partition"],
-             "key": f"{CONTROL_TEXT}{-control_mark(first_id, r['partition'])}",
-             "event_time_ms": event_time_ms, "sent_ms": sent_ms, **r} for r in rows]
+        return (control_value(template, spec.source.event_time, mark, event_time_ms),
+                f"{CONTROL_TEXT}{-mark}".encode(),
+                [(ID_HEADER, b"%d" % (first_id + p)), (CONTROL_HEADER, b"1")])
+
+    return send(bootstrap_servers, topic, partitions, first_id, event_time_ms, message)
