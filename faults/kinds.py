@@ -205,7 +205,9 @@ class Preparation:
     fail-task's stage to the query; `clocks`: the processes that start under libfaketime, on a
     clock file a clock fault moves (workloads/clock.py); `storage`: Spark reaches the case's
     checkpoint through the harness's FUSE file system (workloads/faultfs.py); `writeback_s`:
-it tracks unsynced writes; `spark_conf`: settings the fault needs."""
+    it tracks unsynced writes; `spark_conf`: settings the fault needs; `source_fs`: a Delta
+    source's table on a FUSE file system; `setup`: the kind's own set-up, for what none of those
+    covers (a user's kind: a backup job, a file to write before the driver starts)."""
 
     proxies: frozenset[str] = frozenset()
     partition_steps: tuple[tuple[float, int], ...] = ()

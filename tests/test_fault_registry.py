@@ -17,7 +17,7 @@ from faults.spec import FaultSpec
 from harness import docs
 from harness.errors import ScenarioError
 from harness.scenario import load
-from harness.scenario.fault_specs import PRECONDITIONS, requirements
+from harness.scenario.fault_specs import precondition, requirements
 from tests.helpers import MINIMAL_SCENARIO, REPO
 
 pytestmark = pytest.mark.unit
@@ -92,7 +92,8 @@ class TestEveryKind:
         kind = KINDS[name]
         for target in kind.targets:
             spec = FaultSpec(name, 1.0, target if target != "executor" else "executor:0")
-            assert set(requirements(kind, spec)) <= set(PRECONDITIONS), requirements(kind, spec)
+            for need in requirements(kind, spec):
+                assert precondition(kind, need).name == need
 
     def test_the_docs_list_it(self, name):
         assert f"| `{name}` |" in docs.block((docs.DOCS / "faults.md").read_text(), "fault-kinds")
@@ -171,8 +172,8 @@ def test_a_scenario_registers_a_kind_of_its_own():
 
     scenario = load(REPO / "examples" / "fault-kinds" / "scenario.toml")
     (spec,) = scenario.faults
-    assert spec.kind == "delete-last-commit" and spec.at == "batch 3" and spec.downtime_s == 1.0
-    assert registry.kind("delete-last-commit").kills_driver
+    assert spec.kind == "restore-checkpoint" and spec.at == "batch 3" and spec.downtime_s == 1.0
+    assert registry.kind("restore-checkpoint").kills_driver
 
 
 def test_a_kind_of_your_own_may_not_take_a_registered_name(tmp_path):
@@ -183,3 +184,37 @@ def test_a_kind_of_your_own_may_not_take_a_registered_name(tmp_path):
     path.write_text('fault_kinds = ["mine:MINE"]\n' + LONG)
     with pytest.raises(ScenarioError, match=r"fault_kinds\[0\].*registered already \(a built-in kind\)"):
         load(path)
+
+
+# the kinds a user cannot run on the default stack (one broker, local-cluster, a Kafka source) with
+# only their required keys, and the words of the reason the loader gives before anything starts
+REFUSED_AT_DEFAULTS = {
+    "restart-with": "changes nothing",
+    "network": "does nothing",
+    "kill-broker": "needs kafka-cluster",
+    "kill-worker": "needs own-standalone",
+    "hide-commit": "acts on a delta source",
+    "delete-source-files": "acts on a delta source",
+}
+
+
+def test_every_kind_at_its_defaults_runs_on_the_default_stack_or_is_refused_with_its_reason(tmp_path):
+    """A nemesis, the hunt and a user writing `kind = "..."` alone get a kind's defaults (issue 41:
+    restart-broker's broke the default stack). On the default stack each kind, with only its
+    required keys, loads (and benchmarks/test_every_kind.py runs it, several kinds to a case), or
+    is refused at load time, with the reason; FUSE and libfaketime count as installed here (a
+    machine without them refuses those kinds, saying so)."""
+    from tests import every_kind
+
+    refused = every_kind.refused(tmp_path)
+    assert set(refused) == set(REFUSED_AT_DEFAULTS), refused
+    for name, words in REFUSED_AT_DEFAULTS.items():
+        assert words in refused[name], (name, refused[name])
+    runs = [k for k in KINDS if k not in refused]
+    paths = every_kind.write(tmp_path, runs)
+    planned = [f for path in paths for f in load(path).faults]
+    assert sorted(f.kind for f in planned) == sorted(runs)
+    assert {f.kind for f in planned if f.kind == "restart-broker" and f.mode == "hard"} == {"restart-broker"}
+    for path in paths:   # a kind that ends the query comes last in its case
+        kinds = [f.kind for f in load(path).faults]
+        assert not set(kinds[:-1]) & set(every_kind.ENDS_THE_QUERY), kinds

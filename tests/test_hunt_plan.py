@@ -226,12 +226,12 @@ def test_minimal_toml_reruns_a_plan_of_a_user_s_own_kind_from_anywhere(tmp_path)
     from harness.hunt.search import minimal_toml
 
     scenario = load(REPO / "examples" / "fault-kinds" / "scenario.toml")
-    plan = [{"kind": "delete-last-commit", "at": "3s", "downtime": "1s"}]
+    plan = [{"kind": "restore-checkpoint", "at": "3s", "downtime": "1s"}]
     path = tmp_path / "run" / "minimal.toml"
     path.parent.mkdir()
     path.write_text(minimal_toml(scenario, scenario.cases[0], plan, 40.0))
     again = load(path)
-    assert [f.kind for f in again.faults] == ["delete-last-commit"]
+    assert [f.kind for f in again.faults] == ["restore-checkpoint"]
     assert again.fault_kinds == scenario.fault_kinds
     import tomllib
 

@@ -1,0 +1,142 @@
+"""Every registered fault kind at its defaults, on the default stack (issue 41): what a nemesis or
+the hunt draws, and what a user who writes `kind = "restart-broker"` and nothing else gets.
+
+The default stack is the harness's own single Kafka broker, PostgreSQL and a Spark
+local-cluster, a Kafka source and the PostgreSQL sink. Each kind gets a `[[faults]]` table with
+only its required keys. Alone on that stack it either loads, and then it must run and land, or is
+refused at load time with the reason (`refused()`). The kinds that load run several to a case
+(`plan()`): tests/test_fault_registry.py checks the split and that the plan loads;
+benchmarks/test_every_kind.py runs it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from faults.kinds import REQUIRED, FaultKind, Key
+from faults.registry import KINDS
+from faults.spec import FaultSpec
+from harness.errors import ScenarioError
+from harness.scenario import load
+from harness.scenario.fault_specs import requirements
+from workloads.validate import parse_duration_ms
+
+DEFAULT_STACK = """\
+name = "{name}"
+drain_timeout = "180s"
+
+[workload]
+partitions = 2
+duration = "{duration}"
+seed = 5
+rate = {{ eps = 300 }}
+delay = {{ distribution = "uniform", max = "500ms" }}
+
+[pipeline]
+window = "2s"
+watermark = "1s"
+
+[[cases]]
+name = "{name}"
+guarantee = "at-least-once"
+"""
+
+# what Spark does at these kinds' defaults ends the query for good, so each goes last in its case:
+# kafka-retention under Spark's failOnDataLoss, lose-unsynced's torn checkpoint (docs/faults.md)
+ENDS_THE_QUERY = ("kafka-retention", "lose-unsynced")
+# each fault at a batch of the query's progress after the one before it: 2 batches after one that
+# restarts nothing, 5 after one that restarts a process, so that the new one has run batches first
+# (by the clock, a retention 26 s after a corrupt-checkpoint came before its new driver's first
+# batch on a loaded machine, and both faults were told Spark's one refusal)
+AFTER_PLAIN, AFTER_RESTART = 2, 5
+SECONDS_PER_BATCH = 3.0   # a guess, for the workload's nominal length; the run goes on while a fault waits
+
+
+def required(key: Key):
+    """A value for a key the kind requires: what a nemesis draws first, or the key's example."""
+    if key.type == "signed-duration" and key.choices:
+        return key.choices[0]
+    return key.example()
+
+
+def table(kind: FaultKind, at: str) -> dict:
+    """The kind's `[[faults]]` table at `at`, with its required keys alone."""
+    return {"kind": kind.name, "at": at, **{k.name: required(k) for k in kind.keys if k.default is REQUIRED}}
+
+
+def _toml(value) -> str:
+    return "true" if value is True else f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+def scenario_text(name: str, tables: list[dict], duration_s: float) -> str:
+    body = "".join("\n[[faults]]\n" + "".join(f"{k} = {_toml(v)}\n" for k, v in t.items()) for t in tables)
+    return DEFAULT_STACK.format(name=name, duration=f"{duration_s:g}s") + body
+
+
+def refused(tmp: Path) -> dict[str, str]:
+    """Kind -> the loader's reason, for each kind refused alone on the default stack at its defaults."""
+    out = {}
+    for name, kind in KINDS.items():
+        path = tmp / f"{name}.toml"
+        path.write_text(scenario_text("alone", [table(kind, "5s")], 120.0))
+        try:
+            load(path)
+        except ScenarioError as exc:
+            out[name] = exc.problem.split(": ", 1)[1]
+    return out
+
+
+def _needs_fuse(kind: FaultKind, at_s: float) -> bool:
+    return "fuse" in requirements(kind, FaultSpec(kind.name, at_s, kind.default_target))
+
+
+def plan(kinds: list[str]) -> dict[str, list[dict]]:
+    """The kinds, several to a case: those on the harness's FUSE file system apart. In each case a
+    kind placed in seconds only comes first (kafka-partitions), then those that restart nothing,
+    then those that restart a process, then one that ends the query; each at a batch of the
+    query's progress that leaves the one before it room (AFTER_PLAIN, AFTER_RESTART)."""
+    groups: dict[str, list[FaultKind]] = {"every-kind": [], "every-kind-storage": []}
+    for name in kinds:
+        kind = KINDS[name]
+        groups["every-kind-storage" if _needs_fuse(kind, 1.0) else "every-kind"].append(kind)
+    out = {}
+    for case, members in groups.items():
+        members.sort(key=lambda k: (k.by_progress, k.name in ENDS_THE_QUERY, k.restarts))
+        ending = [k.name for k in members if k.name in ENDS_THE_QUERY]
+        assert len(ending) <= 1, f"{case}: more than one kind ends the query ({ending})"
+        batch, tables = 2, []
+        for kind in members:
+            if not kind.by_progress:
+                tables.append(table(kind, "2s"))
+                continue
+            tables.append(table(kind, f"batch {batch}"))
+            batch += AFTER_RESTART if kind.restarts else AFTER_PLAIN
+        out[case] = tables
+    return out
+
+
+def _lasts_s(kind: FaultKind) -> float:
+    """How long a fault of the kind lasts at its defaults: its downtime (3 s), or 2 s of duration."""
+    keys = {k.name: k for k in kind.keys}
+    if "downtime" in keys and keys["downtime"].default not in (REQUIRED, None):
+        return parse_duration_ms(keys["downtime"].default, "downtime") / 1000
+    return 2.0 if "duration" in keys else 0.0
+
+
+def duration_s(tables: list[dict]) -> float:
+    """The workload's nominal length: the last fault's batch at SECONDS_PER_BATCH, and its margin.
+    The run goes on past it while a fault waits for its batch (up to three times as long)."""
+    last = tables[-1]
+    kind = KINDS[last["kind"]]
+    batch = int(last["at"].split()[-1]) if last["at"].startswith("batch") else 1
+    return batch * SECONDS_PER_BATCH + kind.margin_s(_lasts_s(kind)) + 10.0
+
+
+def write(tmp: Path, kinds: list[str]) -> list[Path]:
+    """The plan's scenarios, one case each, in `tmp`."""
+    paths = []
+    for case, tables in plan(kinds).items():
+        path = tmp / f"{case}.toml"
+        path.write_text(scenario_text(case, tables, duration_s(tables)))
+        paths.append(path)
+    return paths
