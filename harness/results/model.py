@@ -88,6 +88,11 @@ class FaultRecord:
     at: str | None = None              # as the scenario wrote it: "5s", "warmup", "batch 2"
     landed_s: float | None = None      # when it took effect (the kill, the hold), from the first event
     missed: str | None = None          # never injected: why its time or anchor did not come in the workload
+    # what it changed, for the findings: faults.base.Change.to_json() of each (files, batches)
+    changes: list = field(default_factory=list)
+    # what the harness knows of its kind (faults.kinds.FaultKind.traits): read back without the
+    # scenario, a user's kind is known by them (faults.registry.kind_of)
+    traits: dict | None = None
 
     def __post_init__(self) -> None:
         if self.details is None:
@@ -109,6 +114,8 @@ class FaultRecord:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "details"}
         if not out["spec"]:
             del out["spec"]   # optional in the schema; a scheduled fault always has one
+        if not out["changes"]:
+            del out["changes"]   # optional: most faults change no file
         out = {k: v for k, v in out.items() if v is not None or k not in _OPTIONAL_FAULT_FIELDS}
         return {**out, **self.details.to_json()}
 
@@ -131,7 +138,8 @@ class FaultRecord:
         return self.asked if self.missed else f"{self.asked}, {self.took_effect}"
 
 
-_OPTIONAL_FAULT_FIELDS = ("landed", "landed_detail", "outcome", "outcome_detail", "at", "landed_s", "missed")
+_OPTIONAL_FAULT_FIELDS = ("landed", "landed_detail", "outcome", "outcome_detail", "at", "landed_s", "missed",
+                          "traits")
 
 
 @dataclass

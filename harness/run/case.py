@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from faults.kinds import CaseView
 from faults.network import probe_kafka, probe_postgres
 from faults.targets import Targets
 from harness import jvm
@@ -20,6 +22,7 @@ from harness.scenario import Scenario
 from harness.scenario.fault_specs import (
     clock_targets,
     fault_conf,
+    set_up,
     source_fs,
     storage_fs,
     task_stage,
@@ -70,6 +73,7 @@ class Case:
     storage: FaultFS | None = None   # the FUSE file system over the checkpoint (storage faults)
     appender: DeltaAppender | None = None   # [source] kind = "delta": the topic appended to a table
     source_fs: FaultFS | None = None        # ... and the FUSE file system over it (hide-commit)
+    undo_setup: Callable[[], None] | None = None   # undoes the fault kinds' own set-ups
     pace: Pace = field(init=False)   # the query's measured pace: warm-up, anchors, every wait's scale
 
     def __post_init__(self) -> None:
@@ -247,9 +251,16 @@ class Case:
             table = FaultFS(self.dir / "source-faultfs", self.source_table, self.dir / "source-fs",
                             self.registry)
             self.source_fs = table.start().wait_ready()
+        if self.undo_setup is None:   # the kinds' own set-ups (Preparation.setup), a user's among them
+            self.undo_setup = set_up(self.scenario.faults, CaseView(
+                self.name, self.dir, self.files.checkpoint, self.files.control, self.topic,
+                self.stack.bootstrap_servers, self.stack.postgres_url, self.sink_name,
+                self.scenario.workload.seed))
 
     def unmount_storage(self) -> None:
-        """Unmount it once the case's last driver has stopped."""
+        """Unmount it once the case's last driver has stopped (and undo the kinds' set-ups)."""
+        if self.undo_setup is not None:
+            self.undo_setup()
         if self.storage is not None:
             self.storage.stop()
         if self.source_fs is not None:

@@ -273,7 +273,9 @@ class FaultRun:
             landed_detail=seen.proof if seen is not None and seen.proof else None,
             outcome=seen.outcome if seen is not None and seen.outcome else None,
             outcome_detail=seen.outcome_detail if seen is not None and seen.outcome else None,
-            details=seen.details if seen is not None and seen.details is not None else None)
+            details=seen.details if seen is not None and seen.details is not None else None,
+            changes=[c.to_json() for c in f.what_changed] if f is not None else [],
+            traits=registry.kind(self.spec.kind).traits())
 
 
 _LIVE: weakref.WeakSet[FaultRunner] = weakref.WeakSet()
