@@ -277,14 +277,17 @@ def test_a_refusal_after_a_crash_a_job_must_survive_breaks_it():
     assert not breaks(case("corrupt-checkpoint"))
 
 
-def test_a_kind_kept_from_drawing_is_hunted_when_asked_by_name(tmp_path):
+def test_a_kind_kept_from_drawing_is_hunted_when_asked_by_name(tmp_path, monkeypatch):
     """lose-unsynced and hide-commit are not drawn unasked; `--kinds` names them, and the plans
-    hold them; a kind whose keys cannot be drawn is still refused with its reason."""
+    hold them; a kind whose keys cannot be drawn is still refused with its reason. (FUSE counts
+    as installed: the unit lane runs where fusermount3 is not.)"""
     from harness.errors import ScenarioError
     from harness.hunt.plan import Space, plans
     from harness.scenario import fault_specs
     from harness.scenario.load import load
+    from harness.services import faultfs
 
+    monkeypatch.setattr(faultfs, "fuse_problem", lambda: None)
     scenario = load(REPO / "examples" / "known-bugs" / "spark-38033" / "scenario.toml")
     ctx = fault_specs.Context(scenario.workload.duration_s, scenario.services, scenario.cases,
                               warmup_s=0.0, pipeline=scenario.pipeline)
