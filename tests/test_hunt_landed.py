@@ -224,3 +224,38 @@ class TestAHoldWaitsForAnotherFaultsRestart:
         held = hold_at(targets, "after-write")
         assert held["batch_id"] == 9
         assert order == ["driver up", "hold asked"], order
+
+
+class TestAfterSparkStoppedTheQuery:
+    def test_faults_after_a_refusal_did_not_fail_the_run(self):
+        """A hunt's seed 3, run 1: kafka-retention (failOnDataLoss) and Spark failed the query;
+        the two kills after it found no driver ("pid ... is gone", no batch reached the commit
+        window). The run ended in Spark's refusal, not in faults that failed to land."""
+        from harness.hunt.outcome import NOT_LANDED, REFUSED, outcome
+
+        kill = ("kill-driver", False, None)
+        case = _case([("kafka-retention", True, None), kill, kill])
+        case.faults[0].outcome = "refused"
+        assert outcome(case) == REFUSED
+        case = _case([("fail-task", False, None), ("kafka-retention", True, None), kill])
+        case.faults[1].outcome = "refused"
+        assert outcome(case) == NOT_LANDED   # the fail-task before the refusal did not land
+
+    def test_pairs_after_a_refusal_are_given_up_at_once(self):
+        """No later fault of any run can land after a fault Spark stops the query for: its pairs
+        are not sought again (each such retry cost a run of seed 3)."""
+        from harness.hunt import behaviour as bh
+        from harness.hunt.feedback import COVERING, Planner, Proposal
+        from harness.hunt.plan import Space, choice_of
+        from harness.scenario import load
+        from harness.scenario.fault_specs import Context
+        from tests.helpers import REPO
+
+        scenario = load(REPO / "tests" / "scenarios" / "two_faults.toml")
+        space = Space.of(Context(scenario.workload.duration_s, scenario.services, scenario.cases))
+        planner = Planner(space, 3, COVERING)
+        plan = [{"kind": "kafka-retention", "at": "3.3s"},
+                {"kind": "kill-driver", "at": "7.4s", "downtime": "1.2s"}]
+        planner.tell(Proposal(plan, "covering"), [True, False],
+                     {bh.Behaviour("kafka-retention", bh.REFUSED, bh.NOTHING)})
+        assert (choice_of(plan[0]), choice_of(plan[1])) in planner.cover.given_up

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from faults.registry import KINDS
-from harness.hunt.behaviour import NOTHING, Behaviour
+from harness.hunt.behaviour import NOTHING, REFUSED, Behaviour
 from harness.hunt.plan import (
     DRAWS,
     GAP_S,
@@ -114,9 +114,12 @@ class Cover:
         row = int(np.argmax(gain))
         return self.candidates[row] if gain[row] > 0 else None
 
-    def ran(self, choices: list[Choice], landed: list[bool]) -> None:
+    def ran(self, choices: list[Choice], landed: list[bool],
+            ended: frozenset[Choice] | set[Choice] = frozenset()) -> None:
         """A run of `choices` (in order): its pairs of faults that both landed are covered; a pair
-        with a fault that did not land counts one try."""
+        with a fault that did not land counts one try, and is given up after GIVE_UP_AFTER, or at
+        once when its first fault is one after which Spark stopped the query (`ended`: no later
+        fault of a run can land after it)."""
         kept = [c for c, ok in zip(choices, landed, strict=True) if ok]
         for p in pairs_of(kept):
             if p in self.index:
@@ -124,7 +127,7 @@ class Cover:
         for p in pairs_of(choices) - pairs_of(kept):
             i = self.index.get(p)
             if i is not None and self.left[i]:
-                self.tries[i] += 1
+                self.tries[i] += GIVE_UP_AFTER if p[0] in ended else 1
                 if self.tries[i] >= GIVE_UP_AFTER:
                     self.left[i] = False
                     self.given_up.append(p)
@@ -199,7 +202,8 @@ class Planner:
         self.runs += 1
         ordered = _by_time(proposal.plan)
         choices = [choice_of(t) for t in ordered]
-        self.cover.ran(choices, landed)
+        ended = {c for c in choices if c.label in {b.fault for b in behaviours if b.spark == REFUSED}}
+        self.cover.ran(choices, landed, ended)
         self.ran.update(choices)
         self.ran_pairs |= pairs_of(choices)
         new = behaviours - self.seen

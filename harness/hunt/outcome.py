@@ -5,8 +5,9 @@ A run of a fault plan ends one of five ways:
   breaks      its output broke the declared guarantee (a violation: what the hunt is for),
               whether or not every fault landed
   holds       every fault landed, and the guarantee held
-  refused     every fault landed, and Spark refused to go on after one: the query stopped loudly
-              (kafka-retention under failOnDataLoss), which breaks nothing by itself
+  refused     Spark refused to go on after a fault that landed (every one before it landed too):
+              the query stopped loudly (kafka-retention under failOnDataLoss), which breaks nothing
+              by itself, and the faults after it had no query to act on
   not-landed  a fault failed, was missed or was not seen, and nothing broke: the run tested
               nothing of the plan as drawn (its pairs with that fault are not covered)
   undecided   every fault landed and nothing broke, but the case's verdict could not say the
@@ -67,11 +68,19 @@ def outcome(case: CaseResult) -> str:
     """How the run ended: BREAKS, HOLDS, REFUSED, NOT_LANDED or UNDECIDED (the module's text)."""
     if breaks(case):
         return BREAKS
-    if not all(fault_landed(f) for f in case.faults):
+    if not all(fault_landed(f) for f in case.faults[:stopped_at(case)]):
         return NOT_LANDED
     if refused(case):
         return REFUSED
     return HOLDS if case.verdict.status == PASS else UNDECIDED
+
+
+def stopped_at(case: CaseResult) -> int:
+    """How many of the case's faults (in the order of their `at`) came before Spark stopped the
+    query for good, the refusing one included: those after it had no query to act on, and their
+    not landing is the refusal's consequence, not the run's failure (all of them: none refused)."""
+    return next((i + 1 for i, f in enumerate(case.faults) if f.outcome == "refused" and fault_landed(f)),
+                len(case.faults))
 
 
 def why_not_landed(case: CaseResult) -> str:
