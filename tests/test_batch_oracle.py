@@ -169,3 +169,24 @@ class TestReference:
         (quiet, spec), = seen
         assert spec.name == "eo-reference" and quiet.faults == () and spec.pipeline.oracle == "none"
         assert reference_run.first(load(_scenario(tmp_path)), scenario.cases[0], lambda s, c: 1) is None
+
+
+class TestBatchMeanings:
+    def test_apply_in_pandas_with_state_runs_once_per_key_with_empty_state(self):
+        """In the batch run, applyInPandasWithState's function gets each key's rows at once and
+        a state that does not exist yet (Spark's batch meaning of flatMapGroupsWithState)."""
+        from workloads.pipelines.job_batch import _once
+
+        seen = []
+
+        def func(key, frames, state):
+            frames = list(frames)
+            seen.append((key, len(frames), state.exists))
+            yield pd.DataFrame({"user": [key[0]], "clicks": [sum(len(f) for f in frames)]})
+
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        once = _once(func, StructType([StructField("n", LongType())]), "NoTimeout")
+        out = once(("a",), pd.DataFrame({"ts": [1, 2, 3]}))
+        assert out.to_dict("records") == [{"user": "a", "clicks": 3}]
+        assert seen == [(("a",), 1, False)]

@@ -1,5 +1,5 @@
 """Your own job end to end in tox -e test: the sessions example (examples/sessions/job.py,
-session_window over clicks) on 3,000 clicks of its make_data.py, replayed at 60 times their
+session_window over clicks) on 3,000 clicks of its make_data.py, replayed at 20 times their
 pace through the session's Kafka into PostgreSQL on local[2], checked by the batch oracle.
 The three examples under kill-driver, fail-task and kill-executor, and the planted bugs, run
 in tox -e bench (benchmarks/test_jobs.py)."""
@@ -28,15 +28,20 @@ kind = "replay"
 file = "clicks.jsonl"
 event_time = "ts"
 key = "user"
-speed = 60.0
+speed = 20.0
 partitions = 2
 
 [pipeline]
 kind = "job"
 from_kafka = "job:from_kafka"
-columns = {{ user = "STRING", session_start = "LONG", session_end = "LONG", clicks = "LONG",
-            last_click_ms = "LONG" }}
 key = ["user", "session_start"]
+
+[pipeline.columns]
+user = "STRING"
+session_start = "LONG"
+session_end = "LONG"
+clicks = "LONG"
+last_click_ms = "LONG"
 
 [[cases]]
 name = "sessions"

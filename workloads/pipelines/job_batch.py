@@ -14,7 +14,8 @@ function as a Spark *batch* query over exactly the records the stream read:
 and writes `<out>/<name>.parquet` per run (the job's output, conformed to the declared
 columns) and `<out>/batch.json` (how long each step took). It reads Kafka with Spark's own
 batch reader (`startingOffsets`/`endingOffsets` per partition, one read per range), so the
-records are the stream's bytes, parsed by the job's own code. Spark runs on `local[2]`: a
+records are the stream's bytes, parsed by the job's own code. Two operators Spark refuses in
+a batch are given their batch meaning (`batch_meanings`). Spark runs on `local[2]`: a
 batch of a few hundred thousand records does not need the case's cluster.
 """
 
@@ -43,6 +44,7 @@ def main(argv: list[str]) -> int:
     times: dict[str, float] = {}
     began = time.perf_counter()
     plugins.add_import_paths(config.import_paths)
+    batch_meanings()
     spark = session(config)
     times["session_s"] = time.perf_counter() - began
     records = read(spark, config, [tuple(r) for r in request["ranges"]])
@@ -97,6 +99,50 @@ def read(spark, config: DriverConfig, ranges: list[tuple[int, int, int]]):
     for f in frames[1:]:
         out = out.unionByName(f)
     return out
+
+
+def batch_meanings() -> None:
+    """Give the two streaming operators Spark refuses in a batch query their batch meaning,
+    for this process's batch DataFrames only (a streaming one is left as it is):
+      dropDuplicatesWithinWatermark(cols)  dropDuplicates(cols): every record is within reach;
+      applyInPandasWithState(func, ...)    func called once per key with all its rows and an
+                                           empty state, no timeout firing: Spark's own batch
+                                           meaning of flatMapGroupsWithState, through applyInPandas."""
+    from pyspark.sql.classic.dataframe import DataFrame
+    from pyspark.sql.group import GroupedData
+
+    within = DataFrame.dropDuplicatesWithinWatermark
+
+    def drop_within(self, subset=None):
+        return within(self, subset) if self.isStreaming else self.dropDuplicates(subset)
+
+    with_state = GroupedData.applyInPandasWithState
+
+    def apply_with_state(self, func, outputStructType, stateStructType, outputMode, timeoutConf):
+        if self._df.isStreaming:
+            return with_state(self, func, outputStructType, stateStructType, outputMode, timeoutConf)
+        return self.applyInPandas(_once(func, stateStructType, timeoutConf), outputStructType)
+
+    DataFrame.dropDuplicatesWithinWatermark = drop_within   # type: ignore[method-assign]
+    GroupedData.applyInPandasWithState = apply_with_state   # type: ignore[method-assign]
+
+
+def _once(func, state_schema, timeout: str):
+    """applyInPandasWithState's `func` as applyInPandas calls a function: once per key. The
+    state's schema is parsed here, in the driver (a Python worker has no session to parse it)."""
+    from pyspark.sql.types import StructType
+
+    schema = state_schema if isinstance(state_schema, StructType) else StructType.fromDDL(state_schema)
+
+    def call(key, frame):
+        import pandas as pd
+        from pyspark.sql.streaming.state import GroupState
+
+        state = GroupState(None, 0, -1, timeout, False, False, False, False, False, -1, b"", schema)
+        out = list(func(key, iter([frame]), state))
+        return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+
+    return call
 
 
 def keys(spark, path: Path):
