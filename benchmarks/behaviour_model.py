@@ -28,7 +28,8 @@ What the sink saw, per fault: after a batch run again after its write (replay-ba
 kill-driver or fail-batch after the write), "a batch id again" when the sink skips a batch id
 it has (the fixture's sink, the fixed sinks) and "the same rows again" when it appends it again
 (the gallery's four buggy sinks, and the fixture's once partitions were added before: the bug);
-nothing otherwise. A Python worker's memory counted twice shows in values, not in the rows'
+nothing otherwise. After a fault Spark refuses to go on for, no later fault of the plan lands
+(the query is gone). A Python worker's memory counted twice shows in values, not in the rows'
 identity: its sink sees nothing either.
 """
 
@@ -98,6 +99,19 @@ def sink_saw(plan: list[Choice], i: int, m: Mechanism) -> str:
     return ROWS_AGAIN if appends else BATCH_AGAIN
 
 
+def lands(plan: list[Choice], m: Mechanism) -> list[bool]:
+    """Which of the plan's faults land: each up to the first after which Spark refuses to go on
+    (the query is stopped for good: a later fault has none to act on, as a real run showed)."""
+    out, stopped = [], False
+    for c in plan:
+        out.append(not stopped)
+        stopped = stopped or REFUSED in spark_did(c, m)
+    return out
+
+
 def behaviours(plan: list[Choice], m: Mechanism) -> set[Behaviour]:
-    """The behaviours a run of `plan` (its choices in order) shows, in this model."""
-    return {Behaviour(c.label, s, sink_saw(plan, i, m)) for i, c in enumerate(plan) for s in spark_did(c, m)}
+    """The behaviours a run of `plan` (its choices in order) shows, in this model: its faults
+    that land."""
+    landed = lands(plan, m)
+    return {Behaviour(c.label, s, sink_saw(plan, i, m)) for i, c in enumerate(plan) if landed[i]
+            for s in spark_did(c, m)}

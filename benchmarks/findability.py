@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 
-from benchmarks.behaviour_model import Mechanism, behaviours
+from benchmarks.behaviour_model import Mechanism, behaviours, lands
 from harness import scenario as scenario_mod
 from harness.hunt import plan as hunt_plan
 from harness.hunt.feedback import BOTH, COVERING, FEEDBACK, Planner
@@ -102,8 +102,18 @@ TARGETS = (
 )
 
 
-def first_hit(plans: list[list[dict]], trigger) -> int | None:
-    return next((i + 1 for i, p in enumerate(plans) if trigger([hunt_plan.choice_of(t) for t in p])), None)
+def first_hit(plans: list[list[dict]], trigger, mechanism: Mechanism) -> int | None:
+    return next((i + 1 for i, p in enumerate(plans) if trigger(_landed(_choices(p), mechanism))), None)
+
+
+def _choices(plan: list[dict]) -> list[hunt_plan.Choice]:
+    """The plan's choices in the order its faults come (their `at`)."""
+    return [hunt_plan.choice_of(t) for t in sorted(plan, key=lambda t: hunt_plan.seconds(t["at"]))]
+
+
+def _landed(choices: list[hunt_plan.Choice], mechanism: Mechanism) -> list[hunt_plan.Choice]:
+    """The choices whose faults land, in the model: none after one Spark stops the query for."""
+    return [c for c, ok in zip(choices, lands(choices, mechanism), strict=True) if ok]
 
 
 @cache
@@ -114,18 +124,19 @@ def space_of(target: Target) -> hunt_plan.Space:
 
 def first_run(target: Target, seed: int, strategy: str, runs: int = LONG) -> int | None:
     """The run of `strategy`'s search from `seed` whose plan first holds the target's trigger
-    (None: not within `runs`); every fault lands, and each run shows the model's behaviours."""
+    (None: not within `runs`); each run's faults land as the model says (every one before a fault
+    Spark stops the query for), and it shows the model's behaviours."""
     space = space_of(target)
     if strategy == "sampling":
-        return first_hit([hunt_plan.draw(space, seed, i) for i in range(runs)], target.trigger)
+        drawn = [hunt_plan.draw(space, seed, i) for i in range(runs)]
+        return first_hit(drawn, target.trigger, target.mechanism)
     planner = Planner(space, seed, strategy)
     for run in range(1, runs + 1):
         proposal = planner.next()
-        ordered = sorted(proposal.plan, key=lambda t: hunt_plan.seconds(t["at"]))
-        choices = [hunt_plan.choice_of(t) for t in ordered]
-        if target.trigger(choices):
+        choices = _choices(proposal.plan)
+        if target.trigger(_landed(choices, target.mechanism)):
             return run
-        planner.tell(proposal, [True] * len(choices), behaviours(choices, target.mechanism))
+        planner.tell(proposal, lands(choices, target.mechanism), behaviours(choices, target.mechanism))
     return None
 
 

@@ -132,6 +132,14 @@ class Cover:
                     self.left[i] = False
                     self.given_up.append(p)
 
+    def ends(self, first: Choice) -> None:
+        """Spark stopped the query for good after `first` (it refused to go on): every pair
+        from it is given up."""
+        for p, i in self.index.items():
+            if p[0] == first and self.left[i]:
+                self.left[i] = False
+                self.given_up.append(p)
+
     @property
     def covered(self) -> int:
         return int((~self.left).sum()) - len(self.given_up)
@@ -204,6 +212,8 @@ class Planner:
         choices = [choice_of(t) for t in ordered]
         ended = {c for c in choices if c.label in {b.fault for b in behaviours if b.spark == REFUSED}}
         self.cover.ran(choices, landed, ended)
+        for c in ended:   # and no plan can put a fault that lands after it: none is drawn
+            self.cover.ends(c)
         self.ran.update(choices)
         self.ran_pairs |= pairs_of(choices)
         new = behaviours - self.seen
