@@ -27,23 +27,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.check import batch_spark, multiset, upserts
+from harness.check import batch_spark, job_result, multiset, upserts
 from harness.check.checkpoint import Batch
 from harness.check.job_input import EXACT, PARTIAL, Input
-from harness.check.result import CheckResult, concat, discrepancies, row_text
+from harness.check.result import CheckResult
 from workloads.pipelines.job import read_plan
 
 ROWS = "rows"
 BACKWARDS = "backwards.parquet"   # in <case>/oracle/: upsert writes that went back (findings/backwards.py)
 UNKNOWN_REACH_MS = 3_600_000   # how far the drain waits past the last record, for a stateful query
-
-
-@dataclass(frozen=True)
-class JobCheckResult(CheckResult):
-    """A batch oracle's result: the counts, and what the verdict must also say (`notes`: the
-    outputs left out of the comparison, and why)."""
-
-    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -123,7 +115,7 @@ def check(case_dir: Path, truth: pd.DataFrame, sink: pd.DataFrame, batches: list
         left_out = int((~keep_e).sum())
         expected, sink = expected[keep_e], sink[keep_s]
     found = multiset.compare(expected, sink, columns)
-    result = _result(found, given, columns, key, sink, left_out)
+    result: CheckResult = job_result.of(found, given, columns, key, left_out)
     back = upserts.went_backwards(history, key) if history is not None else pd.DataFrame()
     if len(back):
         back.to_parquet(batch_spark.oracle_dir(case_dir) / BACKWARDS, index=False)
@@ -170,29 +162,6 @@ def untouched(everything: pd.DataFrame, without_late: pd.DataFrame, sink: pd.Dat
         touched_e |= multiset.canonical(everything, shared, columns).isin(groups).to_numpy()
         touched_s |= multiset.canonical(sink, shared, columns).isin(groups).to_numpy()
     return ~touched_e, ~touched_s
-
-
-def _result(found: multiset.Comparison, given: Input, columns: dict[str, str], key: list[str],
-            sink: pd.DataFrame, left_out: int) -> CheckResult:
-    real = int((~given.read["control"]).sum()) if "control" in given.read else len(given.read)
-    counts = {"produced": real, "expected": found.expected, "delivered": found.delivered, "lost": found.lost,
-              "duplicated": found.duplicated, "unexpected": found.unexpected,
-              "dropped_late": int(given.late.sum()) if given.mode == EXACT else 0,
-              "late_records": int(given.late.sum()), "left_out": left_out}
-    shown = key or list(columns)
-    values = [c for c in columns if c not in shown]
-    lost, extra = found.lost_rows, found.extra_rows
-    dup, unexpected = extra[extra["extra"] == "duplicated"], extra[extra["extra"] == "unexpected"]
-    rows = concat([
-        discrepancies("lost", row_text(lost, shown), row_text(lost, values), pd.Series(["none"] * len(lost))),
-        discrepancies("duplicated", row_text(dup, shown), pd.Series(["1 row"] * len(dup)),
-                      row_text(dup, values), dup.get("batch_id")),
-        discrepancies("unexpected", row_text(unexpected, shown), pd.Series(["no row"] * len(unexpected)),
-                      row_text(unexpected, values), unexpected.get("batch_id")),
-    ])
-    notes = ((f"compared only the outputs no late record could touch ({given.why}): "
-              f"{left_out:,} expected rows left out"),) if left_out else ()
-    return JobCheckResult(counts, np.array([]), np.array([]), [], rows, unit=ROWS, notes=notes)
 
 
 def _write(case_dir: Path, given: Input, found: multiset.Comparison, times: dict, left_out: int,

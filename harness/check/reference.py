@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from harness.check import batch_spark, multiset
+from harness.check import batch_spark, job_result, multiset
 from harness.check.checkpoint import read_queries
 from harness.check.job_input import Input
 from workloads.pipelines.job import read_plan
@@ -42,8 +43,6 @@ def reference_dir(case_dir: Path) -> Path:
 
 def check(case_dir: Path, truth: pd.DataFrame, sink: pd.DataFrame, batches, pipeline):
     """The case's sink against its reference run's (see the module's docstring)."""
-    from harness.check.batch_oracle import JobCheckResult, _result
-
     ref = reference_dir(case_dir)
     if not (ref / "sink.parquet").exists():
         raise NoReference(f"the reference run {ref.name} left no sink.parquet: read its case's log in "
@@ -64,14 +63,13 @@ def check(case_dir: Path, truth: pd.DataFrame, sink: pd.DataFrame, batches, pipe
         "oracle": "reference", "reference": ref.name, "late_keys": len(late_keys),
         "tolerated": int(len(tolerated)), "expected": found.expected, "lost": found.lost,
         "duplicated": found.duplicated, "unexpected": found.unexpected}, indent=2) + "\n")
-    result = _result(found, given, columns, list(pipeline.key), sink, 0)
+    result = job_result.of(found, given, columns, list(pipeline.key), 0)
     result.counts["tolerated"] = int(len(tolerated))
     note = f"compared with the run without faults ({ref.name})"
     if len(tolerated):
         note += (f"; {len(tolerated):,} rows of keys with a record later than its batch's watermark in "
                  "either run differed and were tolerated (listed in oracle/tolerated.parquet)")
-    return JobCheckResult(result.counts, result.event_time_latency_ms, result.processing_time_latency_ms,
-                          result.problems, result.discrepancies, unit=result.unit, notes=(note,))
+    return replace(result, notes=(note,))
 
 
 def tolerance(expected: pd.DataFrame, sink: pd.DataFrame, columns: dict[str, str], column: str | None,
@@ -110,11 +108,9 @@ def _truth_and_batches(case_dir: Path):
 
 def unjudged(sink: pd.DataFrame):
     """The reference run's own result: its sink is the reference, not judged."""
-    from harness.check.batch_oracle import JobCheckResult
-
     n = int(len(sink))
     counts = {"produced": n, "expected": n, "delivered": n, "lost": 0, "duplicated": 0, "unexpected": 0,
               "dropped_late": 0}
     none = pd.DataFrame(columns=["kind", "item", "expected", "actual", "batch_id"])
-    return JobCheckResult(counts, np.array([]), np.array([]), [], none, unit="rows",
+    return job_result.JobCheckResult(counts, np.array([]), np.array([]), [], none, unit="rows",
                           notes=("the reference run: its sink is the reference of the case with faults",))
