@@ -52,8 +52,8 @@ SINGLE_NODE = {"broker.session.timeout.ms": "120000"}
 # after a crash runs on Kafka's own lease, as a real node would, and comes back after it: ready
 # 13.2 s after its start (9 s of them the lease; 3.3 s after a clean stop), where on 120 s it
 # exited after 65 s (a lone node SIGKILLed and started 2 s later, Kafka 4.3.1, two cores; see
-# docs/faults.md, "restart-broker"). restore_lease() puts the harness's lease back with a clean
-# restart (6.3 s) once the case is over.
+# docs/faults.md, "restart-broker: what a crash costs"). restore_lease() puts the harness's
+# lease back with a clean restart (6.3 s) once the case is over.
 KAFKA_LEASE = {"broker.session.timeout.ms": "9000"}
 
 

@@ -48,7 +48,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-PROBE = "harness.probe"   # pipelines/control.py marks its own jobs with it
 REQUEST = "fail-tasks"
 SMALL = "fail-task-small-"
 BATCH = "fail-task-batch"
@@ -239,13 +238,12 @@ def _stage(control_dir: str, consumer: str):
 
         ctx, where = _where()
         control = Path(control_dir)
-        probe = ctx.getLocalProperty(PROBE) == "1"   # the commit gate's own look at the batch
         reads = ctx.getLocalProperty(SINK_READS) or consumer
         # a foreachBatch sink's batch the gate did not watch: the request came after the gate
         # looked, while the sink wrote it (the sink's reading unknown); the next batch takes it
         unwatched = consumer == JOB and ctx.getLocalProperty(WATCHED) != "1"
         # the sink's own code reads this job's rows: its iterator fails the task (_taking)
-        if (probe or unwatched or reads == ITERATOR or not (control / REQUEST).exists()
+        if (unwatched or reads == ITERATOR or not (control / REQUEST).exists()
                 or _again(control, where)):
             yield from frames
             _retried(control, where)
