@@ -223,10 +223,10 @@ class Planner:
         self.reactions.update({(b.spark, b.sink) for b in behaviours})
         self.reached |= {b.fault for b in behaviours if b.sink != NOTHING}
         if new:
-            novel = ({b.fault for b in new if b.spark not in shown and b.spark != NOTHING} if self.runs > 1
-                     else set())
-            acted = {b.fault for b in new if b.spark != NOTHING}   # Spark doing nothing after it: no lead
-            self.kept.append(Kept(self.runs, ordered, new, acted, novel))
+            # Spark doing nothing after a fault is no lead, nor its refusal (nothing lands after it)
+            leads = {b.fault for b in new if b.spark not in (NOTHING, REFUSED)}
+            novel = {b.fault for b in new if b.spark not in shown} & leads if self.runs > 1 else set()
+            self.kept.append(Kept(self.runs, ordered, new, leads, novel))
         return new
 
     def _covering(self) -> tuple[Choice, ...] | None:
@@ -250,14 +250,15 @@ class Planner:
             return (min(self.reactions[(b.spark, b.sink)] for b in k.new), -k.run)
         return min(self._pool(), key=rarity, default=None)
 
-    def interest(self, plan: list[dict], parent: Kept) -> int:
+    def interest(self, plan: list[dict], parent: Kept, novel_only: bool = False) -> int:
         """The ordered pairs no run has held that the plan puts after a fault of the parent's new
-        behaviours (its novel ones, when it has them) a fault whose effect reached the sink: a new
-        behaviour, then a batch id or rows seen again, is where a sink's exactly-once breaks."""
-        anchors = parent.novel or parent.focus
+        behaviours (its novel ones: Spark doing what no run had shown; with `novel_only`, those
+        alone, else the others when it has none) another fault whose effect reached the sink: a
+        new behaviour, then a batch id or rows seen again, is where a sink's exactly-once breaks."""
+        anchors = parent.novel if novel_only else parent.novel or parent.focus
         choices = [choice_of(t) for t in plan]
-        return sum(1 for a, b in pairs_of(choices)
-                   if a.label in anchors and b.label in self.reached and (a, b) not in self.ran_pairs)
+        return sum(1 for a, b in pairs_of(choices) if a != b and a.label in anchors
+                   and b.label in self.reached and (a, b) not in self.ran_pairs)
 
     def _mutation(self, floor: int | None) -> Proposal | None:
         """The rarest kept plan's best mutation: with covering (`floor`, the next covering plan's
@@ -271,7 +272,9 @@ class Planner:
             if not parent.options:
                 parent.mutated = MUTATIONS_PER_PLAN
                 continue
-            interest = [self.interest(p, parent) for p, _ in parent.options]
+            # with covering, only Spark doing what no run had shown earns a run (a fault that only
+            # re-ran a batch again, as most do, cost the Python-memory job's seeds runs)
+            interest = [self.interest(p, parent, novel_only=floor is not None) for p, _ in parent.options]
             if floor is None:
                 rank = [(k, rng.random()) for k in interest]
             else:
