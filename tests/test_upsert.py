@@ -13,7 +13,7 @@ import pytest
 
 from harness.check.upserts import problem, went_backwards
 from workloads.sinks import SinkContext
-from workloads.sinks.upsert import PostgresUpsertSink
+from workloads.sinks.upsert import PostgresUpsertSink, history_of
 
 COLUMNS = {"user": "STRING", "total": "LONG"}
 
@@ -43,7 +43,7 @@ class TestPostgresUpsert:
         sink.write_rows(_batch({"a": 1, "b": 5}), 1)
         final = sink.read().sort_values("user")
         assert final[["user", "total", "batch_id"]].values.tolist() == [["a", 3, 2], ["b", 5, 1]]
-        history = final.attrs["history"]
+        history = history_of(final)
         assert history["batch_id"].tolist() == [1, 1, 2, 2, 1]   # late batch 1 rewrote b, its own row, not a
         assert history["user"].tolist()[-1] == "b"
         assert went_backwards(history, ["user"]).empty
@@ -55,7 +55,7 @@ class TestPostgresUpsert:
         sink.write_rows(_batch({"a": 1, "b": 5}), 1)
         sink.write_rows(_batch({"a": 3}), 2)
         sink.write_rows(_batch({"a": 1, "b": 5}), 1)
-        back = went_backwards(sink.read().attrs["history"], ["user"])
+        back = went_backwards(history_of(sink.read()), ["user"])
         got = back[["user", "batch_id", "over_batch", "total", "was_total"]].values.tolist()
         assert got == [["a", 1, 2, 1, 3]]
         assert "batch 1 over batch 2" in problem(back, ["user"])

@@ -32,6 +32,7 @@ from harness.check.checkpoint import Batch
 from harness.check.job_input import EXACT, PARTIAL, Input
 from harness.check.result import CheckResult
 from workloads.pipelines.job import read_plan
+from workloads.sinks.upsert import history_of
 
 ROWS = "rows"
 BACKWARDS = "backwards.parquet"   # in <case>/oracle/: upsert writes that went back (findings/backwards.py)
@@ -91,7 +92,7 @@ def check(case_dir: Path, truth: pd.DataFrame, sink: pd.DataFrame, batches: list
           pipeline) -> CheckResult:
     """The batch oracle's verdict on one case (see the module's docstring)."""
     began = time.perf_counter()
-    history = sink.attrs.get("history") if getattr(pipeline, "upsert", False) else None
+    history = history_of(sink) if getattr(pipeline, "upsert", False) else None
     plan = read_plan(case_dir)
     given = Input.of(truth, batches, plan)
     late, flush = given.late_records, given.flush_records

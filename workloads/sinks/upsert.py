@@ -7,7 +7,7 @@ after a restart writes the same values, and an older batch applied late never ov
 newer value. That guard is what makes an upsert idempotent under replay; without it (the
 planted bug of tests/scenarios/job_planted.py) a row can go backwards.
 
-`read()` is the final table (one row per key), with `attrs["history"]`: every row each batch
+`read()` is the final table (one row per key), with `attrs["history"]` (history_of): every row each batch
 actually wrote, in the order it was applied (`seq`), with its batch id and commit time, from
 which the batch oracle checks that no row ever went back to an older batch's value
 (harness/check/upserts.py). The key is the pipeline's (`ctx.options["key"]`).
@@ -21,6 +21,21 @@ from typing import Any
 from workloads.sinks import SinkContext
 from workloads.sinks.delta import _DeltaTable, _file, commits
 from workloads.sinks.postgres import _SQL_TYPES, PostgresSink, _csv
+
+
+def with_history(final, history):
+    """The final table, its history of writes in attrs["history"] as plain lists (pandas keeps
+    attrs in a Parquet file's metadata as JSON: the harness writes the sink to sink.parquet)."""
+    final.attrs["history"] = history.to_dict("list")
+    return final
+
+
+def history_of(sink):
+    """The history of writes an upsert sink's read() carried (None: not an upsert sink's)."""
+    import pandas as pd
+
+    raw = sink.attrs.get("history")
+    return None if raw is None else pd.DataFrame(raw)
 
 
 def key_of(ctx: SinkContext) -> list[str]:
@@ -94,9 +109,8 @@ class PostgresUpsertSink(PostgresSink):
                                    f"FROM {self.table}_history JOIN {last} USING (batch_id) "
                                    "ORDER BY seq").fetchall()
         out = pd.DataFrame(final, columns=[*self.columns, "batch_id", "committed_ms"])
-        out.attrs["history"] = pd.DataFrame(history,
-                                            columns=["seq", *self.columns, "batch_id", "committed_ms"])
-        return out
+        return with_history(out, pd.DataFrame(history,
+                                              columns=["seq", *self.columns, "batch_id", "committed_ms"]))
 
 
 class DeltaMergeSink(_DeltaTable):
@@ -160,5 +174,4 @@ class DeltaMergeSink(_DeltaTable):
                 rows = pq.read_table(_file(self.path, path), columns=columns).to_pandas()
                 rows = rows[rows["batch_id"] == commit.batch_id]
                 written.append(rows.assign(seq=commit.version, committed_ms=commit.at_ms))
-        final.attrs["history"] = pd.concat(written, ignore_index=True) if written else empty.assign(seq=[])
-        return final
+        return with_history(final, pd.concat(written, ignore_index=True) if written else empty.assign(seq=[]))
