@@ -29,7 +29,6 @@ from workloads.pipelines.control import (
     HOLD_COMMIT,
     armed_batches,
     held_batches,
-    holding,
     request,
     withdraw,
 )
@@ -165,10 +164,10 @@ class KillDriver(DriverRestart):
     def _inject(self) -> None:
         control, point = self.targets.control_dir, self.spec.get("point")
         if point is None:
-            self.held = holding(control)
+            self.held = self.targets.live_hold()   # not a killed driver's hold (issue 43)
             if self.held is None and (control / DELAY_COMMIT).exists():
                 # a delay-commit waits for its batch: the kill lands in that batch's hold
-                self.held = self.targets.wait(lambda: holding(control), "batch",
+                self.held = self.targets.wait(self.targets.live_hold, "batch",
                                               "no batch was held in the commit window")
         elif point in (BEFORE_WRITE, AFTER_WRITE):
             self.held = hold_at(self.targets, point)
@@ -183,7 +182,10 @@ class KillDriver(DriverRestart):
             self.landed = landed_at(point, self.checkpoint, batch, self.killed_at or 0)
 
     def _heal(self) -> None:
-        withdraw(self.targets.control_dir, HOLD_COMMIT)   # unused when no batch was ever held
+        if self.spec.get("point") is not None and self.held is None and self.armed is None:
+            # its own request, unused when no batch was ever held; never another fault's pending
+            # one (a kill without a point withdrew a replay-batch's, which then held nothing)
+            withdraw(self.targets.control_dir, HOLD_COMMIT)
         super()._heal()
 
     def observe(self) -> Observation:
@@ -284,8 +286,11 @@ def _changes(values: dict, s) -> None:
 
 def hold_at(targets: Targets, point: str) -> dict:
     """Ask the commit gate to hold the next batch with rows at `point`; the held batch's record
-    (WaitTimeout after the case's pace allows a batch, the request withdrawn)."""
+    (WaitTimeout after the case's pace allows a batch, the request withdrawn). A driver another
+    fault is restarting is waited for first: its first batch is that fault's to see, and a hold
+    placed meanwhile would hold it until that fault's wait ran out (issue 43)."""
     control = targets.control_dir
+    targets.driver()
     seen = len(held_batches(control))
     request(control, HOLD_COMMIT, point)
     try:
@@ -299,6 +304,7 @@ def hold_at(targets: Targets, point: str) -> dict:
 
 def _wait_armed(targets: Targets) -> dict:
     control = targets.control_dir
+    targets.driver()   # as hold_at: after another fault's restart has shown its first batch
     seen = len(armed_batches(control))
     request(control, HOLD_COMMIT, AFTER_COMMIT)
     try:

@@ -197,12 +197,18 @@ class Targets:
         commit gate (a delay-commit's hold, a hold until a kill, a batch held before its read),
         which no later batch passes. A hold is over once a batch ended after it began: a killed
         driver never closes its hold's record."""
-        if self.query_paused():
-            return True
+        return self.query_paused() or self.live_hold() is not None
+
+    def live_hold(self) -> dict | None:
+        """The batch the commit gate holds now, if any: a hold no batch has ended after (a driver
+        killed under its hold never closes the hold's record, which then reads as held for up
+        to its ceiling)."""
         from workloads.pipelines.control import holding
 
         held = holding(self.control_dir)
-        return held is not None and not any(end_s(p) * 1000 > held["at_ms"] for p in self.progress())
+        if held is None or any(end_s(p) * 1000 > held["at_ms"] for p in self.progress()):
+            return None
+        return held
 
     def batches_after(self, at: float) -> list[dict]:
         """Progress records of batches that ended after wall-clock time `at`."""

@@ -261,3 +261,26 @@ class TestAfterSparkStoppedTheQuery:
         assert (choice_of(plan[0]), choice_of(plan[1])) in planner.cover.given_up
         after = {b for a, b in planner.cover.given_up if a == choice_of(plan[0])}
         assert after == {b for a, b in space.possible if a == choice_of(plan[0])}   # every one from it
+
+
+class TestAKillWithoutPointAmongOtherHolds:
+    """A hunt's seed 4, run 9: kill-driver at after-write (4 s), replay-batch (8.2 s), kill-driver
+    without a point (11.9 s). The last found the first kill's hold record, which a killed driver
+    never closes, and said it killed "while batch 5 was held"; its heal then withdrew the
+    replay's pending hold request, and the replay held nothing (not landed)."""
+
+    def test_a_killed_driver_s_hold_is_no_live_hold(self, tmp_path):
+        now_ms = int(time.time() * 1000)
+        _hold(tmp_path, 5, now_ms - 10_000, 120_000)
+        assert _targets(tmp_path).live_hold()["batch_id"] == 5
+        assert _targets(tmp_path, progress=lambda: [_ended(now_ms - 2_000)]).live_hold() is None
+
+    def test_a_kill_without_point_leaves_another_fault_s_hold_request(self, tmp_path):
+        from faults.driver import KillDriver
+        from faults.spec import FaultSpec
+        from workloads.pipelines.control import HOLD_COMMIT, request
+
+        request(tmp_path, HOLD_COMMIT, "after-write")   # the replay-batch's, pending
+        kill = KillDriver(FaultSpec("kill-driver", 11.9, "driver", downtime_s=2.0), _targets(tmp_path))
+        kill._heal()   # never killed: nothing to restart
+        assert (tmp_path / HOLD_COMMIT).exists()
