@@ -37,8 +37,8 @@ from types import MappingProxyType
 from harness.errors import ScenarioError
 from harness.metrics import flow
 from harness.results.model import CaseResult, Percentiles
-from harness.results.verdict import FAIL
 from harness.results.rundir import RunDir
+from harness.results.verdict import FAIL
 from harness.run import bracket, ceiling, fresh
 from harness.run.case import Case
 from harness.run.runner import run_case

@@ -159,7 +159,8 @@ class Sender:
                     continue
                 end = unknown
             if prepared.headers is None:
-                for v, k, p, c in zip(values[i:end], keys[i:end], parts[i:end], callbacks[i:end], strict=True):
+                for v, k, p, c in zip(values[i:end], keys[i:end], parts[i:end], callbacks[i:end],
+                                      strict=True):
                     try:
                         produce(topic, v, k, p, c)
                     except BufferError:

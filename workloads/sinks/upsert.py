@@ -65,7 +65,8 @@ class PostgresUpsertSink(PostgresSink):
             conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (batch_id bigint NOT NULL, {cols}, "
                          f"PRIMARY KEY ({keys}))")
             conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table}_history (seq bigserial PRIMARY KEY, "
-                         f"batch_id bigint NOT NULL, {cols})")
+                         f"batch_id bigint NOT NULL, {cols}, applied_ms bigint NOT NULL DEFAULT "
+                         "((extract(epoch from clock_timestamp()) * 1000)::bigint))")
             conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table}_batches (batch_id bigint NOT NULL, "
                          "committed_ms bigint NOT NULL, rows integer NOT NULL)")
 
@@ -105,8 +106,8 @@ class PostgresUpsertSink(PostgresSink):
         with psycopg.connect(self.url) as conn:
             final = conn.execute(f"SELECT {cols}, batch_id, b.committed_ms FROM {self.table} "
                                  f"JOIN {last} USING (batch_id)").fetchall()
-            history = conn.execute(f"SELECT seq, {cols}, batch_id, b.committed_ms "
-                                   f"FROM {self.table}_history JOIN {last} USING (batch_id) "
+            # each write's own time: a batch applied again (a replay, a recovery) has two
+            history = conn.execute(f"SELECT seq, {cols}, batch_id, applied_ms FROM {self.table}_history "
                                    "ORDER BY seq").fetchall()
         out = pd.DataFrame(final, columns=[*self.columns, "batch_id", "committed_ms"])
         return with_history(out, pd.DataFrame(history,
