@@ -64,6 +64,7 @@ class TestTheDocsExample:
 
 
 @pytest.mark.integration
+@pytest.mark.long_e2e  # a run of its own, about 50 s: tox -e e2e
 def test_the_docs_example_runs_from_the_docs_alone(tmp_path):
     """The two blocks, copied to a directory of their own, run: the set-up's backups are taken,
     the checkpoint is restored without the batches it ran since, the new driver plans them again,

@@ -1,13 +1,14 @@
-"""Nexmark end to end in tox -e test: q0, q5 and q7 at 200 events/s for 5 s on local[2], exactly-once into
-PostgreSQL, each checked against its oracle (harness/check/nexmark.py) on the session's Kafka
-and PostgreSQL (tests/scenarios/nexmark_quick.toml). Every query, with and without faults,
-runs in tox -e bench -- --nexmark (benchmarks/test_nexmark.py)."""
+"""Nexmark end to end in tox -e e2e (about a minute): q0, q5 and q7 at 200 events/s for 5 s
+on local[2], exactly-once into PostgreSQL, each checked against its oracle
+(harness/check/nexmark.py) on the session's Kafka and PostgreSQL
+(tests/scenarios/nexmark_quick.toml). Every query, with and without faults, runs in
+tox -e bench -- --nexmark (benchmarks/test_nexmark.py)."""
 
 import pytest
 
 from tests.helpers import REPO
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long_e2e]
 
 SCENARIO = REPO / "tests" / "scenarios" / "nexmark_quick.toml"
 
