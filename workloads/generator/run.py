@@ -93,14 +93,10 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
     partitions = most_partitions(spec, steps)
     planned = _share_of(shapes.expected_count(spec.shape), share) if _countable(spec) else 0
     # several processes share the partitions: their messages interleave, so every one is reported
-    sender = Sender(bootstrap_servers, topic, partitions, pace=pace, every_report=share[1] > 1,
-                    on_tick=None if progress is None else (lambda sent: progress(sent, planned)),
-                    partitions_timeout_s=partitions_timeout_s)
-    try:
-        _wait_for_metadata(sender, topic, spec.partitions)
-    except BaseException:
-        sender.close()
-        raise
+    sender = connected_sender(bootstrap_servers, topic, partitions, spec.partitions, pace=pace,
+                              every_report=share[1] > 1,
+                              on_tick=None if progress is None else (lambda sent: progress(sent, planned)),
+                              partitions_timeout_s=partitions_timeout_s)
     start_ms = start_ms if start_ms is not None else time.time_ns() // 1_000_000 + START_LEAD_MS
     planner = Planner(spec, start_ms, share, steps, horizon_s=spec.cap_s if keep_going is not None else None)
     nexmark_model = None
@@ -108,7 +104,7 @@ def generate(spec: WorkloadSpec, bootstrap_servers: str, truth_dir: Path, *, top
         nexmark_model = nexmark.Model(spec.nexmark, spec.seed, spec.mean_eps)
     writer = truth.TruthWriter(truth.part_path(truth_dir, share[0]), planner.keys.names,
                                nexmark.TRUTH_SCHEMA if nexmark_model is not None else None)
-    stats = _Stats(spec, start_ms, steps, planner.horizon_s)
+    stats = SendStats(spec, start_ms, steps, planner.horizon_s)
     locator = Locator(partitions)
 
     def record(block, sent_us, seq, anchors, reports) -> None:
@@ -171,6 +167,18 @@ def _countable(spec: WorkloadSpec) -> bool:
     return shapes.built_in(spec.rate)
 
 
+def connected_sender(bootstrap_servers: str, topic: str, partitions, needed: int, **options) -> Sender:
+    """A Sender for `topic` that has learnt the topic's partitions (at least `needed`), or is
+    closed again: what the generator and the replay both start with."""
+    sender = Sender(bootstrap_servers, topic, partitions, **options)
+    try:
+        _wait_for_metadata(sender, topic, needed)
+    except BaseException:
+        sender.close()
+        raise
+    return sender
+
+
 def _wait_for_metadata(sender: Sender, topic: str, partitions: int) -> None:
     """Connect and learn the topic's partitions before the clock starts, so the first events
     do not pay for the connection; the topic must have the workload's `partitions`."""
@@ -190,7 +198,7 @@ def _wait_for_metadata(sender: Sender, topic: str, partitions: int) -> None:
     sender.known = len(t.partitions)
 
 
-class _Stats:
+class SendStats:
     """What the report says: counts, rates, slip, per-partition and per-second counts, and how
     far past its duration an open-ended workload went."""
 

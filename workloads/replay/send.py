@@ -32,8 +32,7 @@ from workloads.errors import Problem
 from workloads.generator import truth
 from workloads.generator.anchors import Locator, prepare
 from workloads.generator.plan import Block
-from workloads.generator.producer import Sender
-from workloads.generator.run import _Stats, _wait_for_metadata, send_all
+from workloads.generator.run import SendStats, connected_sender, send_all
 from workloads.generator.stages import Drain, Feeder
 from workloads.replay.pace import Paced, Pacer
 from workloads.replay.records import blocks
@@ -54,18 +53,13 @@ def replay(spec, bootstrap_servers: str, truth_dir: Path, *, topic: str | None =
 
     topic = topic or spec.topic
     planned = _planned(spec)
-    sender = Sender(bootstrap_servers, topic, spec.partitions, pace=pace,
-                    on_tick=None if progress is None else (lambda sent: progress(sent, planned)))
-    try:
-        _wait_for_metadata(sender, topic, spec.partitions)
-    except BaseException:
-        sender.close()
-        raise
+    sender = connected_sender(bootstrap_servers, topic, spec.partitions, spec.partitions, pace=pace,
+                              on_tick=None if progress is None else (lambda sent: progress(sent, planned)))
     start_ms = start_ms if start_ms is not None else time.time_ns() // 1_000_000 + START_LEAD_MS
     horizon_s = getattr(spec, "cap_s", spec.duration_s) if keep_going is not None else None
     pacer = Pacer(spec, start_ms, horizon_s)
     writer = TruthWriter(truth.part_path(truth_dir, 0))
-    stats = _Stats(spec, start_ms, (), pacer.horizon_s)
+    stats = SendStats(spec, start_ms, (), pacer.horizon_s)
     locator = Locator(spec.partitions)
     texts: dict[int, list[str] | None] = {}
 
