@@ -46,6 +46,10 @@ class TestFromACase:
         assert "11,040 lost and 11,040 unexpected" in found.story
         assert "column extra: truncated to 16 characters in 100 of the 100 pairs" in found.story
         assert "pair up on auction, bidder, price" in found.story
+        from harness.findings import fix
+
+        assert found.story.endswith(f"To fix: {fix.FIXES[('mismatch', None)]}."), found.story
+        assert "a column type that truncates it" in found.story
         assert found.witness[0]["extra"]["actual"] == found.witness[0]["extra"]["expected"][:16]
 
     def test_the_finding_comes_first_among_the_case_s_findings(self):

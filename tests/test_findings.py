@@ -457,7 +457,7 @@ class TestWhatToFix:
         named |= {("unexpected", c) for c in ("too-many", "late", "never-sent", "no-event-in-window",
                                              "not-expected")}
         named |= {(c, None) for c in ("wrong-value", "dropped-late-wrongly", "refused-restart",
-                                      "commit-without-offsets")}
+                                      "commit-without-offsets", "mismatch", "went-backwards")}
         assert named <= set(fix.FIXES), named - set(fix.FIXES)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.check.result import plural
-from harness.findings import text
+from harness.findings import fix, text
 from harness.results.model import Finding
 
 MAX_WITNESSES = 5
@@ -45,6 +45,6 @@ def build(inputs) -> Finding | None:
                        f"it ({now}), visible at {text.seconds(older_s)}")
     story = text.paragraph([*clauses, f"{plural(len(back), 'write')} went back to an older batch's value "
                             "in all: the sink applies a batch without comparing its id with the row's (a "
-                            "replay or a late write of an older batch), where a guard such as WHERE "
-                            "t.batch_id <= s.batch_id keeps the newer value"])
-    return Finding(cls="went-backwards", count=int(len(back)), witness=witnesses, story=story)
+                            "replay or a late write of an older batch)"])
+    return Finding(cls="went-backwards", count=int(len(back)), witness=witnesses,
+                   story=f"{story} {fix.advice('went-backwards')}")

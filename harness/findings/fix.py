@@ -78,6 +78,17 @@ FIXES: dict[tuple[str, str | None], str] = {
         "look at how the sink writes a row it already holds: the row is the one expected and its values are "
         "not, as when an upsert merges a batch into a row that already counted it, or a column's type "
         "truncates the value",
+    ("mismatch", None):
+        "look at where the differing column gets its value, as the rows are the ones expected and their "
+        "values are not: a column type that truncates it, or a value kept outside Spark's state (a Python "
+        "variable or dict in the worker, a counter in the driver), which a task retried or a query restarted "
+        "loses or counts again; keep such a value in the operator's state (applyInPandasWithState, "
+        "transformWithState), which Spark restores with the batch",
+    ("went-backwards", None):
+        "apply a batch only over rows of older batches: keep the batch id in the row and guard the upsert "
+        "with it (ON CONFLICT ... DO UPDATE ... WHERE t.batch_id <= excluded.batch_id; in a MERGE, WHEN "
+        "MATCHED AND t.batch_id <= s.batch_id), so that a replayed or late older batch leaves the newer "
+        "value",
     # Spark's anomalies
     ("dropped-late-wrongly", None):
         "nothing in the sink: report it to Spark with the batch, its watermark and the on-time events above; "

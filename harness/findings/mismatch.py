@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.findings import fix
 from harness.results.model import Finding
 
 MIN_SHARE = 0.5          # the pairs must cover at least this share of the smaller side
@@ -231,7 +232,7 @@ def build(inputs) -> Finding | None:
     if found is None:
         return None
     return Finding(cls="mismatch", count=found.pairs, witness=found.witnesses,
-                   story=story(found, lost_total, unexpected_total, sampled))
+                   story=f"{story(found, lost_total, unexpected_total, sampled)} {fix.advice('mismatch')}")
 
 
 def _oracle_rows(inputs) -> tuple[pd.DataFrame, pd.DataFrame] | None:
