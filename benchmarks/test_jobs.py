@@ -23,7 +23,7 @@ from tests.helpers import REPO, run_cli
 
 pytestmark = pytest.mark.integration
 
-EXAMPLES = ["sessions", "dedup", "enrichment"]
+EXAMPLES = ["my-job", "dedup", "enrichment"]
 FAULTS = {"kill-driver", "fail-task", "kill-executor"}
 
 

@@ -1,4 +1,4 @@
-"""Your own job end to end in tox -e test: the sessions example (examples/sessions/job.py,
+"""Your own job end to end in tox -e test: the sessions example (examples/my-job/job.py,
 session_window over clicks) on 3,000 clicks of its make_data.py, replayed at 20 times their
 pace through the session's Kafka into PostgreSQL on local[2], checked by the batch oracle.
 The three examples under kill-driver, fail-task and kill-executor, and the planted bugs, run
@@ -55,7 +55,7 @@ def test_the_sessions_job_matches_its_own_batch_run(harness_run, tmp_path):
     records the stream read, and no other: exact, the comparison whole (no click came late)."""
     (tmp_path / "clicks.jsonl").write_text("".join(json.dumps(c) + "\n" for c in clicks(3_000)))
     path = tmp_path / "job_quick.toml"
-    path.write_text(SCENARIO.format(examples=REPO / "examples" / "sessions"))
+    path.write_text(SCENARIO.format(examples=REPO / "examples" / "my-job"))
     result = harness_run(path)
     case = result.case("sessions")
     e = case.events

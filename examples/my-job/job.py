@@ -4,7 +4,7 @@ A plain PySpark job. The harness imports `transform` (or `from_kafka`); on its o
 against a real topic of JSON clicks:
 
     spark-submit --packages org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0 \\
-        examples/sessions/job.py BOOTSTRAP_SERVERS TOPIC CHECKPOINT_DIR
+        examples/my-job/job.py BOOTSTRAP_SERVERS TOPIC CHECKPOINT_DIR
 
 and prints each closed session to the console.
 """

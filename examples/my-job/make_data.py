@@ -1,4 +1,4 @@
-"""Write the sessions example's click stream: `python examples/sessions/make_data.py [ROWS]`.
+"""Write the sessions example's click stream: `python examples/my-job/make_data.py [ROWS]`.
 
 200 users browse a shop in bursts: 3-15 clicks a few seconds apart, then a pause of 35-90 s,
 so that a 30 s gap closes each session. The clicks go out in event-time order,
