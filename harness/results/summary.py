@@ -14,8 +14,8 @@ from pathlib import Path
 
 from harness.results.model import RunResult
 
-SCHEMA_VERSION = 3
-READS = (1, 2, 3)
+SCHEMA_VERSION = 4
+READS = (1, 2, 3, 4)
 SCHEMA_DIR = Path(__file__).parent / "schema"
 SCHEMA_PATH = SCHEMA_DIR / "summary.schema.json"
 
