@@ -26,7 +26,7 @@ def test_sustain_finds_the_cap_within_10_percent(tmp_path, benchmark):
     scenario = REPO / "harness" / "scenario" / "scenarios" / "capped.toml"
 
     def search():
-        return run_cli("sustain", str(scenario), "--min-eps", "125", "--steps", "3", "--p99", "60s",
+        return run_cli("sustain", str(scenario), "--min-eps", "125", "--p99", "60s",
                        "--out", str(out), timeout=1800)
 
     proc = benchmark.pedantic(search, rounds=1, iterations=1)
@@ -36,3 +36,5 @@ def test_sustain_finds_the_cap_within_10_percent(tmp_path, benchmark):
                                 trials=[(t["eps"], t["sustained"]) for t in found["trials"]])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert abs(found["rate_eps"] - CAP_EPS) <= 0.1 * CAP_EPS, found["trials"]
+    # no --steps: the search bisects until the rate that failed is within 10% of the one that held
+    assert found["bracket_limit"] is None and found["bracket_ratio"] <= 1.1, found["bracket"]
