@@ -94,7 +94,7 @@ class TestModel:
         tails = nx.wire_tails(c).to_pylist()
         for i in (0, 1, 4):
             value = json.loads('{"event_id":' + str(i) + tails[i])
-            kind = nx.KINDS[c["nx_type"][i]]
+            kind = nx.EVENT_TYPE_NAMES[c["nx_type"][i]]
             assert value["event_type"] == c["nx_type"][i] and set(value) == {"event_id", "event_type", kind}
         bid = json.loads('{"event_id":4' + tails[4])["bid"]
         assert (bid["auction"], bid["price"], bid["url"]) == (

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-KINDS = ("lost", "duplicated", "unexpected", "wrong", "open")
+DISCREPANCY_KINDS = ("lost", "duplicated", "unexpected", "wrong", "open")   # a discrepancy's `kind`
 # discrepancies.parquet: the first ones of each kind
 COLUMNS = ["kind", "item", "expected", "actual", "batch_id"]
 KEEP_PER_KIND = 100

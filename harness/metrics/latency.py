@@ -21,7 +21,7 @@ from hdrh.histogram import HdrHistogram
 
 LOWEST_MS, HIGHEST_MS, DIGITS = 1, 24 * 3600 * 1000, 3
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9}
-KINDS = ("event_time", "processing_time")
+LATENCY_KINDS = ("event_time", "processing_time")   # every case records these two
 OPTIONAL = ("event_time_newest",)   # windows: from the newest event in the window (Karimov et al.)
 
 
@@ -91,7 +91,7 @@ def record(case_dir: Path, checked, start_ms: float,
     visible from `measured_from_ms` on (after the warm-up), for summary.json, and each
     kind's timeline per second (for the case's timeline.parquet)."""
     out, measured, timelines = {}, {}, {}
-    kinds = [*KINDS, *(k for k in OPTIONAL if getattr(checked, f"{k}_latency_ms", None) is not None)]
+    kinds = [*LATENCY_KINDS, *(k for k in OPTIONAL if getattr(checked, f"{k}_latency_ms", None) is not None)]
     for kind in kinds:
         samples = getattr(checked, f"{kind}_latency_ms")
         at_ms = getattr(checked, f"{kind}_at_ms")

@@ -192,7 +192,7 @@ def _percentile_chart(case_dir: Path, name: str) -> str:
     from harness.metrics import latency
 
     curves = {}
-    for kind in (*latency.KINDS, *latency.OPTIONAL):
+    for kind in (*latency.LATENCY_KINDS, *latency.OPTIONAL):
         path = CaseDir(case_dir).latency(kind)
         if not path.exists():
             continue

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 PERSON, AUCTION, BID = 0, 1, 2
-KINDS = ("person", "auction", "bid")
+EVENT_TYPE_NAMES = ("person", "auction", "bid")   # by nx_type: the JSON key of its fields
 FIRST_PERSON_ID = FIRST_AUCTION_ID = 1000
 FIRST_CATEGORY_ID, NUM_CATEGORIES = 10, 5
 PERSON_ID_LEAD = AUCTION_ID_LEAD = 10

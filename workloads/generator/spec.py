@@ -46,7 +46,7 @@ _TOP = ("kind", "topic", "partitions", "duration", "seed", "rate", "keys", "dela
         "max_duration", "read_past_batches")
 MAX_DURATION_FACTOR = 3     # max_duration's default: this many times the duration
 READ_PAST_BATCHES = 3       # read_past_batches's default
-KINDS = ("events", "nexmark")
+WORKLOAD_KINDS = ("events", "nexmark")   # `[workload] kind`
 NEXMARK_KEYS = ("proportions", "hot_auction_ratio", "hot_seller_ratio", "hot_bidder_ratio")
 # the keys each rate shape uses (besides `shape`)
 RATE_KEYS = {
@@ -171,7 +171,7 @@ def parse(raw: Any, path: str = "workload") -> WorkloadSpec:
         time=_time(s.table("time", ("dilation", "clock_skew", "idle")), partitions, duration_ms),
         payload=_payload(s.table("payload", ("format", "fields", "size", "users", "items"))),
         duplicates=_duplicates(s.table("duplicates", ("share", "after"))),
-        kind=s.choice("kind", KINDS, "events"),
+        kind=s.choice("kind", WORKLOAD_KINDS, "events"),
         nexmark=_nexmark(s),
         max_duration_s=_max_duration_s(s, duration_ms),
         read_past_batches=s.integer("read_past_batches", READ_PAST_BATCHES, ge=1, le=1000),
@@ -198,7 +198,7 @@ def _nexmark(s: Section):
     """Nexmark's knobs, read only with kind = "nexmark" (elsewhere they would be ignored)."""
     from workloads.generator.nexmark import NexmarkSpec
 
-    kind = s.choice("kind", KINDS, "events")
+    kind = s.choice("kind", WORKLOAD_KINDS, "events")
     given = [k for k in NEXMARK_KEYS if k in s]
     if kind != "nexmark":
         if given:
