@@ -8,7 +8,7 @@ import json
 import time
 
 from faults.base import Observation
-from faults.driver import DriverRestart, _ids, landed_at, sentence, uncommitted
+from faults.driver import DriverRestart, landed_at, query_and_run_ids, sentence, uncommitted
 from faults.kinds import FaultKind, Key
 from workloads.pipelines.control import (
     AFTER_WRITE,
@@ -27,7 +27,7 @@ class FailBatch(DriverRestart):
         control = self.targets.control_dir
         self.seen = len(failed_batches(control))
         self.checkpoint = self.targets.checkpoint()
-        self.query_id, self.run_id = _ids(self.targets.progress())
+        self.query_id, self.run_id = query_and_run_ids(self.targets.progress())
         self.driver = self.targets.driver()
         self.target = f"driver (pid {self.driver.pid}), inside foreachBatch"
         self.targets.expect_down(True)

@@ -61,7 +61,7 @@ class DriverRestart(Fault):
         # in the commit log when the driver dies (the one in flight), and a held one
         self.checkpoint = self.targets.checkpoint()
         self.inflight = uncommitted(self.checkpoint)
-        self.query_id, self.run_id = _ids(self.targets.progress())
+        self.query_id, self.run_id = query_and_run_ids(self.targets.progress())
         self.target = f"driver (pid {driver.pid})"
         self.targets.expect_down(True)
         self.killed_at = time.time()
@@ -405,7 +405,7 @@ def uncommitted(checkpoint) -> set[int]:
     return ids("offsets") - ids("commits")
 
 
-def _ids(progress: list[dict]) -> tuple[str | None, str | None]:
+def query_and_run_ids(progress: list[dict]) -> tuple[str | None, str | None]:
     """The query id (kept across restarts on one checkpoint) and the run id (new each start)."""
     return (progress[-1].get("id"), progress[-1].get("runId")) if progress else (None, None)
 

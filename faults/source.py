@@ -29,7 +29,7 @@ from faults import fs
 from faults.base import Details, Fault, Missed, Observation
 from faults.kafka import Deleted, deletion_seen
 from faults.kinds import DURATION, FaultKind, Key, Preparation
-from faults.storage import RetriedQuery, _failed
+from faults.storage import RetriedQuery, recorded_failures
 from faults.targets import RefusedTarget
 from workloads import delta_source
 from workloads.pipelines.control import PAUSE_BATCH, held_batches, request, withdraw
@@ -76,8 +76,8 @@ class HideCommit(RetriedQuery):
         # query has planned it already, the next one, left out of listings from its first
         self.planned = _planned_through(Path(self.targets.checkpoint()))
         self.version = max(versions[-1], self.planned + 1)
-        self.before = _failed(stats).get("readdir:hidden", {}).get("count", 0)
-        self.before_gaps = _failed(stats).get("readdir:gap", {}).get("count", 0)
+        self.before = recorded_failures(stats).get("readdir:hidden", {}).get("count", 0)
+        self.before_gaps = recorded_failures(stats).get("readdir:gap", {}).get("count", 0)
         self._watch()
         name = rf"^/{delta_source.LOG}/{self.version:020d}\.json$"
         fs.write(control, {"mode": "hide", "match": name})
@@ -96,7 +96,7 @@ class HideCommit(RetriedQuery):
     def observe(self) -> Observation:
         time.sleep(0.3)   # the file system writes its record at most every 0.2 s
         stats = self.targets.source_stats
-        failed = _failed(stats) if stats else {}
+        failed = recorded_failures(stats) if stats else {}
         listings = failed.get("readdir:hidden", {}).get("count", 0) - self.before
         gaps = failed.get("readdir:gap", {}).get("count", 0) - self.before_gaps
         details = HiddenCommit(self.version, listings, self.newest, self.died or "", gaps)

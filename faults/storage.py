@@ -148,7 +148,7 @@ class StorageFault(RetriedQuery):
 
     def _inject(self) -> None:
         control, stats = self._paths()
-        self.before = _failed(stats)
+        self.before = recorded_failures(stats)
         # the query may fail on an error of its checkpoint: then, as a job's retry would, a new
         # driver starts on the same checkpoint once the disk is back (at heal)
         self._watch()
@@ -167,7 +167,7 @@ class StorageFault(RetriedQuery):
     def observe(self) -> Observation:
         _, stats = self._paths()
         time.sleep(0.3)   # the file system writes its record at most every 0.2 s
-        after = _failed(stats)
+        after = recorded_failures(stats)
         new = {k: v["count"] - self.before.get(k, {}).get("count", 0) for k, v in after.items()}
         new = {k: n for k, n in new.items() if n > 0}
         first: dict = min((v for k, v in after.items() if k in new), key=lambda v: v.get("first_at", 0),
@@ -205,7 +205,10 @@ def _root_cause(driver) -> str | None:
     return cause.replace(path, short)
 
 
-def _failed(stats: Path) -> dict:
+def recorded_failures(stats: Path) -> dict:
+    """What the FUSE file system has failed so far, from its `stats` file: by "op:ERRNO" (or
+    "readdir:hidden", "readdir:gap"), the count and the first and last path and time; empty while
+    the file is missing or unreadable."""
     try:
         return json.loads(stats.read_text()).get("failed", {})
     except (OSError, ValueError):
