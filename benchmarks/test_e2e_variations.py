@@ -147,7 +147,7 @@ class TestStateAndUnsyncedFaults:
 
     @pytest.fixture(autouse=True)
     def _fuse(self):
-        from harness.services.faultfs import fuse_problem
+        from harness.services.fuse_mount import fuse_problem
 
         if fuse_problem() is not None:
             pytest.skip(f"FUSE cannot mount here: {fuse_problem()}")
@@ -218,7 +218,7 @@ class TestDeltaSource:
         deleted files' records are deleted_before_read, the gap in the log's listing is refused
         by Delta and read once it is whole, the AvailableNow restart reads on where the stream
         stopped; 0 lost, 0 duplicated."""
-        from harness.services.faultfs import fuse_problem
+        from harness.services.fuse_mount import fuse_problem
 
         if fuse_problem() is not None:
             pytest.skip(f"FUSE cannot mount here: {fuse_problem()}")

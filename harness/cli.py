@@ -249,10 +249,10 @@ def _fetch_jvm() -> int:
 
 
 def _fetch_all() -> int:
-    from harness import tools
+    from harness import toxiproxy_build
 
     _fetch_jvm()
-    print(f"toxiproxy: {tools.fetch_toxiproxy(log=lambda m: print(m, file=sys.stderr))}")
+    print(f"toxiproxy: {toxiproxy_build.fetch_toxiproxy(log=lambda m: print(m, file=sys.stderr))}")
     return 0
 
 

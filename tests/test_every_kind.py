@@ -29,7 +29,7 @@ def test_every_kind_at_its_defaults_lands_and_each_case_ends_with_a_verdict(tmp_
     """Each case's run exits with a verdict (0 PASS, 1 FAIL, 4 UNKNOWN), never 2 or 3; every fault
     was injected, observed and landed; nothing is left running. kafka-retention at its defaults
     (failOnDataLoss) and lose-unsynced end their case's query on purpose, last, and fail it."""
-    from harness.services.faultfs import fuse_problem
+    from harness.services.fuse_mount import fuse_problem
 
     refused = every_kind.refused(tmp_path)
     kinds = [k for k in KINDS if k not in refused]

@@ -28,10 +28,10 @@ def a_machine_with_everything(monkeypatch):
     """These tests are about the registry and the loader, not the machine: FUSE and libfaketime
     count as installed, so that the unit lane passes where they are not (a venv alone on PATH,
     no fusermount3; issue 41). tests/test_scenario.py pins the refusal where FUSE is missing."""
-    from harness.services import faultfs
+    from harness.services import fuse_mount
     from workloads import clock
 
-    monkeypatch.setattr(faultfs, "fuse_problem", lambda: None)
+    monkeypatch.setattr(fuse_mount, "fuse_problem", lambda: None)
     monkeypatch.setattr(clock, "library", lambda: "/usr/lib/faketime/libfaketimeMT.so.1")
 
 # a minute of workload: room for a restarting kind's margin after its downtime; a Kafka cluster

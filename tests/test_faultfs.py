@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.services.faultfs import FaultFS, fuse_problem
+from harness.services.fuse_mount import FaultFS, fuse_problem
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(fuse_problem() is not None,

@@ -55,7 +55,7 @@ class TestEveryFault:
 
 
 def _fuse_problem():
-    from harness.services.faultfs import fuse_problem
+    from harness.services.fuse_mount import fuse_problem
 
     return fuse_problem()
 

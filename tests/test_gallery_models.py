@@ -82,8 +82,8 @@ def test_every_gallery_entry_loads_with_a_buggy_and_a_fixed_case(entry, monkeypa
     """Its builds and sink classes import with the right parameters, its faults fit (FUSE taken
     as available: the storage entries need it)."""
     from harness.scenario import load
-    from harness.services import faultfs
+    from harness.services import fuse_mount
 
-    monkeypatch.setattr(faultfs, "fuse_problem", lambda: None)
+    monkeypatch.setattr(fuse_mount, "fuse_problem", lambda: None)
     scenario = load(REPO / "examples" / "known-bugs" / entry / "scenario.toml")
     assert [c.name for c in scenario.cases] == ["buggy", "fixed"] and scenario.faults

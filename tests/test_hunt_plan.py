@@ -285,9 +285,9 @@ def test_a_kind_kept_from_drawing_is_hunted_when_asked_by_name(tmp_path, monkeyp
     from harness.hunt.plan import Space, plans
     from harness.scenario import fault_specs
     from harness.scenario.load import load
-    from harness.services import faultfs
+    from harness.services import fuse_mount
 
-    monkeypatch.setattr(faultfs, "fuse_problem", lambda: None)
+    monkeypatch.setattr(fuse_mount, "fuse_problem", lambda: None)
     scenario = load(REPO / "examples" / "known-bugs" / "spark-38033" / "scenario.toml")
     ctx = fault_specs.Context(scenario.workload.duration_s, scenario.services, scenario.cases,
                               warmup_s=0.0, pipeline=scenario.pipeline)

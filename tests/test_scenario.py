@@ -503,9 +503,9 @@ class TestStorageFaultsWithoutFuse:
                                                                              monkeypatch):
         """Where FUSE cannot mount, a disk-full is refused naming why, and so is a case that asks
         for the FUSE layer without a fault."""
-        from harness.services import faultfs
+        from harness.services import fuse_mount
 
-        monkeypatch.setattr(faultfs, "fuse_problem", lambda: "/dev/fuse does not exist")
+        monkeypatch.setattr(fuse_mount, "fuse_problem", lambda: "/dev/fuse does not exist")
         text = GOOD.replace('duration = "1s"', 'duration = "60s"', 1) + (
             '\n[[faults]]\nkind = "disk-full"\nat = "1s"\nduration = "1s"\n')
         err = _error(_write(tmp_path, text))
@@ -525,9 +525,9 @@ class TestStateStoreAndUnsyncedFaults:
 
     @pytest.fixture(autouse=True)
     def _fuse(self, monkeypatch):
-        from harness.services import faultfs
+        from harness.services import fuse_mount
 
-        monkeypatch.setattr(faultfs, "fuse_problem", lambda: None)
+        monkeypatch.setattr(fuse_mount, "fuse_problem", lambda: None)
 
     def _with(self, tmp_path, fault: str, pipeline: str = "") -> Path:
         text = GOOD.replace('duration = "1s"', 'duration = "90s"', 1)
@@ -590,9 +590,9 @@ class TestSource:
         assert "cases[0].guarantee" in _error(_write(tmp_path, amo)).problem
 
     def test_a_source_fault_needs_its_source(self, tmp_path, monkeypatch):
-        from harness.services import faultfs
+        from harness.services import fuse_mount
 
-        monkeypatch.setattr(faultfs, "fuse_problem", lambda: None)
+        monkeypatch.setattr(fuse_mount, "fuse_problem", lambda: None)
         err = _error(self._with(tmp_path, fault='kind = "hide-commit"\nat = "1s"\nduration = "2s"\n'))
         assert "faults[0].kind" in err.problem and "delta" in err.problem, err.problem
         err = _error(self._with(tmp_path, '\n[source]\nkind = "delta"\n',
@@ -613,9 +613,9 @@ class TestSource:
 class TestStorageUnderState:
     @pytest.fixture(autouse=True)
     def _fuse(self, monkeypatch):
-        from harness.services import faultfs
+        from harness.services import fuse_mount
 
-        monkeypatch.setattr(faultfs, "fuse_problem", lambda: None)
+        monkeypatch.setattr(fuse_mount, "fuse_problem", lambda: None)
 
     def test_a_storage_fault_under_the_state_of_a_stateless_query_is_refused(self, tmp_path):
         """passthrough writes no state: io-error under state could only miss; a durable case

@@ -10,33 +10,33 @@
   large.py large_windows.py sweep.py   a large run's check from its files, in slices
 
 An oracle module has `check(truth, sink, batches, params)` returning a CheckResult (a
-pipeline's `sliced`, in harness/pipelines.py, names its check of a large run from its files), and
+pipeline's `sliced`, in harness/pipeline_registry.py, names its check of a large run from its files), and
 `final_watermark_ms(max_event_time_ms, params)`: the watermark at which all of a run's
 output is final (None for a pipeline without a watermark: its output is final once its
 batches have read every offset), so the runner knows when the pipeline has drained.
-Each built-in pipeline names its oracle in harness/pipelines.py, its one registration.
+Each built-in pipeline names its oracle in harness/pipeline_registry.py, its one registration.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from harness import pipelines
+from harness import pipeline_registry
 from harness.check import large, watermark
 from harness.check.checkpoint import Batch
 from harness.check.large import RunFiles
 from harness.check.result import CheckResult
 
 # the ground-truth columns the built-in oracles and the run's metrics read; a pipeline whose
-# oracle needs more declares them (harness/pipelines.py extra_truth_columns)
+# oracle needs more declares them (harness/pipeline_registry.py extra_truth_columns)
 TRUTH_COLUMNS = ("event_id", "key", "event_time_ms", "sent_ms", "partition", "offset", "append_ms",
                  "amount", "control")
 
 
 def truth_columns(pipeline) -> list[str] | None:
     """The columns of ground truth the case's check needs (None: all of them, for a custom oracle)."""
-    entry = pipelines.of(pipeline)
-    if isinstance(entry, pipelines.CustomPipeline):
+    entry = pipeline_registry.of(pipeline)
+    if isinstance(entry, pipeline_registry.CustomPipeline):
         return None
     return list(dict.fromkeys([*TRUTH_COLUMNS, *entry.extra_truth_columns]))   # each once
 
@@ -46,7 +46,7 @@ def check(pipeline, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch
     """The case's output against ground truth, and its watermark against the declared one.
     With the run's `files`, a large run (large.LARGE_ROWS truth rows or more) of a pipeline
     with a sliced oracle is checked from them instead, in bounded memory."""
-    entry = _in_case(pipelines.of(pipeline), None if files is None else files.truth_dir.parent)
+    entry = _in_case(pipeline_registry.of(pipeline), None if files is None else files.truth_dir.parent)
     scaled = _from_files(entry, pipeline, files, batches)
     if scaled is not None:
         return scaled
@@ -59,7 +59,7 @@ def check(pipeline, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch
 def checks_from_files(pipeline, files: RunFiles) -> bool:
     """Whether check() will read this run from its files (large, with a sliced oracle): then
     the truth held in memory serves only the measurements and findings, and is read lean."""
-    return pipelines.of(pipeline).check_files() is not None and files.is_large()
+    return pipeline_registry.of(pipeline).check_files() is not None and files.is_large()
 
 
 def _from_files(entry, pipeline, files: RunFiles | None, batches: list[Batch]) -> CheckResult | None:
@@ -79,7 +79,7 @@ def _from_files(entry, pipeline, files: RunFiles | None, batches: list[Batch]) -
 def final_watermark_ms(pipeline, max_event_time_ms: int, case_dir=None) -> int | None:
     """The watermark at which the pipeline's output is final, None without a watermark
     (`case_dir`: where a job's driver wrote its plan)."""
-    return _in_case(pipelines.of(pipeline), case_dir).final_watermark_ms(max_event_time_ms, pipeline)
+    return _in_case(pipeline_registry.of(pipeline), case_dir).final_watermark_ms(max_event_time_ms, pipeline)
 
 
 def _in_case(entry, case_dir):

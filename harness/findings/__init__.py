@@ -29,7 +29,7 @@ The unit follows the pipeline: event by event when rows carry event_id (per_even
 
 from __future__ import annotations
 
-from harness import pipelines
+from harness import pipeline_registry
 from harness.findings import backwards, duplicated, extra, lost, mismatch, spark
 from harness.findings.inputs import Inputs
 from harness.findings.per_event import Events
@@ -72,11 +72,11 @@ def _output_anomalies(inputs: Inputs, history: History) -> bool:
 
 
 def unit_of(inputs: Inputs, history: History):
-    """The pipeline's unit (harness/pipelines.py): Windows for windowed counts, Events for
+    """The pipeline's unit (harness/pipeline_registry.py): Windows for windowed counts, Events for
     outputs that carry event_id, Rows for every other keyed output."""
-    unit = pipelines.of(inputs.pipeline).unit
-    if unit == pipelines.WINDOWS:
+    unit = pipeline_registry.of(inputs.pipeline).unit
+    if unit == pipeline_registry.WINDOWS:
         return Windows(inputs, history)
-    if unit == pipelines.EVENTS and "event_id" in inputs.sink.columns:
+    if unit == pipeline_registry.EVENTS and "event_id" in inputs.sink.columns:
         return Events(inputs, history)
     return Rows(inputs, history)

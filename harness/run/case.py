@@ -30,7 +30,7 @@ from harness.scenario.fault_specs import (
 )
 from harness.services.base import Registry
 from harness.services.delta_appender import DeltaAppender
-from harness.services.faultfs import FaultFS
+from harness.services.fuse_mount import FaultFS
 from harness.services.spark import SparkDriver
 from workloads.pipelines.config import QUERY_ID_STRIDE, DriverConfig
 from workloads.progress import Progress
@@ -116,7 +116,7 @@ class Case:
         if trigger is None or trigger == pl.trigger:
             return pl
         if trigger in ("available-now", "real-time"):   # its interval: the pipeline's, or the default
-            from harness.scenario.pipeline import default_interval_ms
+            from harness.scenario.pipeline_table import default_interval_ms
 
             return replace(pl, trigger=trigger, trigger_ms=default_interval_ms(trigger))
         from workloads.validate import parse_duration_ms

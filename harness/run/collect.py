@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from harness import check as checker
-from harness import findings, metrics, pipelines
+from harness import findings, metrics, pipeline_registry
 from harness.check import checkpoint
 from harness.check.large import RunFiles
 from harness.check.result import CheckResult
@@ -274,7 +274,7 @@ def _speed(case: Case, out: Output, window) -> tuple[dict, tuple]:
     start_ms, measure = window.t0_ms, case.scenario.measure
     delivered_ms = sink["committed_ms"].to_numpy() if sink is not None and len(sink) else np.array([])
     # a windowed count's row stands for its count of events (the pipeline's delivered_weight)
-    weight = pipelines.of(case.pipeline).delivered_weight
+    weight = pipeline_registry.of(case.pipeline).delivered_weight
     weights = sink[weight].to_numpy() if len(delivered_ms) and weight else None
     rates, lag = flow.timeline(truth, progress_records, case.topic, delivered_ms, start_ms, weights)
     lag.to_parquet(case.files.lag, index=False)

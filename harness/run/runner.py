@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 
-from harness import environment, jvm, tools
+from harness import environment, jvm, toxiproxy_build
 from harness.errors import RunAborted
 from harness.metrics import resources
 from harness.results import summary as summary_mod
@@ -127,7 +127,7 @@ def preflight(scenario) -> None:
     if needs_postgres(scenario):
         find_bindir()
     if needs_proxy(scenario.faults):
-        tools.toxiproxy()
+        toxiproxy_build.toxiproxy()
 
 
 def _started(scenario, run_id: str) -> RunResult:

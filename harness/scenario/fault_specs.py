@@ -107,7 +107,7 @@ def _faketime(ctx: Context, case: Case | None) -> str | None:
 
 
 def _fuse(ctx: Context, case: Case | None) -> str | None:
-    from harness.services.faultfs import fuse_problem
+    from harness.services.fuse_mount import fuse_problem
 
     return fuse_problem()
 
@@ -120,8 +120,8 @@ def _one_own_broker(ctx: Context, case: Case | None) -> str | None:
 
 
 def _state_store(ctx: Context, case: Case | None) -> str | None:
-    from harness.pipelines import CUSTOM
-    from harness.pipelines import kind as pipeline_kind
+    from harness.pipeline_registry import CUSTOM
+    from harness.pipeline_registry import kind as pipeline_kind
 
     own = (case.pipeline if case is not None else None) or ctx.pipeline
     if own is None or own.kind == CUSTOM or not pipeline_kind(own.kind).stateless_for(own.values):

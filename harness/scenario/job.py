@@ -29,7 +29,7 @@ from types import MappingProxyType
 
 from harness.errors import ScenarioError
 from harness.scenario.model import Pipeline, SparkSettings
-from harness.scenario.pipeline import _columns, _key, _spark, _trigger
+from harness.scenario.pipeline_table import _columns, _key, _spark, _trigger
 from workloads import plugins
 from workloads.validate import Section, bad
 

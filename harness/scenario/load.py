@@ -34,7 +34,7 @@ from harness.scenario.model import (
     Source,
     SparkConfig,
 )
-from harness.scenario.pipeline import parse as parse_pipeline
+from harness.scenario.pipeline_table import parse as parse_pipeline
 from workloads import plugins
 from workloads.generator.spec import MAX_RATE_EPS, WorkloadSpec
 from workloads.generator.spec import parse as parse_workload
@@ -406,7 +406,7 @@ def _case(s: Section, scenario_dir: Path) -> Case:
                 sink_class=s.string("sink_class", None), pipeline=own,
                 checkpoint_fs=s.choice("checkpoint_fs", CHECKPOINT_FS, "disk"))
     if case.checkpoint_fs != "disk":
-        from harness.services.faultfs import fuse_problem
+        from harness.services.fuse_mount import fuse_problem
 
         problem = fuse_problem()
         if problem:

@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from harness import tools
+from harness import toxiproxy_build
 from harness.errors import ServiceError
 from harness.net import free_port
 from harness.services.base import Service
@@ -25,7 +25,7 @@ class ToxiproxyServer(Service):
 
     def __init__(self, workdir: Path, registry=None, name: str = "toxiproxy"):
         super().__init__(name, workdir, registry)
-        self.binary = tools.toxiproxy()
+        self.binary = toxiproxy_build.toxiproxy()
         self.port = free_port()
 
     @property

@@ -1,6 +1,8 @@
-"""The case's FUSE file system over its checkpoint (workloads/faultfs.py), for the storage
-faults (faults/storage.py): mounted before the case's first driver starts, unmounted when its
-last one has stopped. Spark uses the mount; the harness reads the directory under it."""
+"""Mounting the case's FUSE file system over its checkpoint (the file system itself is
+workloads/faultfs.py), for the storage faults (faults/storage.py): `FaultFS` is the service that
+mounts it before the case's first driver starts and unmounts it when its last one has stopped;
+`fuse_problem` says why FUSE cannot mount here, if it cannot. Spark uses the mount; the harness
+reads the directory under it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tools built from source at set-up: Toxiproxy, with `go install`, pinned, cached.
+"""Toxiproxy, built from source at set-up with `go install`, pinned, cached, and found again.
 
 `python -m harness fetch` builds it into `.cache/bin/toxiproxy-<version>/` once; a run
 that injects a network fault refuses to start without it and names the command.

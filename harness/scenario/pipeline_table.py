@@ -22,8 +22,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 from harness.errors import ScenarioError
-from harness.pipelines import CUSTOM, PIPELINES
-from harness.pipelines import kind as pipeline_kind
+from harness.pipeline_registry import CUSTOM, PIPELINES
+from harness.pipeline_registry import kind as pipeline_kind
 from harness.scenario.model import STATE_STORES, Pipeline, SparkSettings
 from workloads import plugins
 from workloads.pipelines import params as param_mod
