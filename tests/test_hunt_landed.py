@@ -118,6 +118,19 @@ class TestARunCountsOnlyForWhatLanded:
 
         assert outcome(_case([("kill-driver", True, None)], status="UNKNOWN")) == UNDECIDED
 
+    def test_an_output_that_could_not_be_read_is_undecided_not_a_violation(self):
+        """The verdict of a sink whose read() raised says `unchecked`: its guarantee is not
+        known to hold, and not known to break either. The hunt counted it as a violation (exit 1,
+        then shrank it) because `unchecked` is not exactly-once."""
+        from harness.hunt.outcome import UNDECIDED, outcome
+        from harness.results.verdict import undecided
+
+        case = _case([("kill-driver", True, None)])
+        case.verdict = undecided("exactly-once", "the sink's read() raised: OSError")
+        assert outcome(case) == UNDECIDED
+        case.verdict = undecided("exactly-once", "the oracle raised", failure="the driver died")
+        assert case.verdict.status == "FAIL" and outcome(case) == UNDECIDED
+
     def test_only_pairs_whose_faults_both_landed_are_covered(self):
         from harness.hunt.plan import Space, coverage
         from harness.scenario import load

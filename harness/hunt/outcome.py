@@ -22,7 +22,7 @@ did not all test something exits 4 (UNKNOWN), as `run` does for an undecided cas
 from __future__ import annotations
 
 from harness.results.model import CaseResult, FaultRecord
-from harness.results.verdict import FAIL, PASS, UNKNOWN, guarantee_holds
+from harness.results.verdict import FAIL, PASS, UNCHECKED, UNKNOWN, guarantee_holds
 
 BREAKS, HOLDS, REFUSED, NOT_LANDED, UNDECIDED = "breaks", "holds", "refused", "not-landed", "undecided"
 TESTED_NOTHING = (NOT_LANDED, UNDECIDED)
@@ -36,7 +36,11 @@ def breaks(case: CaseResult) -> bool:
     copies and rows nothing sent explain break it. After a fault a job must survive (a machine's
     crash: the kind's `refusal_breaks`), the refusal itself breaks it: the job is down until
     someone repairs its checkpoint by hand. Rows with wrong values (a count that took an event
-    twice) break any guarantee."""
+    twice) break any guarantee. An output that could not be checked (a sink whose read() raised,
+    an oracle that raised: observed `unchecked`) breaks nothing that is known: the run is
+    undecided, never a violation to shrink."""
+    if case.verdict.observed == UNCHECKED:
+        return False
     copies = int(case.events.get("duplicated") or 0) + int(case.events.get("unexpected") or 0)
     if refused(case):
         return copies > 0 or refused_after_crash(case)
