@@ -223,6 +223,25 @@ class TestVerdicts:
         assert out.index("verdict PASS -> FAIL") < out.index("figure")
         assert "eo: observed exactly-once -> at-least-once (a weaker guarantee)" in out
 
+    @pytest.mark.parametrize("before", ["FAIL", "UNKNOWN", "absent"])
+    def test_a_fail_in_new_is_never_green_whatever_base_was(self, tmp_path, before):
+        """NEW fails with 40 duplicated under exactly-once; BASE failed too, could not say, or had
+        no such case: exit 1 with the verdict's change (compare exited 0 on all three: only PASS ->
+        FAIL counted, so an UNKNOWN in NEW read worse than a FAIL)."""
+        failing = _failing(_case("eo", 3000.0, 6500.0))
+        failing["events"] = {"lost": 0, "duplicated": 40}
+        unknown = {**_case("eo", 3000.0, 6500.0),
+                   "verdict": {"expected": "exactly-once", "observed": "unchecked", "holds": False,
+                               "detail": "UNKNOWN: the sink's read() raised", "status": "UNKNOWN"}}
+        cases = {"FAIL": [failing], "UNKNOWN": [unknown], "absent": [_case("other", 3000.0, 6500.0)]}
+        base = _run(tmp_path, "base", cases[before])
+        other = [_case("other", 3000.0, 6500.0)] if before == "absent" else []
+        new = _run(tmp_path, "new", [failing, *other])
+        proc = run_cli("compare", str(base), str(new))
+        assert proc.returncode == 1, proc.stdout
+        was = {"FAIL": "FAIL", "UNKNOWN": "UNKNOWN", "absent": "absent in BASE"}[before]
+        assert f"eo: verdict {was} -> FAIL (1 of 1 runs)" in proc.stdout, proc.stdout
+
     def test_a_fault_no_longer_seen_is_a_regression(self, tmp_path):
         seen = {"kind": "kill-driver", "at_s": 5.0, "at": "batch 2", "started_s": 7.0, "landed_s": 7.2,
                 "ended_s": 20.0, "target": "driver", "observed": True, "landed": True, "detail": "ok"}

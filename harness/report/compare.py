@@ -239,18 +239,21 @@ _AT_LEAST = {"exactly-once": {"exactly-once", "at-least-once", "at-most-once", "
 
 
 def verdict_changes(base: RunResult, new: RunResult) -> list[Change]:
-    """Each case that passed in every BASE run and failed in a NEW one; each weaker observed
-    guarantee; each fault seen in every BASE run and not seen in a NEW one."""
+    """Each case that failed in a NEW run: after passing in every BASE run, and also after a
+    BASE that failed, could not say (UNKNOWN) or had no such case, since a FAIL is never green;
+    each weaker observed guarantee; each fault seen in every BASE run and not seen in a NEW one."""
     out: list[Change] = []
     base_series = series(base)
     for name, runs in series(new).items():
         before = base_series.get(name)
+        failing = [c for c in runs if c.verdict.status == "FAIL"]
+        if failing:
+            was = ("PASS" if all(c.verdict.holds for c in before) else
+                   "/".join(sorted({c.verdict.status for c in before}))) if before else "absent in BASE"
+            out.append(Change(name, f"verdict {was} -> FAIL ({len(failing)} of {len(runs)} runs): "
+                                    f"{failing[0].verdict.detail}"))
         if not before:
             continue
-        failing = [c for c in runs if c.verdict.status == "FAIL"]
-        if all(c.verdict.holds for c in before) and failing:
-            out.append(Change(name, f"verdict PASS -> FAIL ({len(failing)} of {len(runs)} runs): "
-                                    f"{failing[0].verdict.detail}"))
         was = {c.verdict.observed for c in before} - {"unchecked"}
         for now in sorted({c.verdict.observed for c in runs} - {"unchecked"} - was):
             if was and not all(w in _AT_LEAST.get(now, {now}) for w in was):   # not at least as strong
