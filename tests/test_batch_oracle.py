@@ -171,6 +171,41 @@ class TestReference:
         assert reference_run.first(load(_scenario(tmp_path)), scenario.cases[0], lambda s, c: 1) is None
 
 
+    def test_a_reference_run_that_did_not_pass_makes_the_case_unknown(self):
+        """The reference run's drain timed out (FAIL): its sink holds a prefix, so the case with
+        faults, compared with it, read "N unexpected" and failed, blaming its faults. Now the
+        case is UNKNOWN, names why, and keeps no finding drawn from that comparison; a case that
+        failed on its own stays FAIL."""
+        from harness.results.model import Finding, Verdict
+        from harness.run import reference_run
+        from tests.test_hunt_landed import _case
+
+        reference = _case([])
+        reference.name = "eo-reference"
+        reference.verdict = Verdict("exactly-once", "exactly-once", False,
+                                    "FAILED: the drain timed out after 180 s", "FAIL")
+        case = _case([("kill-driver", True, None)], observed="at-least-once")
+        case.verdict = Verdict("exactly-once", "at-least-once", False, "FAILED: 40 unexpected", "FAIL")
+        case.findings = [Finding(cls="unexpected", count=40, witness=[], story="...")]
+        reference_run.attach(case, reference)
+        assert case.verdict.status == "UNKNOWN" and not case.findings
+        said = case.verdict.detail
+        assert "the reference run (eo-reference, the case without its faults) ended FAIL" in said
+        assert case.sections["reference_run"]["status"] == "FAIL"
+
+        case.error = "the driver died"
+        case.verdict = Verdict("exactly-once", "at-least-once", False, "x", "FAIL")
+        reference_run.attach(case, reference)
+        assert case.verdict.status == "FAIL"
+
+        passed = _case([])
+        passed.verdict = Verdict("exactly-once", "exactly-once", True, "held", "PASS")
+        case = _case([("kill-driver", True, None)])
+        before = case.verdict
+        reference_run.attach(case, passed)
+        assert case.verdict is before
+
+
 class TestBatchMeanings:
     def test_apply_in_pandas_with_state_runs_once_per_key_with_empty_state(self):
         """In the batch run, applyInPandasWithState's function gets each key's rows at once and

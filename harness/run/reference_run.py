@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from harness.check.reference import SUFFIX
+from harness.results.verdict import PASS, undecided
 
 
 def first(scenario, spec, run: Callable) -> object | None:
@@ -25,9 +26,18 @@ def first(scenario, spec, run: Callable) -> object | None:
 
 
 def attach(result, reference) -> None:
-    """The reference run's summary in the case's result (its `reference_run` section)."""
+    """The reference run's summary in the case's result (its `reference_run` section). A
+    reference run that did not pass (its driver died, its drain timed out, its sink could not be
+    read) left a sink that is no reference: the case was compared with a partial output, so its
+    verdict is UNKNOWN (FAIL when the case failed on its own), and the findings drawn from that
+    comparison go."""
     if reference is None:
         return
     result.sections["reference_run"] = {"case": reference.name, "status": reference.verdict.status,
                                     "rows": int(reference.events.get("delivered") or 0),
                                     "error": reference.error}
+    if reference.verdict.status != PASS:
+        why = (f"the reference run ({reference.name}, the case without its faults) ended "
+               f"{reference.verdict.status}, so its sink is no reference: {reference.verdict.detail}")
+        result.verdict = undecided(result.guarantee, why, failure=result.error)
+        result.findings = []
