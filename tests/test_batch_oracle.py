@@ -171,6 +171,26 @@ class TestReference:
         assert reference_run.first(load(_scenario(tmp_path)), scenario.cases[0], lambda s, c: 1) is None
 
 
+    def test_a_comparison_that_left_every_row_out_is_unknown_not_a_pass(self):
+        """A late record for every user of a groupBy(user) job: every expected row could be
+        touched, so nothing is compared, and the empty comparison "held" (0 lost of 0 expected).
+        Now the result says why it cannot decide, which the verdict makes UNKNOWN."""
+        from harness.check import job_result
+        from harness.results import verdict as verdicts
+
+        cols = {"user": "STRING", "clicks": "LONG"}
+        none = pd.DataFrame({"user": pd.Series([], dtype=object), "clicks": pd.Series([], dtype="int64")})
+        given = Input(pd.DataFrame({"event_time_ms": [1, 2]}), np.array([True, True]), [], PARTIAL,
+                      "a late record could change an aggregate")
+        result = job_result.of(multiset.compare(none, none, cols), given, cols, ["user"], left_out=7)
+        assert result.counts["expected"] == 0 and result.counts["left_out"] == 7
+        (why,) = result.unknowns
+        assert "compared nothing: every one of the 7 expected rows" in why
+        v = verdicts.verdict("exactly-once", 0, 0, 0, expected_count=0, unknowns=list(result.unknowns))
+        assert v.status == "UNKNOWN" and not v.holds
+        some = pd.DataFrame({"user": ["a"], "clicks": [3]})
+        assert job_result.of(multiset.compare(some, some, cols), given, cols, ["user"], 7).unknowns == ()
+
     def test_a_reference_run_that_did_not_pass_makes_the_case_unknown(self):
         """The reference run's drain timed out (FAIL): its sink holds a prefix, so the case with
         faults, compared with it, read "N unexpected" and failed, blaming its faults. Now the

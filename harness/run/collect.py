@@ -202,6 +202,7 @@ def _judge(case: Case, result: CaseResult, schedule: FaultRunner, checked: Check
     c = checked.counts
     problems = ([case.failure] if case.failure else []) + schedule.problems() + checked.problems
     unknowns = [f"fault {f.kind} at {f.asked} never came: {f.missed}" for f in result.missed]
+    unknowns += list(getattr(checked, "unknowns", ()))   # an oracle that could not decide
     result.events, result.sections["unit"] = c, checked.unit
     result.verdict = verdicts.verdict(case.spec.guarantee, c["lost"], c["duplicated"], c["unexpected"],
                                       expected_count=c["expected"], problems=problems, unknowns=unknowns)
