@@ -306,6 +306,19 @@ class TestCorrectness:
         assert second.startswith("ALARM FAIL: bench (quick) eo on every machine: verdict first night of the "
                                  "series -> FAIL (603 duplicated)")
 
+    def test_a_night_whose_run_ended_early_is_unknown_not_a_pass(self, tmp_path):
+        """The run crashed after its first case (status error, exit 3): the case it finished
+        passed, the others never ran. `check` read OK; now the night is UNKNOWN (exit 4), naming
+        the run's end."""
+        store = Store(tmp_path / "s")
+        d = _night(tmp_path, 0, [_case("eo", 400, 5000)], commit="c0")
+        summary = json.loads((d / "summary.json").read_text())
+        (d / "summary.json").write_text(json.dumps({**summary, "status": "error"}))
+        store.add(d)
+        proc = run_cli("history", "check", str(store.path))
+        assert proc.returncode == 4, proc.stdout
+        assert "ended error before all its cases had run" in proc.stdout, proc.stdout
+
     def test_a_fail_on_a_night_from_another_machine_alarms(self, tmp_path):
         store = _with_night_from(tmp_path, EPYC, **{"exactly-once-postgres": {
             "verdict": {"holds": False, "status": "FAIL", "observed": "at-least-once",

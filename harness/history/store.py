@@ -43,6 +43,9 @@ def moved_versions(a: dict, b: dict) -> list[str]:
     return [k for k in VERSIONS if a.get(k) is not None and a.get(k) != b.get(k)]
 
 
+ENDED_EARLY = ("aborted", "error")   # a run's status when not every case ran
+
+
 def verdict_status(verdict: dict) -> str:
     """An entry's verdict status; an entry written before the status was kept derives it as
     summary.json does: held is PASS, an unchecked output UNKNOWN, else FAIL."""
@@ -87,7 +90,10 @@ class Entry:
 
     @property
     def verdict_status(self) -> str:
-        return verdict_status(self.verdict)
+        """The case's verdict, UNKNOWN where it passed in a run that ended early (aborted, or an
+        error after this case): the run's other cases never ran, so the night is not a pass."""
+        status = verdict_status(self.verdict)
+        return UNKNOWN if status == PASS and self.status in ENDED_EARLY else status
 
     def judged(self, figure: Figure) -> float | None:
         """The value of `figure` that is judged (the registry's rule: a count the guarantee allows
