@@ -83,6 +83,23 @@ class TestMultiset:
         found = multiset.compare(e, s, COLUMNS)
         assert (found.lost, found.duplicated, found.unexpected, found.delivered) == (0, 0, 0, 2)
 
+    def test_doubles_an_ulp_apart_across_a_rounding_boundary_are_equal(self):
+        """200,000 averages against the next double up: formatted to 12 digits, 12 pairs straddled
+        a rounding boundary and read as 12 lost and 12 unexpected (a false FAIL); a real change in
+        the value, or in another column, is still lost and unexpected."""
+        rng = np.random.default_rng(3)
+        avg = rng.random(200_000) * 1000
+        e = pd.DataFrame({"user": [f"u{i}" for i in range(len(avg))], "start": 1, "clicks": 2, "avg": avg})
+        s = e.assign(avg=np.nextafter(avg, np.inf))
+        found = multiset.compare(e, s, COLUMNS)
+        assert (found.lost, found.unexpected, found.delivered) == (0, 0, 200_000)
+        wrong = s.copy()
+        wrong.loc[0, "avg"] = wrong.loc[0, "avg"] * 1.001
+        wrong.loc[1, "clicks"] = 7
+        found = multiset.compare(e, wrong, COLUMNS)
+        assert (found.lost, found.unexpected, found.delivered) == (2, 2, 199_998)
+        assert sorted(found.lost_rows["user"]) == ["u0", "u1"] and len(found.extra_rows) == 2
+
     def test_lost_duplicated_and_unexpected_are_told_apart(self):
         """A missing row is lost; a second copy of an expected row duplicated; a row never
         expected unexpected; nulls equal nulls."""
