@@ -17,6 +17,7 @@ from harness.metrics import resources
 from harness.results import summary as summary_mod
 from harness.results.model import CaseResult, RunResult
 from harness.results.rundir import RunDir
+from harness.results.verdict import FAIL
 from harness.run import incidents, journal, reference_run, references, stages
 from harness.run.case import Case
 from harness.run.collect import case_result
@@ -57,7 +58,10 @@ def run(scenario, run_dir: RunDir, run_id: str, progress: Progress, registry: Re
         sweep = watermark_sweep(scenario, result.cases)
         if sweep:
             result.sections["watermark_sweep"] = sweep
-        result.status = "schedule-missed" if any(c.missed for c in result.cases) else "completed"
+        # a fault that never came because its case had failed (a dead driver ends the workload) is
+        # the failure's consequence, not a schedule that did not fit the run
+        result.status = ("schedule-missed" if any(c.missed and c.verdict.status != FAIL for c in result.cases)
+                         else "completed")
     except RunAborted as exc:
         result.status, result.error = "aborted", str(exc)
         raise
