@@ -122,6 +122,10 @@ class TestSetAside:
                                                         "avg": [-7.0]})])
         sink = with_flush.copy()
         assert flush_output(with_flush, expected, sink, COLUMNS).tolist() == [False, True]
+        # a second copy of the flush's row in the sink is the sink's own duplicate, left to be
+        # counted (every copy was set aside)
+        twice = pd.concat([sink, sink.iloc[[1]]])
+        assert flush_output(with_flush, expected, twice, COLUMNS).tolist() == [False, True, False]
 
     def test_rows_a_late_record_could_touch_are_left_out(self):
         """Rows that differ with and without the late records, the rows of their key, and rows of

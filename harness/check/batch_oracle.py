@@ -134,8 +134,11 @@ def flush_output(with_flush: pd.DataFrame, expected: pd.DataFrame, sink: pd.Data
     only = multiset.compare(expected, with_flush, columns).extra_rows
     if not len(only):
         return np.zeros(len(sink), dtype=bool)
-    theirs = set(multiset.canonical(only, names, columns))
-    return multiset.canonical(sink, names, columns).isin(theirs).to_numpy()
+    # as many copies of each as the flush gives, no more: a copy beyond them is the sink's own
+    theirs = multiset.canonical(only, names, columns).value_counts()
+    text = multiset.canonical(sink, names, columns)
+    rank = text.groupby(text.to_numpy(), sort=False).cumcount().to_numpy()
+    return (rank < text.map(theirs).fillna(0).to_numpy()).astype(bool)
 
 
 def untouched(everything: pd.DataFrame, without_late: pd.DataFrame, sink: pd.DataFrame,
