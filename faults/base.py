@@ -86,17 +86,6 @@ def log_batch(path: Path | str) -> int | None:
     return int(path.name) if path.name.isdigit() and path.parent.name in ("offsets", "commits") else None
 
 
-def changes_of(record) -> list[Change]:
-    """What the fault of `record` (a summary's fault record, harness.results.model.FaultRecord)
-    changed: its `changes`, or, in a summary written before they were recorded, the file its
-    kind's details named (Details.changed_file)."""
-    recorded = [Change.from_json(c) for c in getattr(record, "changes", None) or []]
-    if recorded:
-        return recorded
-    old = record.details.changed_file() if record.details is not None else None
-    return [Change("changed", old)] if old else []
-
-
 @dataclass
 class Unknown(Details):
     """The record of a kind this harness does not know (a user's kind not loaded): kept whole."""

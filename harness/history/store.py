@@ -144,10 +144,6 @@ class Night:
         return worst(e.verdict_status for e in self.entries)
 
     @property
-    def holds(self) -> bool:
-        return self.status == PASS
-
-    @property
     def expected(self) -> str:
         return str(self.entries[0].verdict.get("expected") or "?")
 
