@@ -248,9 +248,9 @@ def verdict_changes(base: RunResult, new: RunResult) -> list[Change]:
         before = base_series.get(name)
         failing = [c for c in runs if c.verdict.status == "FAIL"]
         if failing:
-            was = ("PASS" if all(c.verdict.holds for c in before) else
-                   "/".join(sorted({c.verdict.status for c in before}))) if before else "absent in BASE"
-            out.append(Change(name, f"verdict {was} -> FAIL ({len(failing)} of {len(runs)} runs): "
+            then = ("PASS" if all(c.verdict.holds for c in before) else
+                    "/".join(sorted({c.verdict.status for c in before}))) if before else "absent in BASE"
+            out.append(Change(name, f"verdict {then} -> FAIL ({len(failing)} of {len(runs)} runs): "
                                     f"{failing[0].verdict.detail}"))
         if not before:
             continue
