@@ -3,7 +3,7 @@ kill-driver, fail-task and kill-executor; the planted bugs caught by the batch o
 their finding and story; what the batch oracle costs of a run; the replay's speed.
 
 Setup: each example's make_data.py writes its dataset (no download); the planted bugs run
-on 6,000 clicks of the sessions example's generator, with tests/scenarios/job_planted.py.
+on 6,000 clicks of the my-job (sessions) example's generator, with tests/scenarios/job_planted.py.
 Steps: one `python -m harness run` per example (with --quick: its [quick] overrides) and per
 planted bug (three times, --repeat 3, without --quick), then the run's summary and the
 batch oracle's own account (<case>/oracle/oracle.json). Speed is recorded, never asserted.

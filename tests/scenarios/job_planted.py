@@ -30,7 +30,7 @@ TOTALS: dict[str, int] = {}   # the bug: per Python worker, lost with it
 
 def clicks(rows: int) -> list[dict]:
     """`rows` clicks of the sessions example's generator (examples/my-job/make_data.py)."""
-    spec = importlib.util.spec_from_file_location("sessions_data", EXAMPLES / "sessions" / "make_data.py")
+    spec = importlib.util.spec_from_file_location("sessions_data", EXAMPLES / "my-job" / "make_data.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
