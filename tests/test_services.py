@@ -158,6 +158,41 @@ class TestReapLeftovers:
         wait_until(lambda: not procs.group_members(orphan), 10, err_msg="orphan survived reaping")
 
 
+class TestWatchdog:
+    def test_a_killed_harness_s_services_are_stopped_at_once(self, tmp_path):
+        """The harness process is SIGKILLed with its PostgreSQL server running: its watchdog
+        stops the server within seconds, with no next run to reap it. (A quick bench
+        interrupted under tox left its broker, server and Spark processes running: tox's
+        SIGTERM killed pytest, whose subprocess.run SIGKILLed the harness.) A harness that
+        stops its services itself leaves no watchdog behind."""
+        import subprocess
+        import sys
+        import textwrap
+
+        script = textwrap.dedent(f"""
+            import os, signal
+            from pathlib import Path
+            from harness.services.base import Registry
+            from harness.services.postgres import PostgresServer
+            with Registry() as reg:
+                server = PostgresServer(Path({str(tmp_path)!r}), reg).start().wait_ready()
+                print(server.pid, reg.watchdog.pid, flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+        """)
+        env = {**os.environ, "PYTHONPATH": os.getcwd()}
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                             timeout=60)
+        assert out.returncode == -signal.SIGKILL, out.stderr[-2000:]
+        server, watchdog = map(int, out.stdout.split()[-2:])
+        wait_until(lambda: not procs.group_members(server) and not procs.alive(server), 20,
+                   err_msg="the killed harness's server survived its watchdog")
+        wait_until(lambda: not procs.alive(watchdog), 10, err_msg="the watchdog did not exit")
+
+        with Registry() as reg:
+            watchdog = reg.watchdog.pid
+        assert not procs.alive(watchdog)
+
+
 class TestSparkDriverFailure:
     def test_a_driver_that_fails_before_the_first_poll_names_its_error(self, tmp_path):
         """The driver wrote status 'failed' and exited at once: wait_ready reports its error,

@@ -12,6 +12,8 @@ import logging
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -269,11 +271,14 @@ class Registry:
 
     def __enter__(self) -> Registry:
         self.reaped = reap_leftovers()
+        # stops the services at once if this process dies without stopping them (SIGKILL)
+        self.watchdog = start_watchdog()
         return self
 
     def __exit__(self, *exc_info) -> None:
         self.stop_all()
         self.changed()
+        stand_down(getattr(self, "watchdog", None))
 
 
 def _same_cluster(a: Service, b: Service) -> bool:
@@ -298,6 +303,36 @@ def _kill_quietly(service: Service) -> None:
 
 
 # -- crash recovery -----------------------------------------------------------------
+DONE = b"done"   # what the harness tells its watchdog when it stopped its services itself
+
+
+def start_watchdog() -> subprocess.Popen | None:
+    """The watchdog of this process's services (harness/services/watchdog.py), or None when it
+    cannot start (the services are then reaped by the next run)."""
+    env = {k: v for k, v in os.environ.items() if k != "HARNESS_RUN_ID"}
+    try:
+        return subprocess.Popen([sys.executable, "-m", "harness.services.watchdog", str(os.getpid())],
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True, env=env)
+    except OSError:
+        return None
+
+
+def stand_down(watchdog: subprocess.Popen | None) -> None:
+    """The services are stopped: the watchdog exits without reaping."""
+    if watchdog is None or watchdog.stdin is None:
+        return
+    try:
+        watchdog.stdin.write(DONE)
+        watchdog.stdin.close()
+    except OSError:
+        pass
+    try:
+        watchdog.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        watchdog.kill()
+
+
 def _pidfile(service: Service) -> Path:
     assert service.process is not None
     return state_dir() / f"{service.process.pid}.json"
