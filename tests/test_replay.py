@@ -205,6 +205,14 @@ class TestSpec:
             parse({"kind": "replay", "file": "c.jsonl", "event_time": "ts", "speed": 1, "partition": 2},
                   base_dir=tmp_path)
 
+    def test_a_misspelled_key_is_named_with_the_replay_s_own_keys(self, tmp_path):
+        """`sped` is refused with `speed` suggested and the replay's keys listed (a new user was
+        told "did you mean `seed`?", from the generator's keys alone)."""
+        _jsonl(tmp_path / "c.jsonl", _clicks(10))
+        with pytest.raises(SpecError, match="did you mean `speed`") as caught:
+            parse({"kind": "replay", "file": "c.jsonl", "event_time": "ts", "sped": 5}, base_dir=tmp_path)
+        assert "file, event_time, key, speed" in str(caught.value)
+
 
 def _spec(tmp_path: Path, **keys):
     """A replay of tmp_path/c.jsonl paced by `keys`."""

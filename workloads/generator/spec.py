@@ -41,7 +41,7 @@ TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")  # Kafka's own rule for topic names
 PAYLOAD_FIELDS = ("user", "item", "amount", "type")
 FORMATS = ("json",)
 
-_TOP = ("kind", "topic", "partitions", "duration", "seed", "rate", "keys", "delay", "time", "payload",
+TOP_KEYS = ("kind", "topic", "partitions", "duration", "seed", "rate", "keys", "delay", "time", "payload",
         "duplicates", "proportions", "hot_auction_ratio", "hot_seller_ratio", "hot_bidder_ratio",
         "max_duration", "read_past_batches")
 MAX_DURATION_FACTOR = 3     # max_duration's default: this many times the duration
@@ -157,7 +157,7 @@ class WorkloadSpec:
 
 def parse(raw: Any, path: str = "workload") -> WorkloadSpec:
     """Validate the workload table `raw` (as tomllib gives it); errors name `path`.<key>."""
-    s = Section(raw, path, _TOP)
+    s = Section(raw, path, TOP_KEYS)
     partitions = s.integer("partitions", 2, ge=1, le=10_000)
     duration_ms = s.duration_ms("duration", gt=0)
     spec = WorkloadSpec(

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from workloads.errors import SpecError
-from workloads.generator.spec import NEXMARK_KEYS, WorkloadSpec
+from workloads.generator.spec import NEXMARK_KEYS, TOP_KEYS, WorkloadSpec
 from workloads.generator.spec import parse as parse_generated
 from workloads.replay.records import Source, files_of
 from workloads.replay.scan import Scan, scan
@@ -71,7 +71,9 @@ def is_replay(raw: Any) -> bool:
 
 def parse(raw: Any, path: str = "workload", base_dir: Path = Path(".")) -> ReplaySpec:
     """Validate a replay's [workload] table; `file` is relative to `base_dir` (the scenario's)."""
-    s = Section(raw, path, (*OWN, *_generated_keys(raw)))
+    # every key a replay takes: its own and the generator's it passes on, so that a misspelled
+    # one is named with a replay's keys (`sped` was "did you mean seed?", not speed)
+    s = Section(raw, path, (*OWN, *(k for k in TOP_KEYS if k not in OWN), *NOT_HERE))
     for key in NOT_HERE:
         if key in s:
             raise bad(s.field(key), s.raw(key), "is a knob of generated events; a replay sends your records "
@@ -98,11 +100,6 @@ def parse(raw: Any, path: str = "workload", base_dir: Path = Path(".")) -> Repla
     base = parse_generated(generated, path)
     own = {f.name: getattr(base, f.name) for f in fields(WorkloadSpec)}
     return ReplaySpec(**{**own, "kind": KIND}, source=source, speed=speed, scanned=scanned)
-
-
-def _generated_keys(raw: Any) -> tuple[str, ...]:
-    """The keys a replay passes on to the generator's own validation (which names unknown ones)."""
-    return tuple(k for k in (raw if isinstance(raw, dict) else {}) if k not in OWN)
 
 
 def _scanned(source: Source, s: Section) -> Scan:
