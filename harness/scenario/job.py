@@ -49,7 +49,8 @@ PROCESSING_TIME = ("ProcessingTimeTimeout", "ProcessingTime", "registerProcessin
                    "getCurrentProcessingTimeInMs")
 # the end-of-run flush's record goes this far past the watermark every output waits for
 FLUSH_MARGIN_MS = 86_400_000
-FIX = 'use oracle = "reference" (the same case without faults is the reference)'
+FIX = ('remove the call, or use oracle = "reference" (the same case run first without its faults is the '
+       'reference; docs/your-job.md, "Keys")')
 
 
 @dataclass(frozen=True)
