@@ -167,6 +167,9 @@ def _command(args) -> int:
         if args.command == "replay-preview":
             from workloads.replay.preview import preview
 
+            if not args.file.exists():
+                raise Problem(f"{args.file}: no such file or directory (looked from {Path.cwd()})",
+                              "give the path of your records, relative to this directory or absolute")
             print(preview(args.file, args.event_time, args.key))
             return 0
         if args.command == "history":
