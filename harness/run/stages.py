@@ -133,8 +133,10 @@ def offer_load(case: Case, schedule: FaultRunner) -> None:
     going = GoingOn(case, schedule, wl.read_past_batches)
     waits = bool(schedule.specs) and wl.cap_s > wl.duration_s
     more = f", then on while a fault is pending, up to {wl.cap_s:g}s" if waits else ""
-    case.progress.step(f"case {case.name}: sending for {wl.duration_s:g}s "
-                       f"at a {rate['shape']} rate ({params}){first}{more}")
+    speed = getattr(wl, "speed", None)   # a replay paced by its records' own event times
+    pace = (f"at {speed:g} times the records' event-time pace (about {rate.get('eps', 0):,.0f} records/s)"
+            if speed else f"at a {rate['shape']} rate ({params})")
+    case.progress.step(f"case {case.name}: sending for {wl.duration_s:g}s {pace}{first}{more}")
     case.phase = "sending"
     live = LiveStatus(case.spark.progress_path, case.topic, len(case.warmup))
 
