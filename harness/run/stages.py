@@ -206,7 +206,9 @@ def drain(case: Case) -> None:
             return left == 0
         wm = checkpoint.committed_watermark(case.checkpoint, case.topic)
         if wm > 0:
-            case.progress.update(f"watermark {(wm - final_wm) / 1000:+,.1f} s from the last window end")
+            short_s = max(0, final_wm - wm) / 1000
+            case.progress.update(f"the watermark is {short_s:,.1f} s of event time short of closing the "
+                                 "last output (the end-of-run flush moves it there)")
         return wm >= final_wm
 
     try:
