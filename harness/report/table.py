@@ -39,8 +39,9 @@ def columns() -> list[tuple[str, Callable[[CaseResult], str]]]:
 COLUMNS = columns()
 
 # what the columns that are no figure mean, printed under the table (docs/measurement.md says more)
-LEGEND = ("verdict: PASS, FAIL, or UNKNOWN: nothing failed, but the case could not be decided (never a pass)",
-          "keeps up: over the measured window, the lag at the batches' ends grew no faster than "
+LEGEND = ("column verdict: PASS, FAIL or UNKNOWN (nothing failed, but the case could not be decided; "
+          "never a pass)",
+          "column keeps up: over the measured window, the lag at the batches' ends grew no faster than "
           "[measure] lag_trend_max of the offered rate (-: not judged)")
 
 
