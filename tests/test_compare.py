@@ -286,6 +286,25 @@ class TestWorkloads:
             compare.load(self._write(tmp_path / "3.json", _summary("3", [b]))),
             compare.load(self._write(tmp_path / "4.json", _summary("4", [a]))))
 
+    def test_a_workload_that_waited_for_its_faults_is_the_same_workload(self, tmp_path):
+        """Two quick benches of one commit pinned to one core sent 28,000 and 26,000 events: each
+        went on past its 55 s while a fault was pending (cases[].workload), and compare refused
+        them as different workloads (exit 2). A count of a workload sent for its duration alone
+        still tells two workloads apart."""
+        a = _case("eo", 1.0, 1.0)
+        a["events"]["produced"] = 26_000
+        a["workload"] = {"duration_s": 55.0, "sent_for_s": 65.0, "extended_by_s": 10.0}
+        b = {**a, "events": {**a["events"], "produced": 28_000},
+             "workload": {"duration_s": 55.0, "sent_for_s": 70.0, "extended_by_s": 15.0}}
+        assert compare.workload_difference(
+            compare.load(self._write(tmp_path / "1.json", _summary("1", [a], hash="aaa"))),
+            compare.load(self._write(tmp_path / "2.json", _summary("2", [b], hash="aaa")))) is None
+        plain = {**b, "workload": {"duration_s": 55.0, "sent_for_s": 55.0, "extended_by_s": 0.0}}
+        c = {**a, "workload": plain["workload"]}
+        assert "produced 28,000 events against 26,000" in compare.workload_difference(
+            compare.load(self._write(tmp_path / "3.json", _summary("3", [plain], hash="aaa"))),
+            compare.load(self._write(tmp_path / "4.json", _summary("4", [c], hash="aaa"))))
+
     def test_a_baseline_directory_gives_the_matching_file(self, tmp_path):
         """`compare results/baseline NEW` picks the baseline of NEW's scenario (quick or full);
         without a match it names each file and why (it said "no summary.json there")."""
