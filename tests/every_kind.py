@@ -6,7 +6,7 @@ local-cluster, a Kafka source and the PostgreSQL sink. Each kind gets a `[[fault
 only its required keys. Alone on that stack it either loads, and then it must run and land, or is
 refused at load time with the reason (`refused()`). The kinds that load run several to a case
 (`plan()`): tests/test_fault_registry.py checks the split and that the plan loads;
-tests/test_every_kind.py runs it.
+benchmarks/test_every_kind.py runs it.
 """
 
 from __future__ import annotations

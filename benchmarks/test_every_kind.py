@@ -2,12 +2,13 @@
 alone there (tests/every_kind.py), several to a case, each with only its required keys. Each fault
 must land, and each case end with a verdict, not an error.
 
-It runs in `tox -e e2e`, which CI runs after `tox -e test`, not in `tox -e test` itself: two
-runs of about 3 and 2 minutes (the kinds that restart the driver or the broker need their 20 s of
-workload after; the storage kinds restart the query too), where `tox -e test` has its 10 minutes.
-tests/test_fault_registry.py checks, in `tox -e test`, which kinds load at their defaults and which
-are refused with their reason, and that this plan loads; tests/test_faults_e2e.py runs
-restart-broker at its defaults (a crash) in every_fault.toml --quick.
+It runs in the quick bench (`tox -e bench -- --quick`) and the full one, not in CI: two runs of
+about 3 and 2 minutes, and not yet steady enough to gate every commit (in `tox -e e2e` it failed
+2 of 4 runs on a loaded machine: once the case failed at 191 s before kafka-retention's batch,
+once fail-task found no batch with rows to fail within its 20 s). tests/test_fault_registry.py
+checks, in `tox -e test`, which kinds load at their defaults and which are refused with their
+reason, and that this plan loads; tests/test_faults_e2e.py runs restart-broker at its defaults
+(a crash) in every_fault.toml --quick, in `tox -e e2e`.
 
 Setup: nothing; each run starts its own Kafka, PostgreSQL and Spark local-cluster.
 """
@@ -22,7 +23,7 @@ from faults.registry import KINDS
 from tests import every_kind
 from tests.helpers import assert_nothing_left, run_cli
 
-pytestmark = [pytest.mark.integration, pytest.mark.long_e2e]
+pytestmark = pytest.mark.integration
 
 
 def test_every_kind_at_its_defaults_lands_and_each_case_ends_with_a_verdict(tmp_path):
