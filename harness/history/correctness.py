@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.history.store import ENDED_EARLY, Night, Series, verdict_status
+from harness.history.store import Night, Series
 from harness.results.verdict import FAIL, PASS, UNKNOWN
 
 STRENGTH = {"exactly-once": 3, "at-least-once": 2, "at-most-once": 2, "none": 0}
@@ -84,7 +84,7 @@ def _forbidden(night: Night) -> str:
 
 def _detail(night: Night, status: str) -> str:
     details = [(f"the run ({e.run_id}) ended {e.status} before all its cases had run"
-                if e.status in ENDED_EARLY and verdict_status(e.verdict) == PASS else
+                if e.passed_in_a_run_cut_short else
                 str(e.verdict.get("detail") or "")) for e in night.entries if e.verdict_status == status]
     return next((d for d in details if d), f"{night.expected} {status.lower()}")[:200]
 

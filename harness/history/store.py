@@ -92,8 +92,12 @@ class Entry:
     def verdict_status(self) -> str:
         """The case's verdict, UNKNOWN where it passed in a run that ended early (aborted, or an
         error after this case): the run's other cases never ran, so the night is not a pass."""
-        status = verdict_status(self.verdict)
-        return UNKNOWN if status == PASS and self.status in ENDED_EARLY else status
+        return UNKNOWN if self.passed_in_a_run_cut_short else verdict_status(self.verdict)
+
+    @property
+    def passed_in_a_run_cut_short(self) -> bool:
+        """The case passed, but its run ended early (aborted, or an error after this case)."""
+        return self.status in ENDED_EARLY and verdict_status(self.verdict) == PASS
 
     def judged(self, figure: Figure) -> float | None:
         """The value of `figure` that is judged (the registry's rule: a count the guarantee allows
