@@ -14,6 +14,7 @@ from workloads.pipelines import state_files
 from workloads.pipelines.taskfault import (
     AFTER_ROWS,
     AFTER_STATE_COMMIT,
+    BATCH,
     DRIVER,
     ITERATOR,
     JOB,
@@ -21,6 +22,7 @@ from workloads.pipelines.taskfault import (
     SPARK_SINK,
     WRITER,
     failed_tasks,
+    pending,
     retried_tasks,
     small_batches,
 )
@@ -68,7 +70,7 @@ class FailTask(Fault):
         except WaitTimeout as exc:
             small = sorted(small_batches(control) - small_before, key=lambda b: (len(b), b))   # 9 before 18
             if not small or failed_tasks(control)[self.seen_failed:]:
-                raise
+                raise WaitTimeout(f"{exc}; {self._meanwhile(control)}") from None
             raise Missed(f"the batches with rows that came ({', '.join(small)}) wrote one row to each "
                          "sink partition: a task fails after the sink took some of its rows, so it needs "
                          "two; fail-task fits a query that writes more rows a batch (or fewer shuffle "
@@ -77,6 +79,19 @@ class FailTask(Fault):
 
     def _heal(self) -> None:
         (self.targets.control_dir / REQUEST).unlink(missing_ok=True)
+
+    def _meanwhile(self, control) -> str:
+        """What the query did while the request waited, so that a wait that ran out says why: the
+        batches that ended, those with input, and which batch (if any) took the request."""
+        ended = self.targets.batches_after(self.injected_at or 0.0)
+        fed = [p["batchId"] for p in ended if p.get("numInputRows", 0) > 0]
+        try:
+            took = f"batch {(control / BATCH).read_text()} took the request, and no task of it failed"
+        except OSError:
+            took = "no batch took the request"
+        span = f" ({fed[0]}-{fed[-1]})" if fed else ""
+        return (f"meanwhile {len(ended)} batch(es) ended, {len(fed)} with input{span}; {took}"
+                + ("" if pending(control) else "; the request was gone"))
 
     def observe(self) -> Observation:
         control = self.targets.control_dir

@@ -364,6 +364,30 @@ class TestFailTaskOnOneRowPartitions:
         with pytest.raises(Missed, match=r"batches with rows that came \(7, 9\) wrote one row"):
             fault._inject()
 
+    def test_a_wait_that_ran_out_says_what_the_query_did_meanwhile(self, tmp_path, monkeypatch):
+        """In CI a fail-task once found 'no 1 task(s) of a batch with rows failed within 20 s' and
+        nothing more, and its run directory was gone: the timeout now names the batches that
+        ended while it waited and which of them took the request."""
+        from dataclasses import replace
+
+        import faults.targets as targets_mod
+        import faults.tasks as tasks_mod
+        from workloads.pipelines import taskfault
+        from workloads.wait import WaitTimeout
+
+        now_ms = time.time() * 1000 + 60_000   # batches that end after the request
+        progress = [{"batchId": b, "timestamp": "2026-11-28T00:00:00.000Z", "batchDuration": 0,
+                     "numInputRows": rows} for b, rows in ((11, 40), (12, 0), (13, 55))]
+        monkeypatch.setattr(targets_mod, "end_s", lambda p: now_ms / 1000)
+        monkeypatch.setattr(targets_mod, "pace_wait_s", lambda what, b, s: 0.2)
+        targets = replace(_targets(tmp_path), pace=targets_mod.FixedPace(), progress=lambda: progress)
+        fault = tasks_mod.FailTask(FaultSpec("fail-task", 0, "tasks"), targets)
+        (tmp_path / taskfault.BATCH).write_text("11")
+        said = (r"failed \(is the stage.*meanwhile 3 batch\(es\) ended, 2 with input \(11-13\); "
+                r"batch 11 took the request, and no task of it failed")
+        with pytest.raises(WaitTimeout, match=said):
+            fault.inject()
+
 
 def test_a_refusal_names_the_failed_task_under_spark_s_wrapping(tmp_path):
     """A query's failure reaches the driver wrapped (FOREACH_BATCH_USER_FUNCTION_ERROR through
