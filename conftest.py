@@ -9,6 +9,7 @@ without Java. A module that starts services on its own says `pytestmark = pytest
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -86,8 +87,16 @@ def pytest_configure(config):
     logging.getLogger("kafka").setLevel(logging.WARNING)
 
 
+# a user's own suite as docs/pytest.md shows it, kept free of our markers: a run of its own, about
+# 50 s, in tox -e e2e (tox -e test's ten minutes hold every kind at its defaults)
+USER_SUITE = Path(__file__).parent / "tests" / "user_suite"
+
+
+@pytest.hookimpl(tryfirst=True)   # before `-m` deselects by marker
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        if USER_SUITE in Path(item.path).parents:
+            item.add_marker(pytest.mark.long_e2e)
         if item.get_closest_marker("integration") or item.get_closest_marker("unit"):
             continue
         uses_services = SERVICE_FIXTURES & set(item.fixturenames)

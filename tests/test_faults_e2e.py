@@ -31,7 +31,7 @@ class TestEveryFault:
         observed and lands in the window it aims at, the verdict holds with the deleted records
         counted apart, the broker's exit is scheduled and named by its signal, and no process is
         left running or stopped. (The full file, every kind, runs in tox -e bench:
-        benchmarks/test_e2e_variations.py; every kind at its defaults: benchmarks/test_every_kind.py.)"""
+        benchmarks/test_e2e_variations.py; every kind at its defaults: tests/test_every_kind_e2e.py.)"""
         run_dir = tmp_path / "run"
         proc = run_cli("run", str(REPO / "tests" / "scenarios" / "every_fault.toml"), "--quick",
                        "--out", str(run_dir))

@@ -150,6 +150,7 @@ class TestLocustRun:
         assert (report["start_ms"], report["events"], report["failed"]) == (start_ms, planned, 0)
         assert _stats_events(csv_prefix) == planned
 
+    @pytest.mark.long_e2e   # a master and two workers, about 12 s: tox -e e2e
     def test_master_and_two_workers_send_the_single_process_plan(self, kafka, locustfile, tmp_path):
         """Setup: a 2-partition topic; 2,000 events/s for 3 s.
         Steps: a headless master expecting 2 workers, 2 workers; then both shares merged.

@@ -19,7 +19,7 @@ from harness.check import checkpoint
 from harness.results.rundir import CaseDir
 from tests.helpers import REPO
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long_e2e]   # a run of its own, about 30 s: tox -e e2e
 
 
 def test_held_batches_of_a_stateful_query_count_their_late_rows_once(harness_run, request, tmp_path_factory):

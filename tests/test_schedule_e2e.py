@@ -9,9 +9,15 @@ waited, the fault was missed at 4 s. Measured: 47 s here (2 cores, its driver in
 
 from __future__ import annotations
 
+import pytest
+
 from harness import api
 from tests.helpers import REPO
 from workloads.generator import truth
+
+# a run of its own, about 30 s: tox -e e2e (tox -e test runs every kind at its defaults, whose
+# workload waits for its faults the same way)
+pytestmark = pytest.mark.long_e2e
 
 SCENARIO = REPO / "tests" / "scenarios" / "late_anchor.toml"
 
