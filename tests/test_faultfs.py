@@ -92,6 +92,23 @@ class TestHold:
         assert not (fs.backing / "done").exists() and (fs.backing / "tmp").exists()
 
 
+class TestFailureCounts:
+    def test_a_burst_of_failures_is_all_in_the_stats_file_soon_after_it(self, mounted):
+        """The stats file is written at most every 0.2 s; what a burst left unwritten is written
+        0.2 s after it, not when the next failure comes (a disk-full's last ENOSPC creates once
+        turned up in the next fault's record, an io-error 20 s later)."""
+        fs = mounted()
+        fs.control.write_text(json.dumps({"mode": "enospc"}))
+        time.sleep(0.1)   # the file system reads its mode at most every 50 ms
+        for i in range(12):
+            with pytest.raises(OSError):
+                (fs.mountpoint / f"f{i}").write_text("x")
+        fs.control.write_text(json.dumps({"mode": "none"}))
+        time.sleep(0.5)
+        failed = json.loads(fs.stats.read_text())["failed"]
+        assert failed["create:ENOSPC"]["count"] == 12, failed
+
+
 class TestUnsynced:
     SCRIPT = """
 import os, sys
