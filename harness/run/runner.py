@@ -41,16 +41,19 @@ def run(scenario, run_dir: RunDir, run_id: str, progress: Progress, registry: Re
     `stack`, when given, is services started before (a pytest session's)."""
     result = _started(scenario, run_id)
     try:
+        own = stack is None   # services of this run's own, stopped after its last case
         if stack is None:
             stack = start_stack(scenario, run_dir.services, registry, progress)
         if cases is not None:
             cases(stack, result)
-        for spec in scenario.cases if cases is None else ():
+        for i, spec in enumerate(scenario.cases if cases is None else ()):
             # oracle = "reference": the case without its faults first (harness/run/reference_run.py)
             reference = reference_run.first(scenario, spec, lambda s, c: run_case(
                 Case.create(s, c, stack, run_dir, run_id, progress, registry)))
             case = Case.create(scenario, spec, stack, run_dir, run_id, progress, registry)
-            done = run_case(case)
+            # a node a fault left changed is put back for the next case (restart-broker's lease:
+            # a broker restart, about 6 s), not after the last one on services about to stop
+            done = run_case(case, restore=not (own and i == len(scenario.cases) - 1))
             reference_run.attach(done, reference)
             if scenario.measure.ceiling:   # a reference of the run's own, after the case
                 references.with_ceiling(case, done)
@@ -145,7 +148,7 @@ def _started(scenario, run_id: str) -> RunResult:
         started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
 
-def run_case(case: Case) -> CaseResult:
+def run_case(case: Case, restore: bool = True) -> CaseResult:
     """Generator -> Kafka -> Spark driver -> sink, then the checker: one case's result.
 
     A driver that dies fails this case, with how it died and how far the case had got;
@@ -180,7 +183,7 @@ def run_case(case: Case) -> CaseResult:
         watch.stop()
         kept.stop()
         raise
-    schedule.stop()
+    schedule.stop(restore=restore)
     used = sampler.stop()
     watch.stop()
     kept.stop()

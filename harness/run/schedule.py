@@ -340,9 +340,10 @@ class FaultRunner:
         for thread in self.threads:
             thread.join(max(0.0, deadline - time.monotonic()))
 
-    def stop(self, aborted: bool = False) -> None:
+    def stop(self, aborted: bool = False, restore: bool = True) -> None:
         """End the schedule now. Everything that lasts is undone; on an aborted run a fault
-        whose heal would start a process (a driver, the broker) is left as it is."""
+        whose heal would start a process (a driver, the broker) is left as it is. `restore`:
+        put back the nodes the faults left changed, for a next case (Fault.restore)."""
         self.stopping.set()
         for thread in self.threads:
             thread.join(30)
@@ -350,7 +351,7 @@ class FaultRunner:
             # a kind whose heal starts a process (a driver, the broker) is left as it is
             if not (aborted and registry.kind(run.spec.kind).restarts):
                 run.release()
-        if not aborted:   # an aborted run's registry stops every node anyway
+        if not aborted and restore:   # an aborted run's registry stops every node anyway
             for run in self.runs:
                 run.restore()
 
