@@ -71,6 +71,11 @@ class RefusedTarget(Exception):
     """A target that the harness did not start, or that is gone: no signal is sent."""
 
 
+class RunStopping(RefusedTarget):
+    """The run is stopping (Ctrl-C): a fault in the middle of its injection goes no further (a
+    replay-batch whose hold came during the unwinding killed the driver 4 s after a Ctrl-C)."""
+
+
 @dataclass
 class Targets:
     """The processes and hooks of one case under way."""
@@ -107,13 +112,18 @@ class Targets:
     source_table: Path | None = None       # a Delta source's table, as the appender writes it
     source_control: Path | None = None     # ... and its FUSE file system's control and record files
     source_stats: Path | None = None
+    # whether the run is stopping (Ctrl-C, SIGTERM: harness/run/schedule.py sets it): a fault in
+    # the middle of its injection then sends no signal and waits for nothing more
+    stopping: Callable[[], bool] = lambda: False
 
     def rng(self, salt: str) -> random.Random:
         """A generator seeded by the scenario's seed and `salt`: the same plan every run."""
         return random.Random(f"{self.seed}:{salt}")
 
     def process(self, pid: int) -> psutil.Process:
-        """A handle on `pid`, refused unless the harness started it and it still runs."""
+        """A handle on `pid`, refused unless the harness started it and it still runs, and
+        refused while the run is stopping."""
+        self._not_stopping()
         if pid not in self.started_pids():
             raise RefusedTarget(f"pid {pid} was not started by this run: no signal sent")
         try:
@@ -125,6 +135,7 @@ class Targets:
     def processes(self, pids: list[int]) -> list[psutil.Process]:
         """Handles on those of `pids` this run started and that still run; one that ended
         between the listing and now (a short-lived PostgreSQL backend) is left out."""
+        self._not_stopping()
         started = self.started_pids()
         refused = [pid for pid in pids if pid not in started]
         if refused:
@@ -186,11 +197,19 @@ class Targets:
         most a restart's wait."""
         timeout_s = self.pace.wait_s(what)
         batch = what == "batch"
-        return wait_until(condition, timeout_s, every_s,
+
+        def met():
+            self._not_stopping()
+            return condition()
+        return wait_until(met, timeout_s, every_s,
                           lambda: f"{message} within {timeout_s:g} s ({self.pace.basis(what)})",
                           paused=self.batch_stalled if batch else None,
                           most_paused_s=self.pace.wait_s("restart") if batch else 0.0,
                           paused_means="the driver was down or restarting, or another fault held a batch")
+
+    def _not_stopping(self) -> None:
+        if self.stopping():
+            raise RunStopping("the run is stopping: no signal sent, nothing more waited for")
 
     def batch_stalled(self) -> bool:
         """Whether no batch can end now: the driver down or restarting, or a batch held in the

@@ -181,6 +181,32 @@ class TestSchedule:
         assert all(not t.is_alive() for t in runner.threads)
         assert runner.runs[0].fault is None, "injected after the signal"
 
+    def test_a_fault_in_the_middle_of_its_injection_goes_no_further_after_the_signal(self, tmp_path,
+                                                                                    monkeypatch):
+        """A fault already waiting (a replay-batch for its held batch) when Ctrl-C comes stops
+        waiting and sends no signal: one killed the driver 4 s after a Ctrl-C, during the
+        unwinding. Its targets refuse every process handle from then on."""
+        from harness.run.schedule import stop_every_schedule
+
+        waited, sent = threading.Event(), []
+
+        class _Waits(Fault):
+            def _inject(self):
+                self.targets.wait(lambda: waited.set() or None, "signal", "never")
+                sent.append(self.targets.process(os.getpid()))
+
+            def _heal(self):
+                pass
+
+        monkeypatch.setitem(registry.KINDS, "pause", replace(registry.KINDS["pause"], injector=_Waits))
+        runner = FaultRunner((FaultSpec("pause", 0, "driver", duration_s=0.1),),
+                             _targets(tmp_path, started={os.getpid()}))
+        runner.start(time.time())
+        assert waited.wait(5)
+        stop_every_schedule()
+        runner.join(5)
+        assert sent == [] and "the run is stopping" in (runner.runs[0].error or ""), runner.runs[0].error
+
 
 class TestTargets:
     def test_a_pid_the_run_did_not_start_is_refused(self, tmp_path):

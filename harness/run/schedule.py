@@ -36,12 +36,13 @@ import time
 import traceback
 import weakref
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from faults import registry
 from faults.base import Fault, Missed, Observation
 from faults.spec import START, FaultSpec
-from faults.targets import Targets
+from faults.targets import RunStopping, Targets
 from harness.results.model import FaultRecord
 
 log = logging.getLogger(__name__)
@@ -210,6 +211,8 @@ class FaultRun:
             self.missed = str(exc)
             self.say(f"fault {self.spec.kind} ({self.spec.at}): MISSED: {exc}")
             self.release()
+        except RunStopping as exc:   # Ctrl-C during its injection: it went no further, quietly
+            self.error = f"{type(exc).__name__}: {exc}"   # stop(aborted=True) undoes what lasts
         except Exception as exc:  # noqa: BLE001 - recorded, and the case fails its run check
             self.error = f"{type(exc).__name__}: {exc}"
             log.error("fault %s failed: %s\n%s", self.spec.kind, exc, traceback.format_exc())
@@ -311,7 +314,8 @@ class FaultRunner:
         """`send_end`: the workload's duration ends (epoch s); `cap`: the latest it may go on to
         while a fault is pending (default: `send_end`, a workload that does not wait)."""
         self.t0 = t0
-        self.runs = [FaultRun(spec, self.targets, t0, self.say, self.clock, send_end, self.fresh_restarts,
+        targets = replace(self.targets, stopping=self.stopping.is_set)
+        self.runs = [FaultRun(spec, targets, t0, self.say, self.clock, send_end, self.fresh_restarts,
                               cap, self.mark) for spec in self.specs]
         previous: dict[tuple, FaultRun] = {}
         for run in self.runs:
