@@ -109,6 +109,31 @@ class TestFailureCounts:
         assert failed["create:ENOSPC"]["count"] == 12, failed
 
 
+class TestLeftBehind:
+    def test_a_crashed_harness_s_mount_is_detached_by_the_reaper(self, mounted):
+        """A harness SIGKILLed mid-run: the watchdog (or the next run) reaps the file system's
+        process, and detaches its mount, which its death left dead ("Transport endpoint is not
+        connected"; one was still mounted after the watchdog reaped every process)."""
+        import psutil
+
+        from harness.paths import state_dir
+        from harness.services.base import reap_leftovers
+
+        fs = mounted()
+        record_path = state_dir() / f"{fs.process.pid}.json"
+        record = json.loads(record_path.read_text())
+        assert record["mounts"] == [str(fs.mountpoint.resolve())]
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()
+        record.update(owner_pid=dead.pid, owner_create_time=0.0)   # its owner is gone
+        record_path.write_text(json.dumps(record))
+        psutil.Process(fs.process.pid).kill()   # as the watchdog would, before the mount went
+        time.sleep(0.5)
+        assert fs.mounted()   # dead but still there
+        reap_leftovers()
+        assert not fs.mounted()
+
+
 class TestUnsynced:
     SCRIPT = """
 import os, sys

@@ -70,6 +70,12 @@ class Service:
         gone: removed when it is reaped, and by `reap_leftovers` when a crashed harness left it."""
         return []
 
+    def mounts(self) -> list[Path]:
+        """Mount points the process serves (a FUSE file system): a process killed with its
+        mount up leaves it dead ("Transport endpoint is not connected"), so `reap_leftovers`
+        detaches them when a crashed harness left one."""
+        return []
+
     def user(self) -> str | None:
         return None
 
@@ -346,6 +352,7 @@ def _write_pidfile(service: Service) -> None:
               "owner_pid": me.pid, "owner_create_time": me.create_time(),
               "workdir": str(service.workdir), "written_at": time.time(),
               "scratch": [str(path) for path in service.scratch()],
+              "mounts": [str(path) for path in service.mounts()],
               "run_id": os.environ.get("HARNESS_RUN_ID")}
     _pidfile(service).write_text(json.dumps(record))
 
@@ -374,9 +381,24 @@ def reap_leftovers() -> list[dict]:
             procs.kill_group(record["pgid"])
             reaped.append({"name": record["name"], "run_id": record.get("run_id") or "unknown",
                            "processes": max(len(members), 1)})
+        _detach(record.get("mounts", []))
         _remove(Path(p) for p in record.get("scratch", []))
         path.unlink(missing_ok=True)
     return reaped
+
+
+def _detach(mounts: list[str]) -> None:
+    """Lazily unmount what a killed file system process left mounted (fusermount3 -u -z)."""
+    for point in mounts:
+        if shutil.which("fusermount3") is None:
+            return
+        try:
+            mounted = any(line.split()[1:2] == [point]
+                          for line in Path("/proc/self/mounts").read_text().splitlines())
+        except OSError:
+            mounted = os.path.ismount(point)
+        if mounted:
+            subprocess.run(["fusermount3", "-u", "-z", point], capture_output=True, timeout=30)
 
 
 def _remove(dirs) -> None:

@@ -94,6 +94,9 @@ class FaultFS(Service):
         self._unmount(lazy=False)
         super().stop(timeout_s)
 
+    def mounts(self) -> list[Path]:
+        return [self.mountpoint.resolve()]
+
     def cleanup(self) -> None:
         """A file system killed while mounted leaves its mount point dead: detach it."""
         self._unmount(lazy=True)
