@@ -388,17 +388,26 @@ def reap_leftovers() -> list[dict]:
 
 
 def _detach(mounts: list[str]) -> None:
-    """Lazily unmount what a killed file system process left mounted (fusermount3 -u -z)."""
+    """Lazily unmount what a killed file system process left mounted."""
     for point in mounts:
-        if shutil.which("fusermount3") is None:
-            return
-        try:
-            mounted = any(line.split()[1:2] == [point]
-                          for line in Path("/proc/self/mounts").read_text().splitlines())
-        except OSError:
-            mounted = os.path.ismount(point)
-        if mounted:
-            subprocess.run(["fusermount3", "-u", "-z", point], capture_output=True, timeout=30)
+        unmount(Path(point), lazy=True)
+
+
+def mounted(point: Path) -> bool:
+    """Whether the kernel holds a mount at `point`, alive or not (a dead one fails every stat)."""
+    target = str(point.resolve())
+    try:
+        lines = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return os.path.ismount(point)
+    return any(line.split()[1:2] == [target] for line in lines)
+
+
+def unmount(point: Path, lazy: bool) -> None:
+    """fusermount3 -u (-z: lazily, for a dead mount or one still in use), when mounted."""
+    if shutil.which("fusermount3") is not None and mounted(point):
+        subprocess.run(["fusermount3", "-u", *(["-z"] if lazy else []), str(point)],
+                       capture_output=True, timeout=30)
 
 
 def _remove(dirs) -> None:

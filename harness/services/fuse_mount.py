@@ -10,12 +10,11 @@ import functools
 import importlib.util
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from harness.services.base import Service
+from harness.services.base import Service, mounted, unmount
 
 
 @functools.cache
@@ -82,12 +81,7 @@ class FaultFS(Service):
 
     def mounted(self) -> bool:
         """Whether the kernel holds the mount, alive or not (a dead one fails every stat)."""
-        target = str(self.mountpoint.resolve())
-        try:
-            lines = Path("/proc/self/mounts").read_text().splitlines()
-        except OSError:
-            return os.path.ismount(self.mountpoint)
-        return any(line.split()[1:2] == [target] for line in lines)
+        return mounted(self.mountpoint)
 
     def stop(self, timeout_s: float | None = None) -> None:
         """Unmount (the file system's process then exits), then stop what is left."""
@@ -102,6 +96,4 @@ class FaultFS(Service):
         self._unmount(lazy=True)
 
     def _unmount(self, lazy: bool) -> None:
-        if self.mounted():
-            subprocess.run(["fusermount3", "-u", *(["-z"] if lazy else []), str(self.mountpoint)],
-                           capture_output=True, timeout=30)
+        unmount(self.mountpoint, lazy)
