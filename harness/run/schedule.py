@@ -289,6 +289,7 @@ def stop_every_schedule() -> None:
     unwinding can take a while, a producer flushing for one; a broker killed meanwhile was a
     fault injected after the user asked the run to stop.)"""
     for runner in list(_LIVE):
+        runner.aborting.set()
         runner.stopping.set()
 
 
@@ -307,6 +308,10 @@ class FaultRunner:
         self.specs, self.targets, self.say = specs, targets, say
         self.clock, self.fresh_restarts, self.mark = clock, fresh_restarts, mark
         self.stopping = threading.Event()
+        # the run is being interrupted (Ctrl-C, SIGTERM, an aborted stop): a fault in the middle
+        # of its injection goes no further (its targets refuse signals and waits, RunStopping);
+        # a case's normal end lets it finish as before
+        self.aborting = threading.Event()
         self.threads: list[threading.Thread] = []
         self.t0: float | None = None   # wall-clock seconds of the first event sent
 
@@ -314,7 +319,7 @@ class FaultRunner:
         """`send_end`: the workload's duration ends (epoch s); `cap`: the latest it may go on to
         while a fault is pending (default: `send_end`, a workload that does not wait)."""
         self.t0 = t0
-        targets = replace(self.targets, stopping=self.stopping.is_set)
+        targets = replace(self.targets, stopping=self.aborting.is_set)
         self.runs = [FaultRun(spec, targets, t0, self.say, self.clock, send_end, self.fresh_restarts,
                               cap, self.mark) for spec in self.specs]
         previous: dict[tuple, FaultRun] = {}
@@ -348,6 +353,8 @@ class FaultRunner:
         """End the schedule now. Everything that lasts is undone; on an aborted run a fault
         whose heal would start a process (a driver, the broker) is left as it is. `restore`:
         put back the nodes the faults left changed, for a next case (Fault.restore)."""
+        if aborted:
+            self.aborting.set()
         self.stopping.set()
         for thread in self.threads:
             thread.join(30)
