@@ -201,7 +201,7 @@ REFUSED_AT_DEFAULTS = {
 def test_every_kind_at_its_defaults_runs_on_the_default_stack_or_is_refused_with_its_reason(tmp_path):
     """A nemesis, the hunt and a user writing `kind = "..."` alone get a kind's defaults (issue 41:
     restart-broker's broke the default stack). On the default stack each kind, with only its
-    required keys, loads (and benchmarks/test_every_kind.py runs it, several kinds to a case), or
+    required keys, loads (and tests/test_every_kind_e2e.py runs it, several kinds to a case), or
     is refused at load time, with the reason; FUSE and libfaketime count as installed here (a
     machine without them refuses those kinds, saying so)."""
     from tests import every_kind

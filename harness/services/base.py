@@ -381,16 +381,11 @@ def reap_leftovers() -> list[dict]:
             procs.kill_group(record["pgid"])
             reaped.append({"name": record["name"], "run_id": record.get("run_id") or "unknown",
                            "processes": max(len(members), 1)})
-        _detach(record.get("mounts", []))
+        for point in record.get("mounts", []):   # a killed file system's mount is left dead
+            unmount(Path(point), lazy=True)
         _remove(Path(p) for p in record.get("scratch", []))
         path.unlink(missing_ok=True)
     return reaped
-
-
-def _detach(mounts: list[str]) -> None:
-    """Lazily unmount what a killed file system process left mounted."""
-    for point in mounts:
-        unmount(Path(point), lazy=True)
 
 
 def mounted(point: Path) -> bool:
