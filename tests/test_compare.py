@@ -103,9 +103,18 @@ class TestNoise:
     @pytest.mark.parametrize("t, df, p", [(2.776, 4, 0.05), (4.604, 4, 0.01), (12.706, 1, 0.05),
                                           (2.228, 10, 0.05), (1.96, 1e6, 0.05)])
     def test_p_values_are_students_t(self, t, df, p):
-        """The two-sided p of Student's t from the incomplete beta function, against the
-        table's critical values."""
-        assert judge.betainc(df / 2, 0.5, df / (df + t * t)) == pytest.approx(p, abs=2e-4)
+        """scipy's t distribution, which welch_p's ttest_ind reads, against the table's critical
+        values (the same table pinned the hand-written incomplete beta it replaced)."""
+        from scipy.stats import t as student
+
+        assert 2 * student.sf(t, df) == pytest.approx(p, abs=2e-4)
+
+    def test_no_spread_on_either_side(self):
+        """A count 0 in every run is within the noise (p 1); a difference with no spread at all
+        is not (p 0): scipy alone says nan for both."""
+        assert judge.welch_p([0.0, 0.0, 0.0], [0.0, 0.0, 0.0]) == 1.0
+        assert judge.welch_p([5.0, 5.0], [7.0, 7.0]) == 0.0
+        assert judge.welch_p([5.0, 5.0, 5.0], [7.0, 8.0, 9.0]) == pytest.approx(0.0351, abs=1e-4)
 
     def test_many_judged_changes_share_the_5_percent(self, tmp_path):
         """Six changes judged (three cases, p99 and throughput): a p of 0.03 on one of them is
@@ -452,3 +461,174 @@ class TestCommittedBaselines:
         assert base["scenario"].get("hash") == bench.fingerprint(), (
             f"results/baseline/{name} was measured on another bench.toml; refresh it as "
             "results/baseline/README.md says")
+
+
+# Welch's p of every figure between each two cases of the committed full baseline (three runs a
+# case), as the hand-written incomplete beta of harness/report/judge.py computed them before it
+# gave way to scipy.stats.ttest_ind(equal_var=False) (commit 881e51f, issue 48)
+HAND_WRITTEN_P = [
+    ("lost", "at-least-once-postgres", "exactly-once-postgres", 1.0),
+    ("duplicated", "at-most-once-postgres", "exactly-once-postgres", 1.0),
+    ("throughput", "at-least-once-postgres", "at-most-once-postgres", 0.005174483257477846),
+    ("throughput", "at-least-once-postgres", "exactly-once-postgres", 0.5197288669307963),
+    ("throughput", "at-most-once-postgres", "exactly-once-postgres", 0.0026078722061868855),
+    ("p50", "at-least-once-postgres", "at-most-once-postgres", 0.7552055782426417),
+    ("p50", "at-least-once-postgres", "exactly-once-postgres", 0.0924774405932527),
+    ("p50", "at-most-once-postgres", "exactly-once-postgres", 0.3022905922595358),
+    ("p99", "at-least-once-postgres", "at-most-once-postgres", 0.00012813346105086795),
+    ("p99", "at-least-once-postgres", "exactly-once-postgres", 0.36020469678467504),
+    ("p99", "at-most-once-postgres", "exactly-once-postgres", 5.478319597374545e-05),
+    ("processing_p99", "at-least-once-postgres", "at-most-once-postgres", 6.920585858738103e-06),
+    ("processing_p99", "at-least-once-postgres", "exactly-once-postgres", 0.3491755883481804),
+    ("processing_p99", "at-most-once-postgres", "exactly-once-postgres", 0.00046726866034137437),
+    ("max_lag", "at-least-once-postgres", "at-most-once-postgres", 0.00011340806904649954),
+    ("max_lag", "at-least-once-postgres", "exactly-once-postgres", 0.3138459876336174),
+    ("max_lag", "at-most-once-postgres", "exactly-once-postgres", 0.0005640547731937984),
+    ("batch_p50", "at-least-once-postgres", "at-most-once-postgres", 0.9216042841054382),
+    ("batch_p50", "at-least-once-postgres", "exactly-once-postgres", 0.3611878531255537),
+    ("batch_p50", "at-most-once-postgres", "exactly-once-postgres", 0.5224658001626874),
+    ("recovery", "at-least-once-postgres", "at-most-once-postgres", 0.41868613594430004),
+    ("recovery", "at-least-once-postgres", "exactly-once-postgres", 0.9913116621202428),
+    ("recovery", "at-most-once-postgres", "exactly-once-postgres", 0.41870773094418834),
+]
+
+
+class TestScipy:
+    """Welch's test is scipy's (issue 48): declared, and equal to the hand-written one it replaced."""
+
+    def test_scipy_is_declared(self):
+        """scipy came only through ruptures; compare and the history import it themselves."""
+        import tomllib
+
+        deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+        assert any(d.replace(" ", "").lower().startswith("scipy") for d in deps), deps
+
+    def test_the_committed_baseline_s_p_values_are_those_of_the_hand_written_test(self):
+        """Every figure between each two cases of results/baseline/bench.summary.json: scipy's p
+        equals the pinned hand-written one to 1e-12 relative (measured: 3.5e-15 at most)."""
+        run = compare.load(REPO / "results" / "baseline" / "bench.summary.json")
+        cases = compare.series(run)
+        got = []
+        for name, a, b, pinned in HAND_WRITTEN_P:
+            f = compare.METRICS[name]
+            va, vb = ([float(v) for v in (f.judged(c) for c in cases[k]) if v is not None] for k in (a, b))
+            got.append((name, a, b, judge.welch_p(va, vb)))
+        assert got == [(n, a, b, pytest.approx(p, rel=1e-12)) for n, a, b, p in HAND_WRITTEN_P]
+        assert len(got) == 23
+
+
+def _with_status(run_dir, status: str, error: str | None = None):
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (run_dir / "summary.json").write_text(json.dumps({**summary, "status": status, "error": error}))
+    return run_dir
+
+
+THREE = [_case("eo", 3000.0, 6500.0), _case("alo", 3000.0, 6500.0, guarantee="at-least-once"),
+         _case("amo", 3000.0, 6500.0, guarantee="at-most-once")]
+
+
+class TestNeverGreenOnABrokenRun:
+    """compare exits 0 only when NEW ran every case of BASE to its end (issue 48: a quick bench
+    set to `aborted` with 1 of its 3 cases kept printed "cases only in base: ... / no regression",
+    exit 0, where the history calls the same night UNKNOWN)."""
+
+    @pytest.mark.parametrize("status, kept, said", [
+        ("aborted", 1, "ended aborted before all its cases had run: interrupted by SIGINT"),
+        ("error", 3, "ended error before all its cases had run: RuntimeError: boom"),
+        ("completed", 1, "lacks 2 case(s) of base: alo, amo"),
+    ])
+    def test_an_aborted_an_errored_or_a_short_new_exits_4_naming_why(self, tmp_path, status, kept, said):
+        base = _run(tmp_path, "base", THREE)
+        error = {"aborted": "interrupted by SIGINT", "error": "RuntimeError: boom"}.get(status)
+        new = _with_status(_run(tmp_path, "new", THREE[:kept]), status, error)
+        proc = run_cli("compare", str(base), str(new))
+        assert proc.returncode == 4, proc.stdout + proc.stderr
+        assert f"run new {said}" in proc.stdout, proc.stdout
+        assert "new not run whole" in proc.stdout
+        assert proc.stdout.splitlines()[-1].startswith("no regression among the cases that ran, but NEW did "
+                                                       "not run every case of BASE to its end"), proc.stdout
+
+    def test_a_whole_new_run_still_exits_0(self, tmp_path):
+        """Its twin: every case of BASE, run to its end (a schedule-missed run is judged by its
+        UNKNOWN verdicts, as before)."""
+        base = _run(tmp_path, "base", THREE)
+        proc = run_cli("compare", str(base), str(_run(tmp_path, "new", THREE)))
+        assert proc.returncode == 0, proc.stdout
+        assert "not run whole" not in proc.stdout
+
+    def test_a_new_repeat_that_aborted_exits_4(self, tmp_path):
+        """The nightly's confirmation gives NEW as two runs (--new-also): either one cut short
+        is named."""
+        base = _run(tmp_path, "base", THREE)
+        new = _run(tmp_path, "new", THREE)
+        again = _with_status(_run(tmp_path, "again", THREE[:2]), "aborted", "interrupted by SIGTERM")
+        proc = run_cli("compare", str(base), str(new), "--new-also", str(again))
+        assert proc.returncode == 4, proc.stdout
+        assert "run again ended aborted" in proc.stdout and "run again lacks 1 case(s) of base: amo" in proc.stdout
+
+    def test_a_regression_in_a_broken_run_still_exits_1(self, tmp_path):
+        """What ran and regressed is a regression (exit 1), the missing cases listed too."""
+        base = _run(tmp_path, "base", THREE)
+        new = _with_status(_run(tmp_path, "new", [_failing(_case("eo", 3000.0, 6500.0))]), "aborted")
+        proc = run_cli("compare", str(base), str(new))
+        assert proc.returncode == 1, proc.stdout
+        assert "eo: verdict PASS -> FAIL" in proc.stdout and "run new lacks 2 case(s) of base" in proc.stdout
+
+
+def _store_of_repeated_nights(tmp_path, medians: list[float], spread: float = 0.03):
+    """A history store of one case's nights on _ENV's machine, each of three runs (--repeat 3)
+    about the night's median, each night on its own commit."""
+    from harness.history.store import Store
+
+    store = Store(tmp_path / "store")
+    for k, median in enumerate(medians):
+        d = tmp_path / f"night{k}"
+        d.mkdir()
+        runs = [_case(f"eo-r{r + 1}", 3000.0, median * f, repeat=r + 1, series="eo")
+                for r, f in enumerate((1 - spread, 1.0, 1 + spread))]
+        (d / "summary.json").write_text(json.dumps({
+            "schema_version": 3, "run_id": f"night{k}", "status": "completed",
+            "started_at": f"2026-11-{10 + k:02d}T01:00:00+0000",
+            "scenario": {"name": "bench", "quick": True, "hash": "h1"},
+            "environment": {**_ENV, "git_sha": f"c{k}"}, "cases": runs}))
+        store.add(d)
+    return store
+
+
+class TestHistoryNoiseScaled:
+    """compare --history scales the history's noise to the runs on each side (issue 48): the
+    history measures the spread of a night's value, a median over --repeat 3, which was taken
+    as one run's spread, a sqrt(3) too small for single runs."""
+
+    def test_one_run_s_noise_is_the_night_s_times_the_root_of_its_repeats(self, tmp_path):
+        from harness.history import check, noise
+
+        store = _store_of_repeated_nights(tmp_path, [6500.0 * (1 + 0.05 * (-1) ** k) for k in range(8)])
+        checked = check.check(store)
+        (series,) = [s for s in checked.series if s.machine is not None]
+        night = checked.noise_of(series)["p99"]
+        assert noise.repeats(series, "p99") == 3
+        new = compare.load(_run(tmp_path, "base", [_case("eo", 3000.0, 6500.0)], env=_ENV, hash_="h1"))
+        assert check.noise_for(store.path, new)[("eo", "p99")] == pytest.approx(night.sd * 3 ** 0.5)
+
+    def test_a_single_run_change_within_one_run_s_noise_is_not_a_regression(self, tmp_path):
+        """Nights of three runs whose median moves by 5% either way: a night's p99 noise is
+        10.5% sd, one run's 18.2%. One run a side, +40% p99: within one run's noise (p about
+        0.12), no regression; taken as a night's, p was 0.007 and it exited 1. +70% is past it."""
+        store = _store_of_repeated_nights(tmp_path, [6500.0 * (1 + 0.05 * (-1) ** k) for k in range(8)])
+        base = _run(tmp_path, "base", [_case("eo", 3000.0, 6500.0)], env=_ENV, hash_="h1")
+        for p99, code in ((9100.0, 0), (11050.0, 1)):
+            new = _run(tmp_path, f"new{code}", [_case("eo", 3000.0, p99)], env=_ENV, hash_="h1")
+            proc = run_cli("compare", str(base), str(new), "--history", str(store.path),
+                           "--fail-on", "p99:+10%")
+            assert proc.returncode == code, proc.stdout + proc.stderr
+            assert "history)" in proc.stdout
+
+    def test_sides_of_several_runs_are_judged_by_their_own_counts(self):
+        """The spread of a side of n runs is sigma / sqrt(n): a difference of two single runs
+        has sqrt(2) sigma, of one run against three sqrt(4/3) sigma."""
+        sd = 0.1
+        one = judge.beyond_p([100.0], [120.0], sd)
+        three = judge.beyond_p([100.0, 100.0, 100.0], [120.0], sd)
+        assert one == pytest.approx(judge.normal_p(0.2 / (sd * 2 ** 0.5)))
+        assert three == pytest.approx(judge.normal_p(0.2 / (sd * (4 / 3) ** 0.5)))

@@ -245,9 +245,11 @@ def write_json(checked: Checked, path: Path) -> None:
 
 
 def noise_for(store_path: Path, new, across: bool = False) -> dict[tuple[str, str], float]:
-    """The noise of one night's value per (case, figure) that the history at `store_path`
-    measured for run `new`'s workload on its machine (on every machine, `across`): what
-    `compare --history` judges single runs by."""
+    """The noise of ONE run per (case, figure) that the history at `store_path` measured for run
+    `new`'s workload on its machine (on every machine, `across`): what `compare --history` judges
+    single runs by. The history measures the noise of one night's value, the median of its
+    --repeat runs; it is taken back to one run by the nights' own run count (noise.one_run says
+    why), and compare scales it to each side's count."""
     from harness.results.machine import Machine
 
     checked = check(Store(store_path).require())
@@ -255,7 +257,10 @@ def noise_for(store_path: Path, new, across: bool = False) -> dict[tuple[str, st
               None if across else Machine.of(new.environment))
     out: dict[tuple[str, str], float] = {}
     for s in checked.series:
-        if (s.scenario_hash, s.quick, s.machine) == wanted:
-            out.update({(s.case, name): n.sd for name, n in checked.noise_of(s).items() if n.sd})
+        if (s.scenario_hash, s.quick, s.machine) != wanted:
+            continue
+        for name, n in checked.noise_of(s).items():
+            sd = noise.one_run(n, noise.repeats(s, name) or 1.0)
+            if sd:
+                out[(s.case, name)] = sd
     return out
-

@@ -140,6 +140,35 @@ def upper(sd: float, df: float) -> float:
     return sd * math.sqrt(df / chi2.ppf(1 - CONFIDENCE, df))
 
 
+def repeats(s: Series, figure: str) -> float | None:
+    """How many runs a night of the series holds for `figure` (its --repeat count; the median
+    over its nights with a value, as a series may mix a --repeat 3 night and a single run)."""
+    counts = [len(n.values(figure)) for n in s.nights if n.values(figure)]
+    return statistics.median(counts) if counts else None
+
+
+def one_run(noise: Noise, per_night: float) -> float | None:
+    """The relative sd of ONE run, from the noise `calibrate` gives for one night's value of a
+    series whose nights hold `per_night` runs each; what `compare --history` judges its sides by.
+
+    Why scaled: A/A nights and night-to-night differences measure the spread of a night's value,
+    and a night's value is the median of its --repeat runs: with three runs a night it spreads
+    less than one run by about sqrt(3), since the spread of a mean of n runs is sigma / sqrt(n).
+    Taken as one run's spread, it judged a single run against a third less noise than it has and
+    called noise a change. So one run's sigma is the night's sd x sqrt(per_night), and compare
+    then divides it by the square root of each side's own count (harness/report/judge.py
+    `beyond_p`). A night's value is a median, which spreads a little more than a mean (for three
+    runs, about 1.16 times): sigma derived through sqrt(n) is then that much too large, which
+    errs toward "within the noise", never toward a false regression; for a side of as many runs
+    as a night it is exact. The REPEATS estimate measures one run's spread already (each run
+    about its night's mean): it is kept as it is."""
+    if noise.sd is None:
+        return None
+    if noise.estimates and all(e.source == REPEATS for e in noise.estimates):
+        return noise.sd
+    return noise.sd * math.sqrt(max(per_night, 1.0))
+
+
 def calibrate(s: Series, pooled: Estimate | None, figure: str) -> Noise:
     """The noise `figure` of series `s` is judged by: A/A nights of its pool (`pooled`: the
     cases of its workload on its machine, `from_aa`; its own where wider) and its own

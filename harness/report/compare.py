@@ -17,12 +17,19 @@ median and min-max, and the change of the medians. A change is larger than the n
 noise measured says so, at 5% for the whole comparison (Bonferroni: each change a rule judges is
 tested at 5% divided by how many are judged):
 - with at least two runs on each side: a two-sided Welch t-test, as pyperf does;
-- else, with `--history STORE`: the noise of one night that the history measured for that
-  case and figure on NEW's machine (its A/A nights or night-to-night differences).
+- else, with `--history STORE`: the noise that the history measured for that case and figure
+  on NEW's machine (its A/A nights or night-to-night differences), which is the noise of one
+  night's value (a median of its --repeat runs), taken back to one run and scaled to the count
+  of runs on each side (harness/history/noise.py `one_run`).
 A rule fails only on a change past its threshold that is also larger than the noise. Without
 a measured noise (one run on a side, no history), differences are reported, and judged on
 verdicts and limits (`lost:>0`) alone: a threshold within unknown noise decides nothing (the
 history measured one run's p99 noise at 8.5-16.9% sd, beyond the default 10%).
+
+Never green on a broken run: NEW must have run every case of BASE to its end. When a NEW run
+ended early (its summary's status `aborted` or `error`) or lacks a case that BASE has, compare
+exits 4 (when nothing regressed), naming the run and the cases: what did not run cannot be
+judged, and is no "no regression".
 
 Rules, comma-separated `metric:threshold` (a metric is a figure with a direction):
   p99:+10%          fails when NEW's median is more than 10% above BASE's
@@ -60,7 +67,7 @@ from harness.results.machine import differences
 from harness.results.model import CaseResult, RunResult
 
 __all__ = ["DEFAULT_RULES", "METRICS", "Row", "Rule", "check_same_machine", "check_same_workload", "compare",
-           "load", "load_base", "main", "parse_rules", "regressed", "render", "series", "tests",
+           "incomplete", "load", "load_base", "main", "parse_rules", "regressed", "render", "series", "tests",
            "verdict_changes", "with_repeats", "workload_difference"]
 
 DEFAULT_RULES = "p99:+10%,throughput:-5%,lost:>0"
@@ -116,7 +123,7 @@ def parse_rules(text: str) -> list[Rule]:
 
 
 # -- the figures, against the noise ---------------------------------------------------------------
-# per (case, figure name): the relative noise of one night's value a history measured
+# per (case, figure name): the relative noise of one run that a history measured
 HistoryNoise = dict[tuple[str, str], float]
 
 
@@ -279,6 +286,25 @@ def regressed(base: RunResult, new: RunResult, rows: list[Row]) -> bool:
     return bool(verdict_changes(base, new)) or any(r.failed for r in rows)
 
 
+# summary.json's `status` of a run that ended before all its cases had run (harness/run/runner.py)
+ENDED_EARLY = ("aborted", "error")
+
+
+def incomplete(base: RunResult, news: list[RunResult]) -> list[str]:
+    """Why NEW was not run whole, one sentence each: a NEW run (NEW, each --new-also) that ended
+    early (aborted, error) and a case of BASE that a NEW run lacks. Never a pass: what did not
+    run is not judged, so compare exits 4 when nothing regressed."""
+    out = []
+    for run in news:
+        if run.status in ENDED_EARLY:
+            why = f": {run.error}" if run.error else ""
+            out.append(f"run {run.run_id} ended {run.status} before all its cases had run{why}")
+        missing = [name for name in series(base) if name not in series(run)]
+        if missing:
+            out.append(f"run {run.run_id} lacks {len(missing)} case(s) of base: {', '.join(missing)}")
+    return out
+
+
 def unknown(new: RunResult) -> list[str]:
     """NEW's cases whose verdict is UNKNOWN: never a pass (exit 4 when nothing regressed)."""
     return sorted({c.series or c.name for c in new.cases if c.verdict.status == "UNKNOWN"})
@@ -294,7 +320,9 @@ def describe(run: RunResult) -> str:
     return f"run {run.run_id}{repeats}, commit {commit}, {machine(run).text()}"
 
 
-def render(base: RunResult, new: RunResult, rows: list[Row], judged: int = 0, across: bool = False) -> str:
+def render(base: RunResult, new: RunResult, rows: list[Row], judged: int = 0, across: bool = False,
+           unrun: list[str] | None = None) -> str:
+    """What compare prints; `unrun`: `incomplete`'s sentences (NEW not run whole)."""
     changes = verdict_changes(base, new)
     headers = ["case", "figure", "base", "new", "change", "noise", "rule"]
     table = [[r.case, r.title, r.side(r.base), r.side(r.new), r.change, r.noise,
@@ -320,6 +348,8 @@ def render(base: RunResult, new: RunResult, rows: list[Row], judged: int = 0, ac
     missing = sorted(set(series(base)) - set(series(new)))
     if missing:
         lines.append(f"cases only in base: {', '.join(missing)}")
+    if unrun:
+        lines += ["new not run whole (cannot judge what did not run):", *(f"  {why}" for why in unrun)]
     failed = [r for r in rows if r.failed]
     if changes or failed:
         lines.append("regressions:")
@@ -328,7 +358,8 @@ def render(base: RunResult, new: RunResult, rows: list[Row], judged: int = 0, ac
                   for r in failed]
     else:
         unjudged = sum(1 for r in rows if r.crossed)
-        lines.append("no regression" + (f" ({unjudged} change(s) past a threshold, within a noise nobody "
+        lines.append(("no regression among the cases that ran, but NEW did not run every case of BASE to "
+                      "its end: cannot judge" if unrun else "no regression") + (f" ({unjudged} change(s) past a threshold, within a noise nobody "
                                          "measured: repeat the runs (--repeat 3) or give --history)"
                                          if unjudged else ""))
     return "\n".join(lines)
@@ -354,12 +385,14 @@ def _landed(cases: list[CaseResult], k: int, kind: str) -> str:
 
 def main(args, history_noise: Callable[[Path, RunResult, bool], HistoryNoise] | None = None) -> int:
     """`compare`'s command: 0 no regression, 1 a regression (every one listed, verdicts first),
-    4 none but a verdict UNKNOWN in NEW, 2 unlike runs or bad input. `history_noise(STORE, NEW,
+    4 none but a verdict UNKNOWN in NEW or NEW not run whole (a NEW run aborted or ended in error,
+    or without a case BASE has: `incomplete`), 2 unlike runs or bad input. `history_noise(STORE, NEW,
     across)` reads a history's noise for `--history` (harness/history/check.py's `noise_for`,
     passed by the CLI: the history reads this module, not the other way round)."""
     rules = parse_rules(args.fail_on if args.fail_on is not None else DEFAULT_RULES)
     across = bool(getattr(args, "across_machines", False))
-    new = with_repeats(load(args.new), [load(p) for p in args.new_also])
+    news = [load(args.new), *(load(p) for p in args.new_also)]
+    new = with_repeats(news[0], news[1:])
     base = with_repeats(load_base(args.base, new), [load(p) for p in args.base_also])
     check_same_workload(base, new)
     if not across:
@@ -367,5 +400,6 @@ def main(args, history_noise: Callable[[Path, RunResult, bool], HistoryNoise] | 
     store = getattr(args, "history", None)
     noise = history_noise(store, new, across) if store is not None and history_noise else None
     rows = compare(base, new, rules, noise, across)
-    print(render(base, new, rows, tests(base, new, rules, noise, across), across))
-    return 1 if regressed(base, new, rows) else 4 if unknown(new) else 0
+    unrun = incomplete(base, news)
+    print(render(base, new, rows, tests(base, new, rules, noise, across), across, unrun))
+    return 1 if regressed(base, new, rows) else 4 if unknown(new) or unrun else 0

@@ -9,14 +9,16 @@ processed/s was within 3% of 400 x (1 - lost / expected) (293.4 events/s with 5,
 lost), and moved by 7.2% between runs (sd 2.3%) as the kills' timing made it lose more or less;
 with what it skipped counted back (x expected / (expected - lost)), by 3.9% (sd 1.7%).
 
-- `welch_p`: the two-sided p of Welch's t-test (pyperf's model), for repeats on both sides;
-- `beyond_p`: one value a side against a noise measured elsewhere (a history's A/A nights).
+- `welch_p`: the two-sided p of Welch's t-test (pyperf's model, scipy's `ttest_ind`), for
+  repeats on both sides;
+- `beyond_p`: one value a side against a noise measured elsewhere (a history's, one run's).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+import warnings
 from typing import Any
 
 AT_MOST_ONCE = "at-most-once"
@@ -31,49 +33,23 @@ def judged_title(figure: Any, guarantee: str | None) -> str:
 
 
 # -- Welch's t-test ---------------------------------------------------------------------------
-def _betacf(a: float, b: float, x: float) -> float:
-    """The continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny, c, d = 1e-300, 1.0, 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        for aa in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                   -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
-            d = 1.0 + aa * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + aa / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-14:
-            break
-    return h
-
-
-def betainc(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta function I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x)
-                     + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
 def welch_p(a: list[float], b: list[float]) -> float | None:
-    """The two-sided p-value of Welch's t-test on the means of `a` and `b` (pyperf's model);
-    None with fewer than two values on a side (the noise is unknown)."""
+    """The two-sided p-value of Welch's t-test on the means of `a` and `b` (pyperf's model):
+    `scipy.stats.ttest_ind(equal_var=False)`. None with fewer than two values on a side (the noise
+    is unknown). Both sides without spread: scipy's p is nan (t is 0/0 or x/0); here it is 0 when
+    the means differ (no noise at all, and a difference) and 1 when they do not, as a count that
+    is 0 in every run (`lost`) must read "within the noise", not "cannot say"."""
     if len(a) < 2 or len(b) < 2:
         return None
-    ma, mb = statistics.fmean(a), statistics.fmean(b)
-    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
-    if va + vb == 0:
-        return 0.0 if ma != mb else 1.0
-    t = abs(ma - mb) / math.sqrt(va + vb)
-    df = (va + vb) ** 2 / ((va ** 2 / (len(a) - 1) if va else 0) + (vb ** 2 / (len(b) - 1) if vb else 0))
-    return betainc(df / 2.0, 0.5, df / (df + t * t))
+    if statistics.variance(a) + statistics.variance(b) == 0:
+        return 0.0 if statistics.fmean(a) != statistics.fmean(b) else 1.0
+    from scipy.stats import ttest_ind
+
+    with warnings.catch_warnings():
+        # a side with no spread (a count 0 in every run) is exact, not the "catastrophic
+        # cancellation" scipy warns of for nearly identical values
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(ttest_ind(a, b, equal_var=False).pvalue)
 
 
 # -- one value a side, against a noise measured elsewhere --------------------------------------
@@ -83,9 +59,11 @@ def normal_p(z: float) -> float:
 
 
 def beyond_p(a: list[float], b: list[float], sd: float) -> float | None:
-    """The two-sided p that the medians of `a` and `b` differ by noise alone, the relative noise
-    of one value being `sd` (a history's A/A noise of one night): their relative difference over
-    sd x sqrt(1/len(a) + 1/len(b)), a normal deviate. None without values or noise."""
+    """The two-sided p that the medians of `a` and `b` differ by noise alone, `sd` being the
+    relative noise of ONE run (harness/history/noise.py `one_run`: a history's noise of one
+    night, which is a median of its --repeat runs, taken back to one run): their relative
+    difference over sd x sqrt(1/len(a) + 1/len(b)), a normal deviate, since the spread of a side
+    of n runs is sd / sqrt(n). None without values or noise."""
     if not a or not b or not sd:
         return None
     ma, mb = statistics.median(a), statistics.median(b)
