@@ -509,7 +509,7 @@ class TestScipy:
         run = compare.load(REPO / "results" / "baseline" / "bench.summary.json")
         cases = compare.series(run)
         got = []
-        for name, a, b, pinned in HAND_WRITTEN_P:
+        for name, a, b, _ in HAND_WRITTEN_P:
             f = compare.METRICS[name]
             va, vb = ([float(v) for v in (f.judged(c) for c in cases[k]) if v is not None] for k in (a, b))
             got.append((name, a, b, judge.welch_p(va, vb)))
@@ -564,7 +564,8 @@ class TestNeverGreenOnABrokenRun:
         again = _with_status(_run(tmp_path, "again", THREE[:2]), "aborted", "interrupted by SIGTERM")
         proc = run_cli("compare", str(base), str(new), "--new-also", str(again))
         assert proc.returncode == 4, proc.stdout
-        assert "run again ended aborted" in proc.stdout and "run again lacks 1 case(s) of base: amo" in proc.stdout
+        assert "run again ended aborted" in proc.stdout, proc.stdout
+        assert "run again lacks 1 case(s) of base: amo" in proc.stdout, proc.stdout
 
     def test_a_regression_in_a_broken_run_still_exits_1(self, tmp_path):
         """What ran and regressed is a regression (exit 1), the missing cases listed too."""

@@ -358,10 +358,10 @@ def render(base: RunResult, new: RunResult, rows: list[Row], judged: int = 0, ac
                   for r in failed]
     else:
         unjudged = sum(1 for r in rows if r.crossed)
-        lines.append(("no regression among the cases that ran, but NEW did not run every case of BASE to "
-                      "its end: cannot judge" if unrun else "no regression") + (f" ({unjudged} change(s) past a threshold, within a noise nobody "
-                                         "measured: repeat the runs (--repeat 3) or give --history)"
-                                         if unjudged else ""))
+        said = ("no regression among the cases that ran, but NEW did not run every case of BASE to its "
+                "end: cannot judge" if unrun else "no regression")
+        lines.append(said + (f" ({unjudged} change(s) past a threshold, within a noise nobody "
+                             "measured: repeat the runs (--repeat 3) or give --history)" if unjudged else ""))
     return "\n".join(lines)
 
 
