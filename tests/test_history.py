@@ -344,6 +344,25 @@ class TestCorrectness:
         (tmp_path / "later").mkdir()
         assert not check.check(_history(tmp_path / "later", [400.0] * 14, holds=lambda k: k != 10)).alarms
 
+    def test_a_fail_leaves_the_window_only_through_a_newer_night_of_its_case(self, tmp_path):
+        """eo FAILs on night 1; the next three runs of the scenario ran `other` alone (`run --case
+        other`; an aborted run that never reached eo is the same). The FAIL alarms still (it left
+        the newest three runs, and `check` said OK, exit 0); once eo has run again and passed,
+        and three runs are newer than the FAIL, it leaves."""
+        store = Store(tmp_path / "s")
+        fail = _case("eo", 400, 5000, holds=False, duplicated=603, observed="at-least-once")
+        nights = [[_case("eo", 400, 5000), _case("other", 400, 5000)], [fail, _case("other", 400, 5000)],
+                  *([[_case("other", 400, 5000)]] * 3)]
+        for k, cases in enumerate(nights):
+            store.add(_night(tmp_path, k, cases, commit=f"c{k}"))
+        checked = check.check(store)
+        assert checked.exit_code == 1, check.render(checked)
+        assert [(f.series.case, f.night, f.fail) for f in checked.failures] == [("eo", 1, True)]
+        assert check.render(checked).startswith("ALARM: 1 FAIL(s)")
+        store.add(_night(tmp_path, 5, [_case("eo", 400, 5000), _case("other", 400, 5000)], commit="c5"))
+        checked = check.check(store)
+        assert not checked.failures and checked.exit_code == 0, check.render(checked)
+
     def test_counts_the_guarantee_forbids_alarm_whatever_the_verdict_says(self, tmp_path):
         """37 duplicated under exactly-once, in a summary whose verdict says it held: reported
         and alarmed once, as a verdict with counts its guarantee forbids."""

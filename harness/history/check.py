@@ -44,7 +44,22 @@ class Checked:
         return s.nights[-1].run_id in self.recent.get((s.scenario, s.quick), set())
 
     def recent_night(self, flip: correctness.Flip) -> bool:
-        return flip.run.run_id in self.recent.get((flip.series.scenario, flip.series.quick), set())
+        """Whether the flip's night is in the window `check` alarms on: among its scenario's newest
+        NEWEST runs; and a FAIL stays in it until a newer night of its case has run. Runs that
+        did not run the case (aborted early, a --case run, an A/A night of another case) never
+        push its FAIL out: it leaves only once the case ran again (its scenario's hash may have
+        changed since: the case is judged as it runs now)."""
+        if flip.run.run_id in self.recent.get((flip.series.scenario, flip.series.quick), set()):
+            return True
+        return flip.fail and not self.ran_again(flip)
+
+    def ran_again(self, flip: correctness.Flip) -> bool:
+        """Whether the flip's case has a night newer than the flip's: in its series, or in the
+        same case of its scenario under a newer hash (nights are ordered by start, then run id)."""
+        s, then = flip.series, (flip.run.started_at, flip.run.run_id)
+        same_case = (o for o in self.series if o.machine is None
+                     and (o.scenario, o.quick, o.case) == (s.scenario, s.quick, s.case))
+        return any((n.started_at, n.run_id) > then for o in same_case for n in o.nights)
 
     def alarmed(self, c: changes_mod.Change) -> bool:
         """A change `check` alarms on: for the worse, among the newest nights, settled, live."""
