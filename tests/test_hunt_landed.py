@@ -297,3 +297,117 @@ class TestAKillWithoutPointAmongOtherHolds:
         kill = KillDriver(FaultSpec("kill-driver", 11.9, "driver", downtime_s=2.0), _targets(tmp_path))
         kill._heal()   # never killed: nothing to restart
         assert (tmp_path / HOLD_COMMIT).exists()
+
+
+class _Hunt:
+    """A hunt over two_faults.toml whose runs are made, not run: each plan's faults all landed,
+    and its verdict is `status` (its Spark and sink records unread: the run directory is empty)."""
+
+    def __init__(self, status: str, runs: int):
+        from types import SimpleNamespace
+
+        from harness.hunt.feedback import COVERING
+        from harness.hunt.search import Hunt, Options
+        from harness.scenario import load
+        from tests.helpers import REPO
+
+        scenario = load(REPO / "tests" / "scenarios" / "two_faults.toml")
+
+        def no_case_dir(name):
+            raise FileNotFoundError(name)
+
+        outer = self
+
+        class Made(Hunt):
+            def trial(self, plan, label):
+                from harness.hunt.plan import seconds
+
+                ordered = sorted(plan, key=lambda t: seconds(t["at"]))
+                case = _case([(t["kind"], True, None) for t in ordered], status=status)
+                case.name = f"c-{label}"
+                outer.runs.append(case)
+                return case
+
+        self.runs: list = []
+        options = Options(runs=runs, seed=1, strategy=COVERING, shrink=False)
+        self.hunt = Made(scenario, scenario.cases[0], None, SimpleNamespace(case=no_case_dir), "r",
+                         SimpleNamespace(step=lambda *_: None), None, options, [])
+
+
+class TestAnUndecidedRunCoversNothing:
+    """A run whose faults all landed but whose verdict could not say (UNKNOWN: a sink whose read()
+    raised) tested nothing: it covers none of its pairs, so the hunt tries them again (issue 48:
+    they were counted covered, and a pair whose only run was UNKNOWN was never tried again)."""
+
+    def test_an_undecided_hunt_run_covers_nothing(self):
+        made = _Hunt("UNKNOWN", runs=2)
+        out = made.hunt.run()
+        assert [t["outcome"] for t in out["tried"]] == ["undecided", "undecided"]
+        assert all(all(t["landed"]) for t in out["tried"])   # every fault landed: hunt.json says so
+        assert out["coverage"]["pairs_covered"] == 0, out["coverage"]
+        assert made.hunt.planner.cover.covered == 0
+        assert out["tested_nothing"] == 2 and out["status"] == "UNKNOWN"
+
+    def test_its_pairs_are_tried_again(self):
+        """The first covering plan, undecided, is the second one too (a decided run would
+        have covered its pairs, and the next plan would be another)."""
+        undecided, held = _Hunt("UNKNOWN", runs=2), _Hunt("PASS", runs=2)
+        plans = [[t["plan"] for t in h.hunt.run()["tried"]] for h in (undecided, held)]
+        assert plans[0][0] == plans[1][0]
+        first_pairs = _pairs_of(plans[0][0])
+        assert first_pairs & _pairs_of(plans[0][1]), plans[0]
+        assert not first_pairs & _pairs_of(plans[1][1]), plans[1]
+
+    def test_a_decided_run_covers_its_pairs(self):
+        """The twin: every fault landed and the verdict held: its pairs are covered."""
+        made = _Hunt("PASS", runs=1)
+        out = made.hunt.run()
+        assert [t["outcome"] for t in out["tried"]] == ["holds"]
+        assert out["coverage"]["pairs_covered"] == len(_pairs_of(out["tried"][0]["plan"])) > 0
+
+    def test_coverage_of_undecided_runs_is_none(self):
+        from harness.hunt.plan import Space, coverage
+        from harness.scenario import load
+        from harness.scenario.fault_specs import Context
+        from tests.helpers import REPO
+
+        scenario = load(REPO / "tests" / "scenarios" / "two_faults.toml")
+        space = Space.of(Context(scenario.workload.duration_s, scenario.services, scenario.cases))
+        plan = [{"kind": "fail-task", "at": "2s"}, {"kind": "replay-batch", "at": "6s", "downtime": "1s"},
+                {"kind": "kill-driver", "at": "30s", "downtime": "1s"}]
+        assert coverage(space, [plan], [[True, True, True]], [True])["pairs_covered"] == 3
+        assert coverage(space, [plan], [[True, True, True]], [False])["pairs_covered"] == 0
+
+
+def _pairs_of(plan: list[dict]) -> set:
+    from harness.hunt.plan import choice_of, pairs_of, seconds
+
+    return pairs_of([choice_of(t) for t in sorted(plan, key=lambda t: seconds(t["at"]))])
+
+
+class TestARefusedRunThatWroteWrongValues:
+    """Spark refused to go on after a fault, and the rows it wrote before it stopped carry wrong
+    values: a violation (issue 48: a refusal broke only on copies and rows nothing sent explains)."""
+
+    def _refused(self, wrong: int = 0, finding: bool = False):
+        from harness.results.model import Finding
+
+        case = _case([("kafka-retention", True, None)], observed="at-most-once")
+        case.faults[0].outcome = "refused"
+        case.events["wrong"] = wrong
+        if finding:
+            case.findings = [Finding("wrong-value", 3, story="a window counted an event twice")]
+        return case
+
+    def test_wrong_values_break_a_refused_run(self):
+        from harness.hunt.outcome import BREAKS, outcome
+
+        assert outcome(self._refused(wrong=2)) == BREAKS
+        assert outcome(self._refused(finding=True)) == BREAKS
+
+    def test_a_refused_run_with_right_values_is_refused_not_a_break(self):
+        """The twin: the same refusal, every value it wrote right (what it never read is not lost
+        by the sink)."""
+        from harness.hunt.outcome import REFUSED, outcome
+
+        assert outcome(self._refused()) == REFUSED

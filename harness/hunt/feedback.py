@@ -115,12 +115,14 @@ class Cover:
         return self.candidates[row] if gain[row] > 0 else None
 
     def ran(self, choices: list[Choice], landed: list[bool],
-            ended: frozenset[Choice] | set[Choice] = frozenset()) -> None:
+            ended: frozenset[Choice] | set[Choice] = frozenset(), decided: bool = True) -> None:
         """A run of `choices` (in order): its pairs of faults that both landed are covered; a pair
         with a fault that did not land counts one try, and is given up after GIVE_UP_AFTER, or at
         once when its first fault is one after which Spark stopped the query (`ended`: no later
-        fault of a run can land after it)."""
-        kept = [c for c, ok in zip(choices, landed, strict=True) if ok]
+        fault of a run can land after it). A run whose verdict could not be decided (`decided`
+        False: outcome undecided, UNKNOWN) covers nothing, its faults landed or not: it did not
+        say whether the pair holds, so each of its pairs counts one try and is drawn again."""
+        kept = [c for c, ok in zip(choices, landed, strict=True) if ok and decided]
         for p in pairs_of(kept):
             if p in self.index:
                 self.left[self.index[p]] = False
@@ -204,14 +206,16 @@ class Planner:
         self.draws += 1
         return Proposal(draw(self.space, self.seed, self.covering_plans + self.draws - 1), "drawn")
 
-    def tell(self, proposal: Proposal, landed: list[bool], behaviours: set[Behaviour]) -> set[Behaviour]:
+    def tell(self, proposal: Proposal, landed: list[bool], behaviours: set[Behaviour],
+             decided: bool = True) -> set[Behaviour]:
         """What the run of `proposal` did: which of its faults (in the order of their `at`) landed,
-        and its behaviours. Returns the behaviours not seen before."""
+        its behaviours, and whether its verdict was decided (an undecided run covers no pair:
+        Cover.ran). Returns the behaviours not seen before."""
         self.runs += 1
         ordered = _by_time(proposal.plan)
         choices = [choice_of(t) for t in ordered]
         ended = {c for c in choices if c.label in {b.fault for b in behaviours if b.spark == REFUSED}}
-        self.cover.ran(choices, landed, ended)
+        self.cover.ran(choices, landed, ended, decided)
         for c in ended:   # and no plan can put a fault that lands after it: none is drawn
             self.cover.ends(c)
         self.ran.update(choices)

@@ -7,7 +7,8 @@ A run of a fault plan ends one of five ways:
   holds       every fault landed, and the guarantee held
   refused     Spark refused to go on after a fault that landed (every one before it landed too):
               the query stopped loudly (kafka-retention under failOnDataLoss), which breaks nothing
-              by itself, and the faults after it had no query to act on
+              by itself (copies and wrong values it wrote before it stopped do), and the faults
+              after it had no query to act on
   not-landed  a fault failed, was missed or was not seen, and nothing broke: the run tested
               nothing of the plan as drawn (its pairs with that fault are not covered)
   undecided   every fault landed and nothing broke, but the case's verdict could not say the
@@ -15,8 +16,10 @@ A run of a fault plan ends one of five ways:
               FAIL for something else than its output (a driver that died unasked, a drain
               that timed out)
 
-The last two are runs that tested nothing: never a hold. A hunt without a violation whose runs
-did not all test something exits 4 (UNKNOWN), as `run` does for an undecided case.
+The last two are runs that tested nothing: never a hold, and an undecided run covers none of
+its pairs (harness/hunt/feedback.py `Cover.ran`, plan.py `coverage`), so they are tried again.
+A hunt without a violation whose runs did not all test something exits 4 (UNKNOWN), as `run`
+does for an undecided case.
 """
 
 from __future__ import annotations
@@ -33,20 +36,27 @@ def breaks(case: CaseResult) -> bool:
     """Whether the case's output breaks its declared guarantee (not: a fault that missed). When
     Spark refused to go on after a fault (kafka-retention under failOnDataLoss, a damaged
     checkpoint), the query stopped loudly: what it never read is not lost by the sink, so only
-    copies and rows nothing sent explain break it. After a fault a job must survive (a machine's
-    crash: the kind's `refusal_breaks`), the refusal itself breaks it: the job is down until
-    someone repairs its checkpoint by hand. Rows with wrong values (a count that took an event
-    twice) break any guarantee. An output that could not be checked (a sink whose read() raised,
-    an oracle that raised: observed `unchecked`) breaks nothing that is known: the run is
-    undecided, never a violation to shrink."""
+    copies, rows nothing sent explains and rows with wrong values break it. After a fault a job
+    must survive (a machine's crash: the kind's `refusal_breaks`), the refusal itself breaks it:
+    the job is down until someone repairs its checkpoint by hand. Rows with wrong values (a count
+    that took an event twice) break any guarantee. An output that could not be checked (a sink
+    whose read() raised, an oracle that raised: observed `unchecked`) breaks nothing that is
+    known: the run is undecided, never a violation to shrink."""
     if case.verdict.observed == UNCHECKED:
         return False
     copies = int(case.events.get("duplicated") or 0) + int(case.events.get("unexpected") or 0)
     if refused(case):
-        return copies > 0 or refused_after_crash(case)
+        return copies > 0 or wrote_wrong_values(case) or refused_after_crash(case)
     unexpected = int(case.events.get("unexpected") or 0)
-    wrong = int(case.events.get("wrong") or 0) > 0 or any(f.cls == "wrong-value" for f in case.findings)
-    return not guarantee_holds(case.guarantee, case.verdict.observed) or unexpected > 0 or wrong
+    return (not guarantee_holds(case.guarantee, case.verdict.observed) or unexpected > 0
+            or wrote_wrong_values(case))
+
+
+def wrote_wrong_values(case: CaseResult) -> bool:
+    """Whether the sink holds rows with wrong values (an event's row with other values, a count
+    that took an event twice): a refusal stops the query before what it never read, and no
+    refusal explains a value the query wrote wrong."""
+    return int(case.events.get("wrong") or 0) > 0 or any(f.cls == "wrong-value" for f in case.findings)
 
 
 def refused(case: CaseResult) -> bool:

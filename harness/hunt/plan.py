@@ -303,17 +303,21 @@ def lasts_s(table: dict) -> float:
     return max((seconds(table[k]) for k in ("duration", "downtime") if k in table), default=0.0)
 
 
-def coverage(space: Space, plans_: list[list[dict]], landed: list[list[bool]] | None = None) -> dict:
+def coverage(space: Space, plans_: list[list[dict]], landed: list[list[bool]] | None = None,
+             decided: list[bool] | None = None) -> dict:
     """How much of the space the plans cover: ordered pairs covered out of those possible, and
     after how many runs each tier was covered whole (None: not within these plans). With
     `landed` (for each plan, whether each of its faults landed, in the order of their `at`), only
-    the pairs whose faults both landed count."""
+    the pairs whose faults both landed count; with `decided` (for each plan, whether its run's
+    verdict was decided), a run that was not (undecided: UNKNOWN) covers nothing."""
     possible = space.possible
     covered: set[Pair] = set()
     whole: dict[int, int | None] = {0: None, 1: None, 2: None}
     for i, plan in enumerate(plans_):
         ordered = sorted(plan, key=lambda t: seconds(t["at"]))
         ok = landed[i] if landed is not None else [True] * len(ordered)
+        if decided is not None and not decided[i]:
+            ok = [False] * len(ordered)
         covered |= pairs_of([choice_of(t) for t, hit in zip(ordered, ok, strict=False) if hit]) & possible
         for t in whole:
             if whole[t] is None and all(p in covered for p in possible if tier(p) == t):

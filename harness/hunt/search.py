@@ -6,7 +6,8 @@ written out as minimal.toml.
 
 A run "breaks the guarantee" when its output does (harness/hunt/outcome.py). A run counts only
 for what landed: a fault that failed, was missed or was not seen makes the run one that tested
-nothing, never a hold; it covers only the pairs whose faults both landed, and the hunt ends
+nothing, never a hold; it covers only the pairs whose faults both landed (an undecided run,
+whose verdict could not say, none), and the hunt ends
 UNKNOWN (exit 4) when no run broke the guarantee and some tested nothing. Each run's behaviours
 (harness/hunt/behaviour.py) and its wall time (start-up, workload, drain, check) go in hunt.json.
 """
@@ -28,6 +29,7 @@ from harness.hunt.outcome import (
     BREAKS,
     STATUS,
     TESTED_NOTHING,
+    UNDECIDED,
     breaks,
     fault_landed,
     outcome,
@@ -144,7 +146,8 @@ class Hunt:
         landed = [t["landed"] for t in tried]
         out = {"case": self.spec.name, "seed": opts.seed, "runs": opts.runs, "kinds": list(self.space.kinds),
                "budget_s": opts.budget_s, "all": opts.all, "strategy": opts.strategy, "stopped": stopped,
-               "tried": tried, "coverage": coverage(self.space, [t["plan"] for t in tried], landed),
+               "tried": tried, "coverage": coverage(self.space, [t["plan"] for t in tried], landed,
+                                                    [t["outcome"] != UNDECIDED for t in tried]),
                "behaviours_seen": len(self.planner.seen),
                "behaviours": [b.to_json() for b in sorted(self.planner.seen)],
                "found": found, "shrink": None, "minimal": None}
@@ -171,7 +174,7 @@ class Hunt:
         except Exception as exc:  # noqa: BLE001 - the search goes on without this run's feedback
             log.warning("the behaviours of %s could not be read", case.name, exc_info=True)
             seen, unread = set(), f"{type(exc).__name__}: {exc}"
-        new = self.planner.tell(proposal, landed, seen)
+        new = self.planner.tell(proposal, landed, seen, decided=outcome(case) != UNDECIDED)
         if case.batch_p50_ms:   # a shift moves a fault by one of the query's batches
             self.planner.batch_s = round(case.batch_p50_ms / 1000, 1) or self.planner.batch_s
         return {**_tried(run, proposal.plan, case), "source": proposal.source, "change": proposal.change,
