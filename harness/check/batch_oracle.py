@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.check import batch_spark, job_result, multiset, upserts
+from harness.check import batch_spark, foreach_tables, job_result, multiset, upserts
 from harness.check.checkpoint import Batch
 from harness.check.job_input import EXACT, PARTIAL, Input
 from harness.check.result import CheckResult
@@ -108,6 +108,8 @@ def check(case_dir: Path, truth: pd.DataFrame, sink: pd.DataFrame, batches: list
     columns = dict(pipeline.columns)
     key = list(pipeline.key)
     expected = outputs["expected"]
+    if foreach_tables.applies(sink):   # the user's write_batch: its tables against their twins
+        return foreach_tables.check(case_dir, sink, given, outputs, columns)
     sink = sink[~flush_output(outputs["with-flush"], expected, sink, columns)]
     left_out = 0
     if given.mode == PARTIAL:

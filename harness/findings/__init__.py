@@ -10,6 +10,7 @@ nothing else but the mtimes of the checkpoint's offsets/N and commits/N files.
 
 Classes, one finding each when present:
   went-backwards                                an upsert wrote an older batch's row over a newer one
+  table-differs                                 a table of the user's write_batch is not its batch twin
   mismatch                                      lost and unexpected rows that pair up: a wrong value
   lost, duplicated, unexpected, wrong-value     the output against ground truth
   dropped-late-wrongly                          Spark dropped rows the oracle says were on time
@@ -30,7 +31,7 @@ The unit follows the pipeline: event by event when rows carry event_id (per_even
 from __future__ import annotations
 
 from harness import pipeline_registry
-from harness.findings import backwards, duplicated, extra, lost, mismatch, spark
+from harness.findings import backwards, duplicated, extra, lost, mismatch, spark, tables
 from harness.findings.inputs import Inputs
 from harness.findings.per_event import Events
 from harness.findings.per_row import Rows
@@ -41,7 +42,7 @@ from harness.results.model import Finding
 __all__ = ["Inputs", "build", "CLASSES"]
 
 CLASSES = ("mismatch", "lost", "duplicated", "unexpected", "wrong-value", "dropped-late-wrongly",
-           "went-backwards", "deleted-before-read",
+           "went-backwards", "table-differs", "deleted-before-read",
            "refused-restart", "commit-without-offsets")
 
 
@@ -49,10 +50,11 @@ def build(inputs: Inputs) -> list[Finding]:
     """One Finding per anomaly class present in the case, in the order of CLASSES; [] for a
     case with nothing to explain (then no unit is built: a clean case costs nothing)."""
     history = History(inputs)
-    found = [backwards.build(inputs), spark.deleted_before_read(inputs, history),
+    found = [backwards.build(inputs), tables.build(inputs), spark.deleted_before_read(inputs, history),
              spark.refused_restart(inputs, history),
              spark.commit_without_offsets(inputs, history)]
-    if _output_anomalies(inputs, history):
+    # a foreach_batch sink's output is its tables: table-differs explains them, not the row units
+    if _output_anomalies(inputs, history) and not tables.applies(inputs):
         unit = unit_of(inputs, history)
         found = [mismatch.build(inputs), lost.build(inputs, history, unit),
                  duplicated.build(inputs, history, unit),

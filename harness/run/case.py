@@ -169,7 +169,14 @@ class Case:
                            columns=dict(self.pipeline.columns),
                            workdir=str(self.dir), postgres_url=self.stack.postgres_url,
                            bootstrap_servers=self.stack.bootstrap_servers,
-                           options={"key": list(self.pipeline.key)} if self.pipeline.key else {})
+                           options={**({"key": list(self.pipeline.key)} if self.pipeline.key else {}),
+                                    **self._foreach_options()})
+
+    def _foreach_options(self) -> dict:
+        """sink "foreach_batch": the user's function and its tables (workloads/sinks/foreach_batch.py)."""
+        if self.spec.function is None:
+            return {}
+        return {"function": self.spec.function, "tables": [t.describe() for t in self.spec.tables]}
 
     def driver_sink_context(self) -> SinkContext:
         """The sink as the driver sees it: through the proxy on a network fault's path."""

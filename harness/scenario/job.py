@@ -36,7 +36,7 @@ from workloads.validate import Section, bad
 JOB = "job"
 ORACLES = ("batch", "reference")
 OUTPUT_MODES = ("append", "update")
-UPSERT_SINKS = ("postgres_upsert", "delta_merge", "custom")
+UPSERT_SINKS = ("postgres_upsert", "delta_merge", "custom", "foreach_batch")
 _KEYS = ("kind", "build", "from_kafka", "schema", "columns", "key", "output_mode", "oracle", "trigger",
          "trigger_interval", "state_store", "shuffle_partitions", "max_offsets_per_trigger",
          "fail_on_data_loss")

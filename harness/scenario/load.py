@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from harness.errors import ScenarioError
+from harness.scenario import foreach
 from harness.scenario.fault_specs import Context, parse_faults, parse_nemesis
 from harness.scenario.job import bind_jobs
 from harness.scenario.model import (
@@ -47,7 +48,7 @@ from workloads.validate import Section, bad, parse_duration_ms, wrong_type
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")     # names become directory and table names
 _TOP_KEYS = ("name", "description", "imports", "fault_kinds", "drain_timeout", "services", "workload",
              "pipeline", "cases", "matrix", "faults", "nemesis", "measure", "quick", "source")
-_CASE_KEYS = ("name", "guarantee", "sink", "sink_class", "pipeline", "faults", "checkpoint_fs")
+_CASE_KEYS = ("name", "guarantee", "sink", "sink_class", "pipeline", "faults", "checkpoint_fs", *foreach.KEYS)
 _SHIPPED = Path(__file__).parent / "scenarios"
 
 
@@ -89,6 +90,8 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     cases = _cases(top.raw("cases"), top.table("matrix", ("guarantee", "sink", "watermark")), path.parent,
                    pipeline)
     pipeline, cases = bind_jobs(pipeline, cases, workload)   # a job's schema from its records
+    for i, case in enumerate(cases):
+        foreach.check_pipeline(case.pipeline or pipeline, case, f"cases[{i}].sink")
     measure = _measures(top, quick_measure, quick, workload)
     quick_duration = quick and isinstance(quick_raw, dict) and "duration" in quick_raw
     ctx = Context(workload.duration_s, services, cases, warmup_s=measure.warmup_s,
@@ -405,6 +408,9 @@ def _case(s: Section, scenario_dir: Path) -> Case:
                 sink=s.choice("sink", (*SINKS, CUSTOM_SINK), "postgres"),
                 sink_class=s.string("sink_class", None), pipeline=own,
                 checkpoint_fs=s.choice("checkpoint_fs", CHECKPOINT_FS, "disk"))
+    function, tables = foreach.parse(s, case.sink, scenario_dir)
+    if function is not None:
+        case = replace(case, function=function, tables=tables)
     if case.checkpoint_fs != "disk":
         from harness.services.fuse_mount import fuse_problem
 

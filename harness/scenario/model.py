@@ -170,6 +170,10 @@ class Case:
     # write durable as it returns, as a sync mount, HDFS or an object store do: lose-unsynced
     # then loses nothing)
     checkpoint_fs: str = "disk"
+    # sink "foreach_batch": the user's write_batch ("module:function") and the tables it writes
+    # (workloads.sinks.foreach_batch.Table; harness/scenario/foreach.py)
+    function: str | None = None
+    tables: tuple[Any, ...] = ()
 
 
 CHECKPOINT_FS = ("disk", "fuse", "sync")
@@ -259,6 +263,9 @@ class Scenario:
             # a baseline measured then still compares with today's run of the same scenario
             if case.get("checkpoint_fs") == "disk":
                 case.pop("checkpoint_fs")
+            if case.get("function") is None and not case.get("tables"):   # added later, likewise
+                case.pop("function", None)
+                case.pop("tables", None)
             if case not in cases:
                 cases.append(case)
         values["cases"] = cases

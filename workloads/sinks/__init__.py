@@ -128,6 +128,10 @@ SINKS = {
                                 why_not={"at-most-once": _UPSERT_WHY}),
     "delta_merge": SinkKind("workloads.sinks.upsert:DeltaMergeSink", ("exactly-once", "at-least-once"),
                             jvm=("delta",), spark_conf=_DELTA_CONF, why_not={"at-most-once": _UPSERT_WHY}),
+    # the user's own foreachBatch function and the tables it writes (workloads/sinks/foreach_batch.py)
+    "foreach_batch": SinkKind("workloads.sinks.foreach_batch:ForeachBatchSink",
+                              ("at-most-once", "at-least-once", "exactly-once"), needs_postgres=True,
+                              jvm=("delta",), spark_conf=_DELTA_CONF),
 }
 CUSTOM_SINK = "custom"   # the scenario's own class, named by the case's sink_class
 # a user's sink runs with what the built-in ones may need (Delta is where Spark users most
