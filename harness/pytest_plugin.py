@@ -150,16 +150,36 @@ def _timed(request, fn):
     return result
 
 
-def _validated(scenario_path, quick: bool):
-    """The scenario, loaded and checked before anything starts; a bad one fails the test with the
-    loader's message (the file, the dotted key and the fix), not a traceback through the harness."""
+def _validated(scenario_path, quick: bool, overrides: dict | None = None, case=None):
+    """The scenario, loaded and checked before anything starts, with the test's overrides laid
+    over it and its case picked as the run will: a bad one fails the test with the loader's
+    message (the file, the dotted key and the fix), not a traceback through the harness, and
+    before the session's services are asked for, so that a machine without `java` still says
+    what is wrong with the scenario (the unit lane runs with nothing installed)."""
+    import tempfile
+
+    from harness import api
     from harness import scenario as scenario_mod
     from workloads.errors import Problem
 
+    copy = None
     try:
-        return scenario_mod.load(scenario_path, quick=quick)
+        if not overrides:
+            loaded = scenario_mod.load(scenario_path, quick=quick)
+        else:
+            with tempfile.TemporaryDirectory(prefix="harness-overrides-") as into:
+                copy = api.scenario_with(Path(scenario_path), overrides, Path(into))
+                loaded = scenario_mod.load(copy, quick=quick)
+        if case is None:
+            return loaded
+        return api.only_cases(loaded, [case] if isinstance(case, str) else list(case))
     except Problem as exc:
-        pytest.fail(f"harness: the scenario does not validate, so nothing was started:\n{exc}", pytrace=False)
+        text = str(exc)
+        if copy is not None:   # the user's file, not the copy that is gone
+            text = text.replace(str(copy), f"{scenario_path} with the test's overrides of "
+                                           f"{', '.join(sorted(overrides or {}))}")
+        pytest.fail(f"harness: the scenario does not validate, so nothing was started:\n{text}",
+                    pytrace=False)
 
 
 def _shared(scenario, harness_services):
@@ -190,7 +210,7 @@ def harness_run(request, harness_services, _harness_runs):
     root, made = _harness_runs
 
     def run(scenario, quick: bool = False, case: str | None = None, **overrides):
-        registry, stack = _shared(_validated(scenario, quick), harness_services)
+        registry, stack = _shared(_validated(scenario, quick, overrides, case), harness_services)
         out = _run_dir(root, request, made, Path(scenario).stem)
         return _timed(request, lambda: _run_or_fail(lambda: api.run(
             scenario, out, quick=quick, case=case, overrides=overrides or None, registry=registry,
@@ -209,9 +229,11 @@ def harness_hunt(request, harness_services, _harness_runs):
 
     def hunt(scenario, runs: int = 10, seed: int = 1, case: str | None = None, kinds=(),
              budget: str = "30m", quick: bool = False, all: bool = False):
-        registry, stack = _shared(_validated(scenario, quick), harness_services)
-        out = _run_dir(root, request, made, f"hunt-{Path(scenario).stem}")
+        loaded = _validated(scenario, quick, case=case)
+        # the hunt's own options (its case, --runs, --budget) are checked before services start too
         search = _run_or_fail(lambda: HuntSearch.of(case, runs, seed, tuple(kinds), budget, all))
+        registry, stack = _shared(loaded, harness_services)
+        out = _run_dir(root, request, made, f"hunt-{Path(scenario).stem}")
         result = _run_or_fail(lambda: api.run(scenario, out, quick=quick, search=search, registry=registry,
                                               stack=stack))
         return {**result.sections["hunt"], "result": result, "run_dir": str(out)}

@@ -4,6 +4,9 @@ run directory exists, and the harness's own warnings do not reach the user's rep
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 pytest_plugins = ["pytester"]
@@ -59,6 +62,30 @@ def test_the_run_directories_it_lists_exist(pytester):
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "workload.duration" in out and "run directories kept" not in out, out
+
+
+@pytest.mark.parametrize("call, said", [
+    ('harness_run("scenario.toml", workload={"duration": "forever"})',
+     'scenario.toml with the test\'s overrides of workload: workload.duration = "forever"'),
+    ('harness_run("scenario.toml", case="oe")', "has no such case (cases: eo)"),
+    ('harness_hunt("scenario.toml", case="oe")', "no such case"),
+])
+def test_a_scenario_error_comes_before_a_missing_java(pytester, monkeypatch, call, said):
+    """PATH holding the Python environment alone (no `java`, as the unit lane may run): an override
+    or a case the scenario refuses is reported as such, and nothing asks for `java` (the plugin
+    started the session's services before it laid the overrides over the scenario, and said
+    "`java` was not found on PATH" instead)."""
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    pytester.makefile(".toml", scenario=BAD.replace('duration = "30s"', 'duration = "60s"'))
+    pytester.makepyfile(test_mine=f"""
+        def test_it(harness_run, harness_hunt):
+            {call}
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert said in out and "`java`" not in out and "starting Kafka" not in out, out
 
 
 def test_the_harness_s_warnings_are_filtered_in_the_user_s_suite(pytester):
