@@ -79,7 +79,8 @@ def _parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="rebuild a run's report.html from its run directory alone")
     report.add_argument("run_dir", type=Path, help="the run directory (holding summary.json)")
     compare = sub.add_parser("compare", help="compare two runs, metric by metric, against the noise; "
-                             "exit 1 on a regression")
+                             "exit 1 on a regression, 4 when NEW did not run every case of BASE to "
+                             "its end (aborted, an error, a case missing) or a verdict is UNKNOWN")
     compare.add_argument("base", type=Path, help="the baseline: a run directory, a summary.json, or a "
                          "directory of baselines (results/baseline/: the one of NEW's scenario is picked)")
     compare.add_argument("new", type=Path, help="the run to judge: a run directory or a summary.json")
