@@ -1,9 +1,10 @@
 """`python -m harness history check STORE`: the changes of every series, speed and correctness.
 
 Its first line is the answer: ALARM (a FAIL, a correctness flip or a change for the worse in
-speed among the newest NEWEST nights; a FAIL stays until its case has run again), CANNOT JUDGE (no alarm, but a night whose verdict is
-UNKNOWN among them), or OK; and, when some series has too few nights or no noise estimate to
-judge its speed yet, which ones (exit 0 for speed alone, never for correctness). Then every
+speed among the newest NEWEST nights; a FAIL stays until its case has run again), CANNOT
+JUDGE (no alarm, but a night whose verdict is UNKNOWN among them), or OK; and, when some
+series has too few nights or no noise estimate to judge its speed yet, which ones (exit 0 for
+speed alone, never for correctness). Then every
 alarm, FAILs first; per workload and machine, the noise of each figure and which estimate it
 is (harness/history/noise.py) with the smallest change it can tell within NEWEST nights; then
 every change found, the newest first.
