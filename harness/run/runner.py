@@ -182,11 +182,13 @@ def run_case(case: Case, restore: bool = True) -> CaseResult:
         sampler.stop()
         watch.stop()
         kept.stop()
+        stages.stop_recording(case)
         raise
     schedule.stop(restore=restore)
     used = sampler.stop()
     watch.stop()
     kept.stop()
+    stages.stop_recording(case)   # after the watch: its exit is no incident of the case
     if case.failure is not None:
         case.spark.stop()
     case.stop_appender()

@@ -7,6 +7,7 @@ building the case's result from that output is run/collect.py's job.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from harness import check as checker
 from harness.check import checkpoint
@@ -15,7 +16,9 @@ from harness.run.case import Case
 from harness.run.live import LiveStatus
 from harness.run.schedule import FaultRunner
 from harness.scenario.fault_specs import partition_steps
+from harness.services.recorder import Recorder
 from harness.services.spark import DriverDied
+from workloads import records
 from workloads.replay import offer
 from workloads.wait import WaitTimeout, wait_until
 
@@ -36,12 +39,37 @@ def start_driver(case: Case) -> None:
 
     generator.create_topic(case.stack.bootstrap_servers, case.topic, case.scenario.workload.partitions,
                            replication=case.stack.replication)
+    start_recording(case)   # a job's batch oracle reads the records from the case's directory
     case.start_appender()   # a Delta source: the table the query reads, from its first version
     case.progress.step(f"case {case.name}: starting Spark driver ({case.scenario.services.spark.master})")
     case.phase = "starting the Spark driver"
     case.start_driver()
     case.phase = "warming up"
     warm_up(case)
+
+
+_RECORDERS: dict[Path, Recorder] = {}   # case directory -> its recorder, while it records
+
+
+def start_recording(case: Case) -> None:
+    """For a job checked by the batch oracle: record the case's topic into `<case>/records/` from
+    its first offset, before anything is sent (workloads/recorder.py). Other pipelines' oracles
+    read ground truth, which the generator writes; a recording would cost them a second read of
+    every record for nothing."""
+    pl = case.pipeline
+    if pl.kind != "job" or getattr(pl, "oracle", "batch") != "batch":
+        return
+    recorder = Recorder(case.dir / "recorder", case.stack.bootstrap_servers, case.topic,
+                        records.records_dir(case.dir), case.registry)
+    _RECORDERS[case.dir] = recorder.start().wait_ready()
+
+
+def stop_recording(case: Case) -> None:
+    """Once the case has drained (or failed): the recorder reads on to the topic's end, writes
+    its last chunk and exits (its recorder.json says whether it caught up)."""
+    recorder = _RECORDERS.pop(case.dir, None)
+    if recorder is not None:
+        recorder.stop()
 
 
 def warm_up(case: Case, timeout_s: float = WARM_UP_TIMEOUT_S) -> None:
