@@ -4,19 +4,24 @@ The harness never runs Spark itself; after a case, for `[pipeline] kind = "job"`
 `oracle = "batch"`, it writes a request and starts this program, which runs the job's own
 function as a Spark *batch* query over exactly the records the stream read:
 
-  {"driver": "<case>/driver.json",             the case's DriverConfig: jars, imports, topic, params
-   "ranges": [[partition, from, until], ...],  offsets the committed batches read (until exclusive)
-   "runs": [{"name": "all", "drop": null},     one batch query per run, over the ranges less the
-            {"name": "kept", "drop": "late.parquet"},    records (partition, offset) in `drop`
+  {"driver": "../driver.json",                  the case's DriverConfig: jars, imports, params
+   "records": "records.parquet",                the records the committed batches read, each once,
+                                                from the case's recording (harness/check/batch_spark.py)
+   "ranges": [[partition, from, until], ...],   offsets the committed batches read (until exclusive)
+   "runs": [{"name": "all", "drop": null},      one batch query per run, over the records less
+            {"name": "kept", "drop": "late.parquet"},    those (partition, offset) in `drop`
             {"name": "late-fields", "only": "...", "parse": "DDL"}],   or those records, parsed
-   "out": "<case>/oracle"}
+   "imports": [...], "jars": [...],             where the user's code is; the jars that exist here
+   "out": "."}
 
-and writes `<out>/<name>.parquet` per run (the job's output, conformed to the declared
-columns) and `<out>/batch.json` (how long each step took). It reads Kafka with Spark's own
-batch reader (`startingOffsets`/`endingOffsets` per partition, one read per range), so the
-records are the stream's bytes, parsed by the job's own code. Two operators Spark refuses in
-a batch are given their batch meaning (`batch_meanings`). Spark runs on `local[2]`: a
-batch of a few hundred thousand records does not need the case's cluster.
+Every path is relative to the request's own directory. It writes `<out>/<name>.parquet` per
+run (the job's output, conformed to the declared columns) and `<out>/batch.json` (how long each
+step took). The records are the bytes the broker served the recorder while the case ran
+(workloads/recorder.py), as a DataFrame of exactly the columns and types of Spark's Kafka source
+with headers (workloads/records.py SPARK_DDL), so `from_kafka(df)` sees what the stream saw, and
+no record is read from Kafka again (kafka-retention may have deleted it by now). Two operators
+Spark refuses in a batch are given their batch meaning (`batch_meanings`). Spark runs on
+`local[2]`: a batch of a few hundred thousand records does not need the case's cluster.
 """
 
 from __future__ import annotations
@@ -24,9 +29,10 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
-from workloads import plugins
+from workloads import plugins, records
 from workloads.pipelines import job
 from workloads.pipelines.config import DriverConfig
 
@@ -37,9 +43,12 @@ _NOT_HERE = ("spark.master", "spark.executor.", "spark.local.dir", "spark.jars",
 
 
 def main(argv: list[str]) -> int:
+    at = Path(argv[1]).resolve().parent   # the request's paths are relative to its directory
     request = json.loads(Path(argv[1]).read_text())
-    config = DriverConfig.read(Path(request["driver"]))
-    out = Path(request["out"])
+    config = DriverConfig.read(at / request["driver"])
+    config = replace(config, import_paths=list(request.get("imports", config.import_paths)),
+                     jars=list(request.get("jars", config.jars)))
+    out = at / request["out"]
     out.mkdir(parents=True, exist_ok=True)
     times: dict[str, float] = {}
     began = time.perf_counter()
@@ -47,17 +56,18 @@ def main(argv: list[str]) -> int:
     batch_meanings()
     spark = session(config)
     times["session_s"] = time.perf_counter() - began
-    records = read(spark, config, [tuple(r) for r in request["ranges"]])
+    records_df = read(spark, at / request["records"])
     import pyarrow.parquet as pq
 
     for run in request["runs"]:
         t = time.perf_counter()
         if run.get("only"):   # records themselves, parsed: the late records' own fields
-            frame = records.join(keys(spark, Path(run["only"])), on=["partition", "offset"], how="left_semi")
+            only = keys(spark, at / run["only"])
+            frame = records_df.join(only, on=["partition", "offset"], how="left_semi")
             result = job.parse(frame, run["parse"])
         else:
-            frame = records if not run.get("drop") else records.join(
-                keys(spark, Path(run["drop"])), on=["partition", "offset"], how="left_anti")
+            frame = records_df if not run.get("drop") else records_df.join(
+                keys(spark, at / run["drop"]), on=["partition", "offset"], how="left_anti")
             result = job.build(frame, {**config.params, "workdir": str(out)})
         pq.write_table(result.toArrow(), out / f"{run['name']}.parquet")
         times[f"{run['name']}_s"] = time.perf_counter() - t
@@ -81,24 +91,13 @@ def session(config: DriverConfig):
     return spark
 
 
-def read(spark, config: DriverConfig, ranges: list[tuple[int, int, int]]):
-    """The topic's records in `ranges` (partition, from, until), as one batch DataFrame of
-    Kafka's columns (headers included, as the stream's source has them)."""
-    frames = []
-    for partition, start, until in ranges:
-        offsets = {config.topic: {str(partition): start}}
-        ends = {config.topic: {str(partition): until}}
-        frames.append(spark.read.format("kafka").option("kafka.bootstrap.servers", config.bootstrap_servers)
-                      .option("assign", json.dumps({config.topic: [partition]}))
-                      .option("startingOffsets", json.dumps(offsets))
-                      .option("endingOffsets", json.dumps(ends))
-                      .option("includeHeaders", "true").load())
-    if not frames:
+def read(spark, path: Path):
+    """The recorded records (the committed batches' ranges, each record once) as one batch
+    DataFrame of Kafka's columns, named and typed as Spark's Kafka source gives them."""
+    frame = spark.read.schema(records.SPARK_DDL).parquet(str(path))
+    if frame.isEmpty():
         raise ValueError("no committed batch read any record: nothing to run the job on")
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.unionByName(f)
-    return out
+    return frame
 
 
 def batch_meanings() -> None:
