@@ -1,4 +1,4 @@
-"""`python -m harness`: run scenarios, report and compare runs, fetch JVM artifacts.
+"""`python -m harness`: run scenarios, check runs again, report and compare them, fetch JVM artifacts.
 
 Exit codes: 0 every case's verdict is PASS (compare: no regression; hunt: no violation found
 in the budget); 1 a verdict is FAIL (compare: a regression; hunt: a violation, minimal.toml
@@ -78,6 +78,13 @@ def _parser() -> argparse.ArgumentParser:
     hunt.add_argument("-v", "--verbose", action="store_true", help="log the harness's steps to stderr")
     report = sub.add_parser("report", help="rebuild a run's report.html from its run directory alone")
     report.add_argument("run_dir", type=Path, help="the run directory (holding summary.json)")
+    again = sub.add_parser("check", help="run every oracle of a run again from its run directory alone "
+                           "(no Kafka, PostgreSQL or cluster); exit code by the verdicts, as run's")
+    again.add_argument("run_dir", type=Path, help="the run directory (holding summary.json), wherever it "
+                       "lies now; the re-check writes RUN_DIR/check/<stamp>/, never summary.json")
+    again.add_argument("--imports", action="append", default=[], metavar="DIR",
+                       help="where the scenario's own modules (a job, an oracle) are, when no longer where "
+                            "the run had them (may be given again)")
     compare = sub.add_parser("compare", help="compare two runs, metric by metric, against the noise; "
                              "exit 1 on a regression, 4 when NEW did not run every case of BASE to "
                              "its end (aborted, an error, a case missing) or a verdict is UNKNOWN")
@@ -163,6 +170,8 @@ def _command(args) -> int:
             return _hunt(args)
         if args.command == "report":
             return _report(args)
+        if args.command == "check":
+            return _recheck(args)
         if args.command == "compare":
             return _compare(args)
         if args.command == "replay-preview":
@@ -227,6 +236,28 @@ def _report(args) -> int:
     except ValueError as exc:   # a schema version this harness does not know
         raise HarnessError(str(exc), "rebuild it with a harness that knows that schema version") from None
     return 0
+
+
+def _recheck(args) -> int:
+    """`check`: every oracle of the run again (harness/run/recheck.py); the run's table with the
+    re-checked verdicts, each case whose verdict differs from the run's said so, and the exit code
+    of those verdicts (0 PASS, 1 FAIL, 4 UNKNOWN)."""
+    from harness.report import table
+    from harness.run import recheck
+
+    missing = [d for d in args.imports if not Path(d).is_dir()]
+    if missing:
+        raise HarnessError(f"--imports {missing[0]}: no such directory", "give the directory of the "
+                           "scenario's own modules (the job's, the oracle's)")
+    result, cases, out = recheck.recheck(args.run_dir, tuple(str(Path(d).resolve()) for d in args.imports))
+    _out(table.render(result))
+    for case in cases:
+        if case.why_not:
+            _out(f"{case.case.name}: not checked again ({case.why_not}): the run's {case.before} stands")
+        elif case.before != case.case.verdict.status:
+            _out(f"{case.case.name}: the run said {case.before}, the re-check {case.case.verdict.status}")
+    _out(f"re-check: {out}")
+    return exit_code(result)
 
 
 def _compare(args) -> int:

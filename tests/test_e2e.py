@@ -90,3 +90,23 @@ class TestSmokeScenario:
     def test_no_process_is_left_after_a_normal_run(self, smoke_run):
         """Kafka, Postgres, the driver and its executors are all gone."""
         _assert_nothing_left(smoke_run[1])
+
+    def test_check_on_a_copy_of_the_run_gives_its_verdicts(self, smoke_run, tmp_path):
+        """`python -m harness check` on a copy of the run directory at another, deeper path, with
+        every service of the run stopped: the built-in oracle again over the saved truth and sink
+        rows, each case's verdict and counts the run's, exit 0; summary.json as the run wrote it."""
+        import shutil
+
+        proc, run_dir = smoke_run
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        copy = tmp_path / "elsewhere" / "deeper" / "smoke"
+        shutil.copytree(run_dir, copy, symlinks=True)
+        before = (copy / "summary.json").read_bytes()
+        again = run_cli("check", str(copy))
+        assert again.returncode == 0, again.stdout + again.stderr[-3000:]
+        (out,) = (copy / "check").iterdir()
+        ran = {c["name"]: c for c in json.loads(before)["cases"]}
+        for case in json.loads((out / "check.json").read_text())["cases"]:
+            assert case["agree"] and case["rechecked"] and case["recheck"] == "PASS", case
+            assert case["events"] == ran[case["case"]]["events"], case
+        assert (copy / "summary.json").read_bytes() == before

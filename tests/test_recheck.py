@@ -1,0 +1,74 @@
+"""`python -m harness check` (harness/run/recheck.py) without services: the case's pipeline
+rebuilt from scenario.effective.json as the run had it, and bad input named. The re-check of
+real runs is in tests/test_e2e.py (a built-in pipeline) and tests/test_job_recheck_e2e.py (a job)."""
+
+from __future__ import annotations
+
+import json
+
+from harness.results.model import CaseResult, Verdict
+from harness.run import recheck
+from harness.scenario import load
+from tests.helpers import REPO, run_cli
+from tests.scenarios.job_planted import clicks
+
+JOB = """
+name = "job"
+imports = ["{examples}"]
+
+[workload]
+kind = "replay"
+file = "clicks.jsonl"
+event_time = "ts"
+key = "user"
+speed = 20.0
+
+[pipeline]
+kind = "job"
+from_kafka = "job:from_kafka"
+key = ["user", "session_start"]
+fail_on_data_loss = false
+
+[pipeline.columns]
+user = "STRING"
+session_start = "LONG"
+session_end = "LONG"
+clicks = "LONG"
+last_click_ms = "LONG"
+
+[[cases]]
+name = "sessions"
+guarantee = "exactly-once"
+"""
+
+
+def _case(name: str, series: str = "") -> CaseResult:
+    return CaseResult(name=name, guarantee="exactly-once", pipeline="", sink="postgres", events={},
+                      verdict=Verdict("exactly-once", "exactly-once", True, "", "PASS"), throughput_eps={},
+                      latency_ms={}, backpressure={}, series=series)
+
+
+class TestPipelineOf:
+    def test_a_built_in_pipeline_is_the_runs(self):
+        """The scenario's [pipeline], through JSON and back, equals the one the run checked with."""
+        scenario = load(REPO / "tests" / "scenarios" / "retention_skip.toml")
+        effective = json.loads(json.dumps(scenario.to_dict()))
+        assert recheck.pipeline_of(effective, _case("eo")) == scenario.pipeline
+
+    def test_a_job_is_the_runs_with_its_schema_and_a_repeat_finds_its_series(self, tmp_path):
+        """A job's own fields (how it reads, its schema bound from the records, its output mode)
+        come back too; `eo-r2` of run --repeat is found by its series."""
+        (tmp_path / "clicks.jsonl").write_text("".join(json.dumps(c) + "\n" for c in clicks(300)))
+        path = tmp_path / "job.toml"
+        path.write_text(JOB.format(examples=REPO / "examples" / "my-job"))
+        scenario = load(path).repeated(2)
+        effective = json.loads(json.dumps(scenario.to_dict()))
+        got = recheck.pipeline_of(effective, _case("sessions-r2", series="sessions"))
+        assert got == scenario.pipeline and got.schema and got.params() == scenario.pipeline.params()
+        assert got.spark.source_options() == {"failOnDataLoss": "false", "includeHeaders": "true"}
+
+
+class TestBadInput:
+    def test_a_directory_without_a_summary_exits_2_naming_it(self, tmp_path):
+        proc = run_cli("check", str(tmp_path))
+        assert proc.returncode == 2 and "no summary.json there" in proc.stderr, proc.stderr
