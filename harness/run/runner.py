@@ -18,7 +18,7 @@ from harness.results import summary as summary_mod
 from harness.results.model import CaseResult, RunResult
 from harness.results.rundir import RunDir
 from harness.results.verdict import FAIL
-from harness.run import incidents, journal, reference_run, references, stages
+from harness.run import incidents, job_check, journal, reference_run, references, stages
 from harness.run.case import Case
 from harness.run.collect import case_result
 from harness.run.schedule import FaultRunner
@@ -115,7 +115,10 @@ def watermark_sweep(scenario, cases: list[CaseResult]) -> list[dict] | None:
 
 def preflight(scenario) -> None:
     """Check the environment before anything starts or is written: java, the jars,
-    pyspark's version, PostgreSQL's binaries. Raises EnvironmentProblem with the fix."""
+    pyspark's version, PostgreSQL's binaries. Raises EnvironmentProblem with the fix. Then
+    a job's plan, on an empty stream in a Spark process of its own (job_check.py): what the
+    batch oracle cannot mirror and a watermark off the event-time column are refused
+    (ScenarioError) before any service starts."""
     from harness.services.postgres import find_bindir
 
     jvm.java()
@@ -135,6 +138,7 @@ def preflight(scenario) -> None:
         find_bindir()
     if needs_proxy(scenario.faults):
         toxiproxy_build.toxiproxy()
+    job_check.check(scenario)
 
 
 def _started(scenario, run_id: str) -> RunResult:

@@ -11,18 +11,16 @@
     oracle = "batch"                  # or "reference": the same case without faults, run first
 
 The job's watermark, windows and state are its own: the harness reads them from the plan
-(workloads/pipelines/job.py). Before anything starts, the loader refuses what the batch
-oracle cannot mirror, as far as the job's source shows it (`refusals`): non-deterministic
-functions, processing-time timeouts and timers, Spark's real-time mode; the driver refuses
-the same from the plan. A schema that does not read the records is refused with the field.
+(workloads/pipelines/job.py). The loader refuses Spark's real-time mode for the batch oracle
+and a schema that does not read the records, naming the field. What the job's code does is
+not read here, as text: before any service starts, the run builds the job on an empty stream
+and refuses by its analysed plan what a batch run cannot mirror and a watermark off the
+event-time column (harness/run/job_check.py; workloads/pipelines/determinism.py, the same
+check the driver makes).
 """
 
 from __future__ import annotations
 
-import ast
-import inspect
-import re
-import textwrap
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -31,6 +29,7 @@ from harness.errors import ScenarioError
 from harness.scenario.model import Pipeline, SparkSettings
 from harness.scenario.pipeline_table import _columns, _key, _spark, _trigger
 from workloads import plugins
+from workloads.errors import SpecError
 from workloads.validate import Section, bad
 
 JOB = "job"
@@ -40,13 +39,6 @@ UPSERT_SINKS = ("postgres_upsert", "delta_merge", "custom", "foreach_batch")
 _KEYS = ("kind", "build", "from_kafka", "schema", "columns", "key", "output_mode", "oracle", "trigger",
          "trigger_interval", "state_store", "shuffle_partitions", "max_offsets_per_trigger",
          "fail_on_data_loss")
-# what a batch run gives other values for than the stream did (pyspark.sql.functions' names)
-NONDETERMINISTIC = ("rand", "randn", "uuid", "shuffle", "current_timestamp", "now", "current_date",
-                    "localtimestamp", "current_time", "monotonically_increasing_id", "spark_partition_id",
-                    "input_file_name", "random")
-_SQL_CALL = re.compile(r"\b(" + "|".join(NONDETERMINISTIC) + r")\s*\(", re.I)
-PROCESSING_TIME = ("ProcessingTimeTimeout", "ProcessingTime", "registerProcessingTimeTimer",
-                   "getCurrentProcessingTimeInMs")
 # the end-of-run flush's record goes this far past the watermark every output waits for
 FLUSH_MARGIN_MS = 86_400_000
 FIX = ('remove the call, or use oracle = "reference" (the same case run first without its faults is the '
@@ -103,7 +95,7 @@ def parse(s: Section, scenario_dir: Path) -> JobSpec:
                             'columns)')
     field = s.field(given[0])
     target = s.string(given[0])
-    plugins.function(target, field, ("df",), scenario_dir)
+    _function(target, field, scenario_dir)
     columns = _columns(s)
     key = _key(s, columns) if "key" in s else ()
     oracle = s.choice("oracle", ORACLES, "batch")
@@ -117,9 +109,6 @@ def parse(s: Section, scenario_dir: Path) -> JobSpec:
         if trigger == "real-time":
             raise bad(s.field("trigger"), trigger, "Spark's real-time mode has no batches whose input the "
                       "checkpoint records, so the batch oracle cannot know what the stream read", FIX)
-        found = refusals(target, scenario_dir)
-        if found:
-            raise bad(field, target, f"{found[0]}: a batch run cannot mirror it", FIX)
     settings = _spark(s)
     spark = JobSparkSettings(**{f: getattr(settings, f) for f in settings.__dataclass_fields__})
     schema = s.string("schema", None)
@@ -179,67 +168,22 @@ def check_sink(pipeline, sink: str, where: str) -> None:
                   'write output_mode = "update", or use an appending sink (postgres, delta, delta_batch)')
 
 
-# -- what the job's source shows --------------------------------------------------------------
-def refusals(target: str, scenario_dir: Path | None = None) -> list[str]:
-    """What a batch run cannot mirror, as the job's source shows it: the function `target` and
-    every function of its module it calls, read for calls of non-deterministic functions (also
-    in SQL text) and for processing-time timeouts and timers."""
-    fn = plugins.load(target, "pipeline.build", scenario_dir)
-    module = inspect.getmodule(fn)
+def _function(target: str, field: str, scenario_dir: Path) -> None:
+    """The job's function, checked as plugins.function checks it; a module that imports only
+    with a Spark session (a module-level `NOISE = F.rand()`) is checked before start instead,
+    in the job's own Spark process (harness/run/job_check.py): the harness runs no Spark."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(module))) if module else None
-    except (OSError, TypeError, SyntaxError):
-        return []
-    if tree is None:
-        return []
-    functions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.ClassDef)}
-    seen: set[str] = set()
-    todo = [fn.__name__]
-    found: list[str] = []
-    while todo:
-        name = todo.pop()
-        if name in seen or name not in functions:
-            continue
-        seen.add(name)
-        node = functions[name]
-        found += [f"{name}() {why}" for why in _findings(node)]
-        todo += [n for n in _called(node) if n in functions]
-    return found
+        plugins.function(target, field, ("df",), scenario_dir)
+    except SpecError as exc:
+        if not _needs_spark(exc.__context__):
+            raise
 
 
-def _findings(node: ast.AST) -> list[str]:
-    out = []
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Call):
-            called = _name(sub.func)
-            if called in NONDETERMINISTIC:
-                out.append(f"calls {called}()")
-            if called in PROCESSING_TIME:
-                out.append(f"uses {called}")
-        elif isinstance(sub, ast.Attribute) and sub.attr in PROCESSING_TIME:
-            out.append(f"uses {sub.attr}")
-        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-            if sub.value in PROCESSING_TIME:
-                out.append(f"uses {sub.value!r}")
-            match = _SQL_CALL.search(sub.value)
-            if match:
-                out.append(f"calls {match.group(1).lower()}() in {sub.value!r}")
-    return list(dict.fromkeys(out))
-
-
-def _called(node: ast.AST) -> list[str]:
-    names = []
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Call):
-            names.append(_name(sub.func))
-        elif isinstance(sub, ast.Name):   # a function passed along (applyInPandasWithState(fn, ...))
-            names.append(sub.id)
-    return [n for n in names if n]
-
-
-def _name(func: ast.AST) -> str:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return ""
+def _needs_spark(exc: BaseException | None) -> bool:
+    """Whether `exc` is pyspark's refusal to build a Column with no active Spark context."""
+    if exc is None:
+        return False
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and "pyspark" in Path(tb.tb_frame.f_code.co_filename).parts

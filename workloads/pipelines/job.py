@@ -30,10 +30,6 @@ from pathlib import Path
 from workloads import plugins
 
 PLAN_FILE = "plan.json"
-# expressions whose value in a batch run is not the stream's: randomness, the clock, placement
-NONDETERMINISTIC = ("Rand", "Randn", "Uuid", "Shuffle", "CurrentTimestamp", "Now", "CurrentDate",
-                    "LocalTimestamp", "CurrentTime", "MonotonicallyIncreasingID", "SparkPartitionID",
-                    "InputFileName", "CurrentBatchTimestamp")
 PROCESSING_TIME = re.compile(r"ProcessingTimeTimeout|TimeMode\.ProcessingTime|ProcessingTime\(\)|"
                              r"timeMode=ProcessingTime|ProcessingTimeMode")
 # the stateful operators of an analysed plan, by node name
@@ -112,14 +108,23 @@ def plan_facts(df) -> dict:
 
 
 def refuse(facts: dict) -> None:
-    """Raise Refused when the batch oracle cannot mirror the plan."""
-    if facts["nondeterministic"]:
-        raise Refused(f"the job uses {', '.join(facts['nondeterministic'])}: a batch run of it gives other "
-                      "values than the stream did, so oracle = \"batch\" cannot judge it; use "
-                      "oracle = \"reference\"")
+    """Raise Refused when the batch oracle cannot mirror the plan (`reasons`)."""
+    found = reasons(facts)
+    if found:
+        raise Refused(f"{'; '.join(found)}: a batch run cannot mirror it, so oracle = \"batch\" cannot judge "
+                      "the job; remove it, or use oracle = \"reference\"")
+
+
+def reasons(facts: dict) -> list[str]:
+    """Why a batch run cannot mirror the plan whose facts are `facts`: what in it a second run
+    computes otherwise (determinism.node_findings), and processing-time timeouts or timers,
+    which fire by the clock, not by the data."""
+    found = [f"the job uses {what}" for what in facts["nondeterministic"]]
     if facts["processing_time"]:
-        raise Refused("the job uses processing-time timeouts or timers, which fire by the clock, not the "
-                      "data: a batch run cannot mirror them; use oracle = \"reference\"")
+        used = ", ".join(facts["processing_time"])
+        found.append(f"the job uses processing-time timeouts or timers ({used}), which fire by the clock, "
+                     "not by the data")
+    return found
 
 
 def _stateful(node) -> bool:
@@ -145,27 +150,11 @@ def _nodes(plan) -> list:
 
 
 def _nondeterministic(node) -> list[str]:
-    found: list[str] = []
-    stack: list = []
-    exprs = node.expressions()
-    stack.extend(exprs.apply(i) for i in range(exprs.size()))
-    while stack:
-        e = stack.pop()
-        name = e.getClass().getSimpleName()
-        if name in NONDETERMINISTIC:
-            found.append(_fn_name(name))
-        elif name.startswith("PythonUDF") and not e.deterministic():
-            found.append("a non-deterministic UDF")
-        children = e.children()
-        stack.extend(children.apply(i) for i in range(children.size()))
-    return found
+    """What in `node` a batch run computes otherwise than the stream (determinism.py: Spark's
+    own non-deterministic flag, its clock, the Python functions' bodies)."""
+    from workloads.pipelines import determinism
 
-
-def _fn_name(cls: str) -> str:
-    """rand(), uuid(), current_timestamp(): a class name as the function users call."""
-    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", cls).lower()
-    return {"monotonically_increasing_i_d": "monotonically_increasing_id", "spark_partition_i_d":
-            "spark_partition_id", "now": "current_timestamp"}.get(snake, snake) + "()"
+    return determinism.node_findings(node)
 
 
 def interval_ms(text: str) -> int:
