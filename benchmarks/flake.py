@@ -1,0 +1,155 @@
+"""The flake lane (issue 48): the end-to-end lane, the planted bugs and their twins among it, run
+N times on one core beside a CPU-bound neighbour, and each test's passes out of N.
+
+    python -m benchmarks.flake [--rounds N] [--core C] [--out DIR] [PYTEST ARGS ...]
+    tox -e flake [-- --rounds 2 tests/test_faults_docs.py -k docs_example]
+
+A gate that passes on a quiet 2-core machine can fail on a loaded one: a fault that waits for a
+state it never sees in time, a drain that runs out. Here every round runs pytest pinned to core
+C (`taskset -c C`; Spark, Kafka and PostgreSQL inherit the pin) while a busy loop pinned to the
+same core takes its share of it. The lane starts that neighbour and stops it, whatever happens:
+on the end of the lane, on an exception, on Ctrl-C or SIGTERM (and, the lane killed outright,
+the kernel kills it: PR_SET_PDEATHSIG). Without PYTEST ARGS it runs `-m long_e2e tests` (tox
+-e e2e's selection, the planted bugs' tests/test_job_plants_e2e.py among it). Each round's
+junit XML is kept in DIR (default: a new directory under .cache/flake/). Exit 0 when every test
+passed in every round, 1 when one failed in any, 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_SELECTION = ("-m", "long_e2e", "tests")
+_PR_SET_PDEATHSIG = 1
+# the neighbour: a Python busy loop, a core's worth of CPU while it runs
+_BUSY = "while True:\n    pass\n"
+
+
+def _die_with_parent() -> None:
+    """In the neighbour before it runs: the kernel SIGKILLs it when the lane dies, even by SIGKILL."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+@contextmanager
+def neighbour(core: int) -> Iterator[subprocess.Popen]:
+    """A CPU-bound process pinned to `core` for the block's duration; killed and reaped when the
+    block ends, however it ends."""
+    proc = subprocess.Popen(["taskset", "-c", str(core), sys.executable, "-c", _BUSY],
+                            start_new_session=True, preexec_fn=_die_with_parent)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+@dataclass
+class Tally:
+    """Each test's outcomes over the rounds, by its junit id (classname::name)."""
+
+    rounds: int = 0
+    passed: dict[str, int] = field(default_factory=dict)
+    failed: dict[str, list[str]] = field(default_factory=dict)   # per test: "round 2: <first line>"
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def add(self, junit: Path, round_no: int) -> None:
+        """Count one round's junit XML."""
+        self.rounds += 1
+        for case in ET.parse(junit).getroot().iter("testcase"):
+            test = f"{case.get('classname')}::{case.get('name')}"
+            self.passed.setdefault(test, 0)
+            bad = case.find("failure") if case.find("failure") is not None else case.find("error")
+            if bad is not None:
+                first = ((bad.get("message") or bad.text or "").strip().splitlines() or ["?"])[0]
+                self.failed.setdefault(test, []).append(f"round {round_no}: {first[:160]}")
+            elif case.find("skipped") is not None:
+                self.skipped[test] = self.skipped.get(test, 0) + 1
+            else:
+                self.passed[test] += 1
+
+    def failures(self) -> int:
+        return sum(len(v) for v in self.failed.values())
+
+    def table(self) -> list[str]:
+        """A line per test, the least passed first: `passes/N  test`, then each failure."""
+        lines = []
+        for test in sorted(self.passed, key=lambda t: (self.passed[t], t)):
+            skips = f"  ({self.skipped[test]} skipped)" if test in self.skipped else ""
+            lines.append(f"{self.passed[test]:>3}/{self.rounds:<3} {test}{skips}")
+            lines += [f"          {why}" for why in self.failed.get(test, [])]
+        return lines
+
+
+def run_round(round_no: int, core: int, selection: list[str], out: Path) -> tuple[int, float, Path]:
+    """One pytest run pinned to `core`: its exit code, its seconds and its junit XML."""
+    junit = out / f"round-{round_no}.xml"
+    began = time.monotonic()
+    code = subprocess.call(["taskset", "-c", str(core), sys.executable, "-m", "pytest", "-p",
+                            "no:cacheprovider", "-q", "-rfE", f"--junitxml={junit}", *selection], cwd=REPO)
+    return code, time.monotonic() - began, junit
+
+
+def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.flake", description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=3, help="how many times to run the selection (default 3)")
+    p.add_argument("--core", type=int, default=0, help="the core pytest and the neighbour share (default 0)")
+    p.add_argument("--out", type=Path, default=None, help="where each round's junit XML goes")
+    args, selection = p.parse_known_args(argv)
+    if args.rounds < 1:
+        p.error(f"--rounds {args.rounds}: at least 1 round; write e.g. --rounds 3")
+    cores = os.cpu_count() or 1
+    if args.core < 0 or args.core >= cores:
+        p.error(f"--core {args.core}: this machine has cores 0 to {cores - 1}; write e.g. --core 0")
+    return args, selection or list(DEFAULT_SELECTION)
+
+
+def _stop_on_sigterm(*_) -> None:
+    raise KeyboardInterrupt   # the neighbour's `finally` runs as on Ctrl-C
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, selection = _parse(sys.argv[1:] if argv is None else argv)
+    out = args.out or REPO / ".cache" / "flake" / time.strftime("%Y%m%dT%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    tally = Tally()
+    print(f"flake lane: {args.rounds} round(s) of `pytest {' '.join(selection)}` pinned to core {args.core} "
+          f"beside a busy loop on it; junit XML in {out}", flush=True)
+    try:
+        with neighbour(args.core) as busy:
+            print(f"neighbour: pid {busy.pid} (taskset -c {args.core}, a Python busy loop)", flush=True)
+            for n in range(1, args.rounds + 1):
+                code, seconds, junit = run_round(n, args.core, selection, out)
+                print(f"round {n}/{args.rounds}: pytest exit {code} in {seconds:.0f} s", flush=True)
+                if not junit.exists():
+                    print(f"round {n} wrote no {junit}: pytest did not run the selection", file=sys.stderr)
+                    return 2 if code in (4, 5) else 1
+                tally.add(junit, n)
+    except KeyboardInterrupt:
+        print("flake lane interrupted: the neighbour is stopped", file=sys.stderr)
+        if tally.rounds:
+            print("\n".join(tally.table()))
+        return 130
+    print(f"\npasses out of {tally.rounds}, on core {args.core} beside a busy neighbour:")
+    print("\n".join(tally.table()))
+    failures = tally.failures()
+    print(f"{failures} failure(s) in {tally.rounds} round(s) of {len(tally.passed)} test(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
