@@ -8,6 +8,7 @@ import pytest
 from harness.errors import ScenarioError
 from harness.scenario import GUARANTEES, load, parse_duration_ms
 from tests.helpers import MINIMAL_SCENARIO as GOOD
+from tests.helpers import REPO
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "workloads" / "scenarios"
 
@@ -629,3 +630,34 @@ class TestStorageUnderState:
         assert "keeps no state" in err.problem, err.problem
         ok = load(_write(tmp_path, text.replace('target = "state"', 'target = "checkpoint"')))
         assert ok.cases[0].checkpoint_fs == "sync"
+
+
+class TestReplayFingerprint:
+    @staticmethod
+    def _copy(where: Path, payments: int = 50) -> Path:
+        """examples/dedup's scenario and job, with `payments` records of its own, at `where`."""
+        import json as _json
+        import shutil
+
+        where.mkdir(parents=True)
+        shutil.copy(REPO / "examples" / "dedup" / "job.py", where / "job.py")
+        text = (REPO / "examples" / "dedup" / "scenario.toml").read_text()
+        (where / "scenario.toml").write_text(text[:text.index("[[faults]]")])   # no fault: any length
+        rows = [{"payment_id": f"p{i}", "account": f"a{i % 7}", "amount_cents": i, "ts": 1_714_564_800_000 + i}
+                for i in range(payments)]
+        (where / "payments.jsonl").write_text("".join(_json.dumps(r) + "\n" for r in rows))
+        return where / "scenario.toml"
+
+    def test_the_same_scenario_in_two_checkouts_has_one_fingerprint(self, tmp_path):
+        """The replayed file is held by its path relative to the scenario, its size and a hash of
+        its content: two copies at different depths give one fingerprint (issue 47 measured
+        be5249029f9c and 94adf7114357 for examples/dedup in two directories)."""
+        one = load(self._copy(tmp_path / "ci" / "workspace" / "a" / "very" / "deep" / "checkout"))
+        two = load(self._copy(tmp_path / "b"))
+        assert one.fingerprint() == two.fingerprint()
+
+    def test_other_records_make_another_fingerprint(self, tmp_path):
+        """A file of other content, of the same name and place, is another workload."""
+        one = load(self._copy(tmp_path / "a", payments=50))
+        two = load(self._copy(tmp_path / "b", payments=51))
+        assert one.fingerprint() != two.fingerprint()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
@@ -273,6 +274,9 @@ class Scenario:
             values.pop("source")   # added later: at its default, the fingerprint is as before
         if isinstance(values.get("measure"), dict) and values["measure"].get("ceiling") is False:
             values["measure"].pop("ceiling")   # added later, likewise
+        replay = (values.get("workload") or {}).get("replay")
+        if isinstance(replay, dict) and replay.get("file"):   # the same file in any checkout
+            replay["file"] = file_identity(Path(replay["file"]), Path(self.path).parent)
         text = json.dumps(values, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
@@ -286,6 +290,40 @@ class Scenario:
         runs = tuple(replace(c, name=f"{c.name}-r{k}", series=c.name, repeat=k)
                      for k in range(1, times + 1) for c in self.cases)
         return replace(self, cases=runs)
+
+
+def file_identity(path: Path, base: Path) -> dict:
+    """A replayed file (or directory of files) as a fingerprint holds it: its path relative to
+    the scenario's directory, its size and a hash of its content, never its absolute path (the
+    same scenario in two CI workspaces is one series of the history, and compare takes the pair)."""
+    import os
+
+    try:
+        where = Path(os.path.relpath(path, base)).as_posix()
+    except ValueError:   # another drive: only its name says anything of it
+        where = path.name
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    size, digest = 0, []
+    for f in files:
+        st = f.stat()
+        size += st.st_size
+        digest.append(_content_hash(str(f), st.st_size, st.st_mtime_ns))
+    import hashlib
+
+    return {"path": where, "bytes": size, "sha256": hashlib.sha256("".join(digest).encode()).hexdigest()}
+
+
+@functools.lru_cache(maxsize=64)
+def _content_hash(path: str, size: int, mtime_ns: int) -> str:
+    """The sha256 of a file's content, read a block at a time (kept per size and mtime: a
+    scenario's fingerprint is asked for more than once in a run)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _plain(value: Any) -> Any:
