@@ -69,11 +69,12 @@ def findings(scenario) -> list[tuple[JobSpec, str, dict]]:
 
 
 def _jobs(scenario) -> dict[str, tuple[JobSpec, str]]:
-    """The scenario's distinct jobs, each with the scenario key that names it."""
+    """The distinct jobs the scenario's cases run (a case's own, else the scenario's), each
+    with the scenario key that names it."""
     out: dict[str, tuple[JobSpec, str]] = {}
-    given = [(scenario.pipeline, "pipeline")] + [(case.pipeline, f"cases[{i}].pipeline")
-                                                 for i, case in enumerate(scenario.cases)]
-    for pipeline, where in given:
+    for i, case in enumerate(scenario.cases):
+        pipeline, where = (case.pipeline, f"cases[{i}].pipeline") if case.pipeline else (scenario.pipeline,
+                                                                                          "pipeline")
         if isinstance(pipeline, JobSpec):
             field = f"{where}.{'from_kafka' if pipeline.reads == 'kafka' else 'build'}"
             out.setdefault(json.dumps(_job(pipeline), sort_keys=True), (pipeline, field))
