@@ -153,6 +153,64 @@ class TestFinalWatermark:
         (tmp_path / "plan.json").write_text(json.dumps({"watermarks": [], "operators": []}))
         assert JobPipeline(None).in_case(tmp_path).final_watermark_ms(1000, None) is None
 
+    MARK = [{"column": "ts", "delay_ms": 20_000}]
+
+    @pytest.mark.parametrize(("stateful", "mode", "waits"), [
+        # the issue's false FAIL: a running count in Spark's state, NoTimeout, with a watermark
+        ([{"operator": "applyInPandasWithState", "timeout": "NoTimeout"}], "update", False),
+        ([{"operator": "applyInPandasWithState", "timeout": "EventTimeTimeout"}], "update", True),
+        ([{"operator": "flatMapGroupsWithState", "timeout": "NoTimeout"}], "append", False),
+        ([{"operator": "aggregate"}], "update", False),
+        ([{"operator": "aggregate"}], "append", True),
+        ([{"operator": "dedupeWithinWatermark"}], "append", False),
+        ([{"operator": "dedupe"}, {"operator": "aggregate"}], "append", True),
+        ([{"operator": "join"}], "append", True),
+        ([{"operator": "transformWithState", "time_mode": "NoTime"}], "update", False),
+        ([{"operator": "transformWithState", "time_mode": "EventTime"}], "update", True),
+        ([], "append", False),   # a watermark and no state: nothing waits for it
+    ])
+    def test_the_drain_waits_for_the_watermark_only_where_an_output_does(self, tmp_path, stateful, mode,
+                                                                         waits):
+        """Update mode, NoTimeout state and dedup drain by offsets (once the input stops, Spark
+        runs no further batch for them and the watermark stays); append-mode aggregates, joins
+        and event-time timers by the watermark."""
+        plan = {"watermarks": self.MARK, "operators": sorted({o["operator"] for o in stateful}),
+                "stateful": stateful, "output_mode": mode}
+        (tmp_path / "plan.json").write_text(json.dumps(plan))
+        entry = JobPipeline(None).in_case(tmp_path)
+        assert (entry.final_watermark_ms(1000, None) is not None) == waits
+        assert (entry.drain_wait() is not None) == waits
+
+    def test_a_plan_of_an_older_driver_keeps_waiting_for_the_watermark(self, tmp_path):
+        """A plan.json without `stateful` (an older driver's): a state operator may have
+        event-time timers, so the drain waits for the watermark as it did."""
+        (tmp_path / "plan.json").write_text(json.dumps({"watermarks": self.MARK,
+                                                        "operators": ["applyInPandasWithState"]}))
+        assert JobPipeline(None).in_case(tmp_path).final_watermark_ms(1000, None) == 1000 + 3_600_000 + 1
+
+
+class TestUntouchedAsMultisets:
+    def test_a_late_record_that_only_changes_how_often_a_row_appears_touches_it(self):
+        """With the late record the batch gives row r twice, without it once: r is touched (a
+        set would call the two answers equal and compare r anyway)."""
+        cols = {"user": "STRING", "clicks": "LONG"}
+        r = {"user": "a", "clicks": 1}
+        everything = pd.DataFrame([r, r, {"user": "b", "clicks": 2}])
+        without = pd.DataFrame([r, {"user": "b", "clicks": 2}])
+        sink = pd.DataFrame([r, {"user": "b", "clicks": 2}])
+        keep_e, keep_s = untouched(everything, without, sink, cols, [], None)
+        assert keep_e.tolist() == [False, False, True] and keep_s.tolist() == [False, True]
+
+
+class TestLateRecordsOfStateWithoutTimeouts:
+    @pytest.mark.parametrize(("timeout", "mode"), [("NoTimeout", WHOLE), ("EventTimeTimeout", PARTIAL)])
+    def test_state_without_an_event_time_timeout_drops_no_late_record(self, timeout, mode):
+        """applyInPandasWithState filters late rows only with EventTimeTimeout: with NoTimeout the
+        comparison is whole, every record reached the function."""
+        plan = {"operators": ["applyInPandasWithState"],
+                "stateful": [{"operator": "applyInPandasWithState", "timeout": timeout}]}
+        assert decide(3, plan)[0] == mode
+
 
 class TestReference:
     COLS = {"user": "STRING", "start": "LONG", "clicks": "LONG"}

@@ -121,7 +121,7 @@ def _case(tmp_path, guarantee="exactly-once", failure=None, sink=None):
     said: list[str] = []
     return SimpleNamespace(
         spec=SimpleNamespace(name="mine", sink="custom", sink_class="mine:Sink", guarantee=guarantee),
-        pipeline=SimpleNamespace(columns=("key", "count")), files=files, failure=failure,
+        pipeline=SimpleNamespace(columns=("key", "count")), files=files, failure=failure, drain_short=None,
         truth_dir=tmp_path / "truth", sink=lambda: sink, progress=SimpleNamespace(step=said.append),
         said=said)
 
@@ -189,3 +189,27 @@ class TestCollect:
         collect._judge(_case(tmp_path), result, SimpleNamespace(problems=lambda: []), checked)
         assert result.verdict.status == status
         assert "fault kill-driver at batch 40 never came: batch 40 never came" in result.verdict.detail
+
+
+class TestDrainRanOut:
+    @pytest.mark.parametrize(("lost", "status"), [(0, "PASS"), (3, "FAIL")])
+    def test_a_drain_that_ran_out_fails_only_when_outputs_are_missing(self, tmp_path, lost, status):
+        """The drain's timeout is a liveness failure only when the sink lacks expected outputs: a
+        sink already equal to the answer passes, and the verdict says what the drain waited for."""
+        from harness.results.model import CaseResult
+        from harness.run import collect
+
+        raw = sample_summary()["cases"][0]
+        raw["faults"] = []
+        result = CaseResult.from_json(raw)
+        counts = {"produced": 10, "expected": 10, "delivered": 10 - lost, "lost": lost, "duplicated": 0,
+                  "unexpected": 0}
+        checked = SimpleNamespace(counts=counts, problems=[], unit="rows",
+                                  discrepancies=pd.DataFrame({"kind": pd.Series([], dtype=str)}))
+        case = _case(tmp_path, guarantee="exactly-once")
+        case.drain_short = ("the pipeline did not emit every result within drain_timeout (5s): it waited for "
+                            "the watermark past the last window end")
+        collect._judge(case, result, SimpleNamespace(problems=lambda: []), checked)
+        assert result.verdict.status == status, result.verdict.detail
+        assert "it waited for the watermark past the last window end" in result.verdict.detail
+        assert ("expected outputs are missing" in result.verdict.detail) == bool(lost)

@@ -82,6 +82,18 @@ def final_watermark_ms(pipeline, max_event_time_ms: int, case_dir=None) -> int |
     return _in_case(pipeline_registry.of(pipeline), case_dir).final_watermark_ms(max_event_time_ms, pipeline)
 
 
+def drain_wait(pipeline, case_dir=None) -> str:
+    """What the end-of-run drain waits for, in words, for the messages of a drain that ran out."""
+    entry = _in_case(pipeline_registry.of(pipeline), case_dir)
+    if pipeline.kind == pipeline_registry.JOB:   # the job's plan says which operator waits, if any
+        said = entry.drain_wait()
+        return (f"the watermark past every output of {said}" if said
+                else "every record read by a committed batch (no operator's output waits for the watermark)")
+    if final_watermark_ms(pipeline, 0, case_dir) is None:
+        return "every record read by a committed batch"
+    return "the watermark past the last window end"
+
+
 def _in_case(entry, case_dir):
     """An entry that reads its case's directory (a job's plan and batch oracle) bound to it."""
     return entry.in_case(case_dir) if case_dir is not None and hasattr(entry, "in_case") else entry

@@ -59,13 +59,17 @@ class JobPipeline:
         return None
 
     def final_watermark_ms(self, max_event_time_ms: int, pipeline) -> int | None:
-        """The watermark at which every output is final: an hour past the last record for a
-        query that keeps state (reach_ms), the last record for one that does not; None when the
-        query has no watermark (it has drained once it has read every offset)."""
+        """The watermark at which every output is final, for a query whose output waits for the
+        watermark (`waits_for`): an hour past the last record; None when none of its outputs
+        waits for the watermark (it has drained once a committed batch has read every offset)."""
         plan = read_plan(self.case_dir) if self.case_dir else None
-        if plan is None or not plan.get("watermarks"):
+        if plan is None or waits_for(plan) is None:
             return None
         return max_event_time_ms + reach_ms(plan) + 1
+
+    def drain_wait(self) -> str | None:
+        """What the drain waits for, in a sentence (None: every offset read by a committed batch)."""
+        return waits_for(read_plan(self.case_dir) if self.case_dir else None)
 
     def check(self, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch], pipeline) -> CheckResult:
         if self.case_dir is None:
@@ -86,6 +90,40 @@ def reach_ms(plan: dict) -> int:
     flush's record is the only one after the last, so the watermark jumps past every window
     at once; an hour is what the drain waits for, for a query that keeps state."""
     return UNKNOWN_REACH_MS if plan.get("operators") else 0
+
+
+def waits_for(plan: dict | None) -> str | None:
+    """Which of the plan's operators hold output back until the watermark passes, in a sentence
+    for the drain's messages; None when none does, and the query has drained once a committed
+    batch has read every offset. By Spark's rules for when a stateful operator emits:
+      - an aggregate (windows, sessions) in append mode emits a group once the watermark passes
+        its end; in update mode it emits every changed group in the batch that changed it;
+      - a stream-stream join emits an outer join's unmatched rows when the watermark passes;
+      - flatMapGroupsWithState and applyInPandasWithState with EventTimeTimeout, and
+        transformWithState in EventTime mode, emit when a timer fires, as the watermark passes
+        it; with NoTimeout (NoTime) they emit only in the batch that read the key's rows;
+      - a dedup drops, and emits a record in the batch that read it.
+    Spark runs no further batch once the input has stopped when no operator waits (a
+    NoTimeout state operator's shouldRunAnotherBatch is false), so the watermark stays where it
+    was: a drain waiting for it there would wait in vain."""
+    if not plan or not plan.get("watermarks"):
+        return None
+    append = plan.get("output_mode", "append") == "append"
+    waiting = []
+    for op in plan.get("stateful") or [{"operator": o} for o in plan.get("operators") or []]:
+        name = op["operator"]
+        if name == "aggregate" and append:
+            waiting.append("an aggregate in append mode")
+        elif name == "join":
+            waiting.append("a stream-stream join")
+        elif name in ("flatMapGroupsWithState", "applyInPandasWithState") and (
+                op.get("timeout", "EventTimeTimeout") == "EventTimeTimeout"):
+            waiting.append(f"{name} with EventTimeTimeout")
+        elif name == "transformWithState" and op.get("time_mode", "EventTime") == "EventTime":
+            waiting.append("transformWithState's event-time timers")
+    if not waiting:
+        return None
+    return ", ".join(dict.fromkeys(waiting)) + " (its output waits for the watermark)"
 
 
 def check(case_dir: Path, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch],
@@ -148,12 +186,13 @@ def untouched(everything: pd.DataFrame, without_late: pd.DataFrame, sink: pd.Dat
     """Which expected rows (of `everything`) and which sink rows no late record could touch.
 
     A row could be touched when it differs between the batch with and without the late
-    records, or (with a key) shares its key with such a row, or when its values in the
+    records (as multisets: a row the late records only make appear more or fewer times
+    differs too), or (with a key) shares its key with such a row, or when its values in the
     columns it shares with the records (the grouping, e.g. the user) are a late record's."""
     names = list(columns)
     text = {n: multiset.canonical(f, names, columns)
             for n, f in (("all", everything), ("kept", without_late))}
-    differ = set(text["all"]) ^ set(text["kept"])
+    differ = _differ(text["all"], text["kept"])
     touched_e = text["all"].isin(differ).to_numpy()
     touched_s = multiset.canonical(sink, names, columns).isin(differ).to_numpy()
     if key:
@@ -168,6 +207,13 @@ def untouched(everything: pd.DataFrame, without_late: pd.DataFrame, sink: pd.Dat
         touched_e |= multiset.canonical(everything, shared, columns).isin(groups).to_numpy()
         touched_s |= multiset.canonical(sink, shared, columns).isin(groups).to_numpy()
     return ~touched_e, ~touched_s
+
+
+def _differ(one: pd.Series, other: pd.Series) -> set[str]:
+    """The canonical rows that `one` and `other` hold a different number of times."""
+    a, b = one.value_counts(), other.value_counts()
+    both = a.reindex(a.index.union(b.index), fill_value=0)
+    return set(both.index[both.to_numpy() != b.reindex(both.index, fill_value=0).to_numpy()])
 
 
 def _write(case_dir: Path, given: Input, found: multiset.Comparison, times: dict, left_out: int,

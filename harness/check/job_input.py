@@ -34,6 +34,7 @@ from harness.check.replay import assign_batches, late_watermarks
 
 WHOLE, EXACT, PARTIAL = "whole", "exact", "partial"
 DROPS_WHOLE_RECORDS = {"dedupe", "dedupeWithinWatermark"}
+NO_TIMEOUT_KEEPS = {"flatMapGroupsWithState", "applyInPandasWithState"}   # never_drop
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,11 @@ def decide(late: int, plan: dict | None) -> tuple[str, str]:
     if plan is not None and not operators:
         return WHOLE, (f"{late:,} records came later than their batch's watermark, but the query keeps no "
                        "state, so nothing dropped them: the comparison is whole")
+    keep = never_drop(plan)
+    if keep and operators <= keep:
+        names = ", ".join(sorted(keep))
+        return WHOLE, (f"{late:,} records came later than their batch's watermark, but {names} without "
+                       "an event-time timeout drops no record: the comparison is whole")
     if operators and operators <= DROPS_WHOLE_RECORDS:
         names = ", ".join(sorted(operators))
         return EXACT, (f"{late:,} records came later than their batch's watermark; {names} "
@@ -83,6 +89,19 @@ def decide(late: int, plan: dict | None) -> tuple[str, str]:
     known = ", ".join(sorted(operators)) or "an unknown plan"
     return PARTIAL, (f"{late:,} records came later than their batch's watermark, and their fate in "
                      f"{known} depends on the operator's state")
+
+
+def never_drop(plan: dict | None) -> set[str]:
+    """The plan's operators that drop no late record: flatMapGroupsWithState and
+    applyInPandasWithState filter late rows only with EventTimeTimeout (Spark's
+    FlatMapGroupsWithStateExec: "if timeout is based on event time, then filter late data
+    based on watermark"), so with any other timeout every record reaches the function."""
+    ops = (plan or {}).get("stateful") or []
+    by_name: dict[str, set[str]] = {}
+    for op in ops:
+        by_name.setdefault(op["operator"], set()).add(op.get("timeout", "EventTimeTimeout"))
+    return {name for name, timeouts in by_name.items()
+            if name in NO_TIMEOUT_KEEPS and "EventTimeTimeout" not in timeouts}
 
 
 def ranges(read: pd.DataFrame) -> list[tuple[int, int, int]]:

@@ -58,6 +58,8 @@ class Case:
     workload: dict | None = None   # how long the workload was sent, and why (summary.json's cases[].workload)
     flush_offsets: dict[int, int] = field(default_factory=dict)   # partition -> end offset after the flush
     failure: str | None = None     # why the case failed while it ran (a dead driver)
+    # the drain ran out its time: what it waited for; a FAIL only when outputs are missing
+    drain_short: str | None = None
     # epoch ms: its first batch committed (the warm-up done), and its driver asked to stop; the
     # incidents of the case are what happened between the two
     running_from_ms: float = 0.0

@@ -201,6 +201,8 @@ def _judge(case: Case, result: CaseResult, schedule: FaultRunner, checked: Check
     but the case did not run what it was asked to: UNKNOWN, naming it, unless the case failed."""
     c = checked.counts
     problems = ([case.failure] if case.failure else []) + schedule.problems() + checked.problems
+    if case.drain_short and c["lost"]:   # liveness: the outputs it waited for are missing
+        problems.append(f"{case.drain_short}; {c['lost']:,} expected outputs are missing from the sink")
     unknowns = [f"fault {f.kind} at {f.asked} never came: {f.missed}" for f in result.missed]
     unknowns += list(getattr(checked, "unknowns", ()))   # an oracle that could not decide
     result.events, result.sections["unit"] = c, checked.unit
@@ -208,6 +210,9 @@ def _judge(case: Case, result: CaseResult, schedule: FaultRunner, checked: Check
                                       expected_count=c["expected"], problems=problems, unknowns=unknowns)
     for note in getattr(checked, "notes", ()):   # what the oracle left out, and why (a job's batch oracle)
         result.verdict.detail += f"; {note}"
+    if case.drain_short and not c["lost"]:   # ran out, but nothing it waited for was missing
+        result.verdict.detail += (f"; {case.drain_short}, but the sink held every expected output: "
+                                  "not a failure")
     result.sections["discrepancies"] = checked.discrepancies["kind"].value_counts().to_dict()
 
 

@@ -54,7 +54,7 @@ def build(kafka_df, params: dict):
     fn = plugins.load(params["job"], "pipeline.from_kafka" if raw else "pipeline.build")
     out = fn(kafka_df if raw else parse(kafka_df, params["schema"]))
     if out.isStreaming:
-        facts = plan_facts(out)
+        facts = plan_facts(out, params.get("output_mode", "append"))
         if params.get("oracle") == "batch":
             refuse(facts)
         where = Path(params.get("workdir") or ".")
@@ -92,19 +92,34 @@ def conform(df, columns: dict[str, str]):
 
 
 # -- the plan -------------------------------------------------------------------------------
-def plan_facts(df) -> dict:
+def plan_facts(df, output_mode: str = "append") -> dict:
     """What the harness needs of a streaming query's plan: its watermark (column and delay), its
-    stateful operators, and what a batch run could not mirror (non-deterministic expressions,
-    processing-time timeouts or timers)."""
+    stateful operators (`operators`; `stateful`: each with its timeout or time mode, which say
+    whether its output waits for the watermark), the query's output mode, and what a batch run
+    could not mirror (non-deterministic expressions, processing-time timeouts or timers)."""
     analyzed = df._jdf.queryExecution().analyzed()
     text = str(analyzed.toString())
     marks = [{"column": m.group(1).strip("`'"), "delay_ms": interval_ms(m.group(2))}
              for m in _WATERMARK.finditer(text)]
     nodes = _nodes(analyzed)
-    operators = sorted({STATEFUL[n.nodeName()] for n in nodes if _stateful(n)})
-    return {"watermarks": marks, "operators": operators,
+    stateful = [_operator(n) for n in nodes if _stateful(n)]
+    return {"watermarks": marks, "operators": sorted({s["operator"] for s in stateful}),
+            "stateful": stateful, "output_mode": output_mode,
             "nondeterministic": sorted({name for n in nodes for name in _nondeterministic(n)}),
             "processing_time": sorted(set(PROCESSING_TIME.findall(text)))}
+
+
+def _operator(node) -> dict:
+    """A stateful node as plan.json has it: its operator, and its timeout (flatMapGroupsWithState,
+    applyInPandasWithState: NoTimeout, EventTimeTimeout, ...) or time mode (transformWithState:
+    NoTime, EventTime, ProcessingTime), by Spark's own names."""
+    out = {"operator": STATEFUL[node.nodeName()]}
+    for field, method in (("timeout", "timeout"), ("time_mode", "timeMode")):
+        try:
+            out[field] = str(getattr(node, method)()).rstrip("$")
+        except Exception:  # noqa: BLE001 - py4j raises its own error for a node without the field
+            continue
+    return out
 
 
 def refuse(facts: dict) -> None:
