@@ -6,13 +6,13 @@ N times on one core beside a CPU-bound neighbour, and each test's passes out of 
 
 A gate that passes on a quiet 2-core machine can fail on a loaded one: a fault that waits for a
 state it never sees in time, a drain that runs out. Here every round runs pytest pinned to core
-C (`taskset -c C`; Spark, Kafka and PostgreSQL inherit the pin) while a busy loop pinned to the
-same core takes its share of it. The lane starts that neighbour and stops it, whatever happens:
-on the end of the lane, on an exception, on Ctrl-C or SIGTERM (and, the lane killed outright,
-the kernel kills it: PR_SET_PDEATHSIG). Without PYTEST ARGS it runs `-m long_e2e tests` (tox
--e e2e's selection, the planted bugs' tests/test_job_plants_e2e.py among it). Each round's
-junit XML is kept in DIR (default: a new directory under .cache/flake/). Exit 0 when every test
-passed in every round, 1 when one failed in any, 2 on bad arguments.
+C (as `taskset -c C` pins it: sched_setaffinity, which Spark, Kafka and PostgreSQL inherit)
+while a busy loop pinned to the same core takes its share of it. The lane starts that neighbour
+and stops it, whatever happens: at the lane's end, on an exception, on Ctrl-C or SIGTERM (and,
+the lane killed outright, the kernel kills it: PR_SET_PDEATHSIG). Without PYTEST ARGS it runs
+`-m long_e2e tests` (tox -e e2e's selection, the planted bugs' tests/test_job_plants_e2e.py
+among it). Each round's junit XML is kept in DIR (default: a new directory under .cache/flake/).
+Exit 0 when every test passed in every round, 1 when one failed in any, 2 on bad arguments.
 """
 
 from __future__ import annotations
@@ -37,18 +37,27 @@ _PR_SET_PDEATHSIG = 1
 _BUSY = "while True:\n    pass\n"
 
 
-def _die_with_parent() -> None:
-    """In the neighbour before it runs: the kernel SIGKILLs it when the lane dies, even by SIGKILL."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+def _pinned(core: int):
+    """A child's set-up before it runs: on `core` alone (what `taskset -c core` does, with no
+    program to install)."""
+    return lambda: os.sched_setaffinity(0, {core})
+
+
+def _pinned_and_dying_with_the_lane(core: int):
+    """The neighbour's set-up: pinned, and SIGKILLed by the kernel when the lane dies, even by
+    SIGKILL (PR_SET_PDEATHSIG)."""
+    def setup() -> None:
+        os.sched_setaffinity(0, {core})
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    return setup
 
 
 @contextmanager
 def neighbour(core: int) -> Iterator[subprocess.Popen]:
     """A CPU-bound process pinned to `core` for the block's duration; killed and reaped when the
     block ends, however it ends."""
-    proc = subprocess.Popen(["taskset", "-c", str(core), sys.executable, "-c", _BUSY],
-                            start_new_session=True, preexec_fn=_die_with_parent)
+    proc = subprocess.Popen([sys.executable, "-c", _BUSY], start_new_session=True,
+                            preexec_fn=_pinned_and_dying_with_the_lane(core))
     try:
         yield proc
     finally:
@@ -98,8 +107,8 @@ def run_round(round_no: int, core: int, selection: list[str], out: Path) -> tupl
     """One pytest run pinned to `core`: its exit code, its seconds and its junit XML."""
     junit = out / f"round-{round_no}.xml"
     began = time.monotonic()
-    code = subprocess.call(["taskset", "-c", str(core), sys.executable, "-m", "pytest", "-p",
-                            "no:cacheprovider", "-q", "-rfE", f"--junitxml={junit}", *selection], cwd=REPO)
+    code = subprocess.call([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE",
+                            f"--junitxml={junit}", *selection], cwd=REPO, preexec_fn=_pinned(core))
     return code, time.monotonic() - began, junit
 
 
@@ -131,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
           f"beside a busy loop on it; junit XML in {out}", flush=True)
     try:
         with neighbour(args.core) as busy:
-            print(f"neighbour: pid {busy.pid} (taskset -c {args.core}, a Python busy loop)", flush=True)
+            print(f"neighbour: pid {busy.pid} (a Python busy loop on core {args.core})", flush=True)
             for n in range(1, args.rounds + 1):
                 code, seconds, junit = run_round(n, args.core, selection, out)
                 print(f"round {n}/{args.rounds}: pytest exit {code} in {seconds:.0f} s", flush=True)
