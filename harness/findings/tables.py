@@ -55,7 +55,8 @@ def build(inputs) -> Finding | None:
         runs = [c for c in made if c["batch_id"] == batch_id]
         when = ", ".join(f"{text.seconds(inputs.rel_s(c['ended_ms']))} (pid {c['pid']}"
                          + (f", raised {c['error']}" if c.get("error") else "") + ")" for c in runs)
-        clauses.append(f"write_batch ran batch {batch_id} {len(runs)} times: {when}")
+        times = "twice" if len(runs) == 2 else f"{len(runs)} times"
+        clauses.append(f"write_batch ran batch {batch_id} {times}: {when}")
     if again and faults:
         clauses.append(f"the faults: {', '.join(faults)}")
     count = sum(int(t["lost"]) + int(t["duplicated"]) + int(t["unexpected"]) for t in differ)
