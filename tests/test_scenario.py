@@ -633,6 +633,14 @@ class TestStorageUnderState:
 
 
 class TestReplayFingerprint:
+    @pytest.fixture(autouse=True)
+    def _forget_the_job_module(self):
+        """The copies' job.py is imported as `job`: a later test's own job.py must not find it."""
+        import sys
+
+        yield
+        sys.modules.pop("job", None)
+
     @staticmethod
     def _copy(where: Path, payments: int = 50) -> Path:
         """examples/dedup's scenario and job, with `payments` records of its own, at `where`."""

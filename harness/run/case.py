@@ -118,7 +118,7 @@ class Case:
         if trigger is None or trigger == pl.trigger:
             return pl
         if trigger in ("available-now", "real-time"):   # its interval: the pipeline's, or the default
-            from harness.scenario.pipeline_table import default_interval_ms
+            from harness.scenario.pipeline_keys import default_interval_ms
 
             return replace(pl, trigger=trigger, trigger_ms=default_interval_ms(trigger))
         from workloads.validate import parse_duration_ms

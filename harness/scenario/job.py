@@ -26,8 +26,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 from harness.errors import ScenarioError
+from harness.scenario import pipeline_keys
 from harness.scenario.model import Pipeline, SparkSettings
-from harness.scenario.pipeline_table import _columns, _key, _spark, _trigger
 from workloads import plugins
 from workloads.errors import SpecError
 from workloads.validate import Section, bad
@@ -96,20 +96,20 @@ def parse(s: Section, scenario_dir: Path) -> JobSpec:
     field = s.field(given[0])
     target = s.string(given[0])
     _function(target, field, scenario_dir)
-    columns = _columns(s)
-    key = _key(s, columns) if "key" in s else ()
+    columns = pipeline_keys.columns(s)
+    key = pipeline_keys.key(s, columns) if "key" in s else ()
     oracle = s.choice("oracle", ORACLES, "batch")
     mode = s.choice("output_mode", OUTPUT_MODES, "append")
     if mode == "update" and not key:
         raise bad(s.field("output_mode"), mode, "an update-mode job writes each key's newest row over "
                   "the last, so the oracle compares per key",
                   f'add {s.field("key")} = [...]: the columns of the key')
-    trigger, trigger_ms = _trigger(s)
+    trigger, trigger_ms = pipeline_keys.trigger(s)
     if oracle == "batch":
         if trigger == "real-time":
             raise bad(s.field("trigger"), trigger, "Spark's real-time mode has no batches whose input the "
                       "checkpoint records, so the batch oracle cannot know what the stream read", FIX)
-    settings = _spark(s)
+    settings = pipeline_keys.spark_settings(s)
     spark = JobSparkSettings(**{f: getattr(settings, f) for f in settings.__dataclass_fields__})
     schema = s.string("schema", None)
     return JobSpec(kind=JOB, values=MappingProxyType({}), trigger=trigger, trigger_ms=trigger_ms,
