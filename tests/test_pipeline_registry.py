@@ -10,7 +10,7 @@ import pkgutil
 import pytest
 
 import workloads.pipelines
-from harness.pipeline_registry import PIPELINES
+from harness.check.registry import PIPELINES
 from workloads.sinks import SINKS
 
 pytestmark = pytest.mark.unit

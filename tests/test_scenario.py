@@ -651,7 +651,8 @@ class TestReplayFingerprint:
         shutil.copy(REPO / "examples" / "dedup" / "job.py", where / "job.py")
         text = (REPO / "examples" / "dedup" / "scenario.toml").read_text()
         (where / "scenario.toml").write_text(text[:text.index("[[faults]]")])   # no fault: any length
-        rows = [{"payment_id": f"p{i}", "account": f"a{i % 7}", "amount_cents": i, "ts": 1_714_564_800_000 + i}
+        start = 1_714_564_800_000
+        rows = [{"payment_id": f"p{i}", "account": f"a{i % 7}", "amount_cents": i, "ts": start + i}
                 for i in range(payments)]
         (where / "payments.jsonl").write_text("".join(_json.dumps(r) + "\n" for r in rows))
         return where / "scenario.toml"

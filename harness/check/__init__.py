@@ -10,33 +10,32 @@
   large.py large_windows.py sweep.py   a large run's check from its files, in slices
 
 An oracle module has `check(truth, sink, batches, params)` returning a CheckResult (a
-pipeline's `sliced`, in harness/pipeline_registry.py, names its check of a large run from its files), and
+pipeline's `sliced`, in harness/check/registry.py, names its check of a large run from its files), and
 `final_watermark_ms(max_event_time_ms, params)`: the watermark at which all of a run's
 output is final (None for a pipeline without a watermark: its output is final once its
 batches have read every offset), so the runner knows when the pipeline has drained.
-Each built-in pipeline names its oracle in harness/pipeline_registry.py, its one registration.
+Each built-in pipeline names its oracle in harness/check/registry.py, its one registration.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from harness import pipeline_registry
-from harness.check import large, watermark
+from harness.check import large, registry, watermark
 from harness.check.checkpoint import Batch
 from harness.check.large import RunFiles
 from harness.check.result import CheckResult
 
 # the ground-truth columns the built-in oracles and the run's metrics read; a pipeline whose
-# oracle needs more declares them (harness/pipeline_registry.py extra_truth_columns)
+# oracle needs more declares them (harness/check/registry.py extra_truth_columns)
 TRUTH_COLUMNS = ("event_id", "key", "event_time_ms", "sent_ms", "partition", "offset", "append_ms",
                  "amount", "control")
 
 
 def truth_columns(pipeline) -> list[str] | None:
     """The columns of ground truth the case's check needs (None: all of them, for a custom oracle)."""
-    entry = pipeline_registry.of(pipeline)
-    if isinstance(entry, pipeline_registry.CustomPipeline):
+    entry = registry.of(pipeline)
+    if isinstance(entry, registry.CustomPipeline):
         return None
     return list(dict.fromkeys([*TRUTH_COLUMNS, *entry.extra_truth_columns]))   # each once
 
@@ -46,7 +45,7 @@ def check(pipeline, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch
     """The case's output against ground truth, and its watermark against the declared one.
     With the run's `files`, a large run (large.LARGE_ROWS truth rows or more) of a pipeline
     with a sliced oracle is checked from them instead, in bounded memory."""
-    entry = _in_case(pipeline_registry.of(pipeline), None if files is None else files.truth_dir.parent)
+    entry = _in_case(registry.of(pipeline), None if files is None else files.truth_dir.parent)
     scaled = _from_files(entry, pipeline, files, batches)
     if scaled is not None:
         return scaled
@@ -59,7 +58,7 @@ def check(pipeline, truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch
 def checks_from_files(pipeline, files: RunFiles) -> bool:
     """Whether check() will read this run from its files (large, with a sliced oracle): then
     the truth held in memory serves only the measurements and findings, and is read lean."""
-    return pipeline_registry.of(pipeline).check_files() is not None and files.is_large()
+    return registry.of(pipeline).check_files() is not None and files.is_large()
 
 
 def _from_files(entry, pipeline, files: RunFiles | None, batches: list[Batch]) -> CheckResult | None:
@@ -79,21 +78,19 @@ def _from_files(entry, pipeline, files: RunFiles | None, batches: list[Batch]) -
 def final_watermark_ms(pipeline, max_event_time_ms: int, case_dir=None) -> int | None:
     """The watermark at which the pipeline's output is final, None without a watermark
     (`case_dir`: where a job's driver wrote its plan)."""
-    return _in_case(pipeline_registry.of(pipeline), case_dir).final_watermark_ms(max_event_time_ms, pipeline)
+    return _in_case(registry.of(pipeline), case_dir).final_watermark_ms(max_event_time_ms, pipeline)
 
 
 def drain_wait(pipeline, case_dir=None) -> str:
     """What the end-of-run drain waits for, in words, for the messages of a drain that ran out."""
-    entry = _in_case(pipeline_registry.of(pipeline), case_dir)
-    if pipeline.kind == pipeline_registry.JOB:   # the job's plan says which operator waits, if any
-        said = entry.drain_wait()
-        return (f"the watermark past every output of {said}" if said
-                else "every record read by a committed batch (no operator's output waits for the watermark)")
+    said = _in_case(registry.of(pipeline), case_dir).drain_wait()
+    if said:   # a job's plan says which operator's output waits for the watermark
+        return f"the watermark past every output of {said}"
     if final_watermark_ms(pipeline, 0, case_dir) is None:
-        return "every record read by a committed batch"
+        return "every record read by a committed batch (no operator's output waits for the watermark)"
     return "the watermark past the last window end"
 
 
 def _in_case(entry, case_dir):
-    """An entry that reads its case's directory (a job's plan and batch oracle) bound to it."""
-    return entry.in_case(case_dir) if case_dir is not None and hasattr(entry, "in_case") else entry
+    """The entry bound to its case's directory (a job reads its plan and runs its batch oracle there)."""
+    return entry.in_case(case_dir) if case_dir is not None else entry

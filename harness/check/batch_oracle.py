@@ -41,7 +41,7 @@ UNKNOWN_REACH_MS = 3_600_000   # how far the drain waits past the last record, f
 
 @dataclass(frozen=True)
 class JobPipeline:
-    """The registry's entry for `kind = "job"` (harness/pipeline_registry.py `of`): bound to its case's
+    """The registry's entry for `kind = "job"` (harness/check/registry.py `of`): bound to its case's
     directory (`in_case`) to read the driver's plan and to run the batch oracle there."""
 
     pipeline: object

@@ -30,7 +30,7 @@ The unit follows the pipeline: event by event when rows carry event_id (per_even
 
 from __future__ import annotations
 
-from harness import pipeline_registry
+from harness.check import registry as pipeline_registry
 from harness.findings import backwards, duplicated, extra, lost, mismatch, spark, tables
 from harness.findings.inputs import Inputs
 from harness.findings.per_event import Events
@@ -74,7 +74,7 @@ def _output_anomalies(inputs: Inputs, history: History) -> bool:
 
 
 def unit_of(inputs: Inputs, history: History):
-    """The pipeline's unit (harness/pipeline_registry.py): Windows for windowed counts, Events for
+    """The pipeline's unit (harness/check/registry.py): Windows for windowed counts, Events for
     outputs that carry event_id, Rows for every other keyed output."""
     unit = pipeline_registry.of(inputs.pipeline).unit
     if unit == pipeline_registry.WINDOWS:

@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from harness import check as checker
-from harness import findings, metrics, pipeline_registry
+from harness import findings, metrics
 from harness.check import checkpoint
+from harness.check import registry as pipeline_registry
 from harness.check.large import RunFiles
 from harness.check.result import CheckResult
 from harness.errors import HarnessError

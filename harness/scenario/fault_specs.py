@@ -120,8 +120,8 @@ def _one_own_broker(ctx: Context, case: Case | None) -> str | None:
 
 
 def _state_store(ctx: Context, case: Case | None) -> str | None:
-    from harness.pipeline_registry import CUSTOM
-    from harness.pipeline_registry import kind as pipeline_kind
+    from harness.check.registry import CUSTOM
+    from harness.check.registry import kind as pipeline_kind
 
     own = (case.pipeline if case is not None else None) or ctx.pipeline
     if own is None or own.kind == CUSTOM or not pipeline_kind(own.kind).stateless_for(own.values):

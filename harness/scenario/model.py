@@ -137,7 +137,7 @@ class Pipeline:
         """The "module:function" the driver calls: the scenario's own build, or the kind's."""
         if self.build:
             return self.build
-        from harness.pipeline_registry import kind
+        from harness.check.registry import kind
 
         return kind(self.kind).build
 

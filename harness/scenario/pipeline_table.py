@@ -20,9 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 from types import MappingProxyType
 
+from harness.check.registry import CUSTOM, PIPELINES
+from harness.check.registry import kind as pipeline_kind
 from harness.errors import ScenarioError
-from harness.pipeline_registry import CUSTOM, PIPELINES
-from harness.pipeline_registry import kind as pipeline_kind
 from harness.scenario import job as job_table
 from harness.scenario import pipeline_keys
 from harness.scenario.model import Pipeline

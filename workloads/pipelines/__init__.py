@@ -11,7 +11,7 @@ state (Spark's real-time trigger takes such queries only).
 `events_df` is the parsed Kafka stream (pipelines/source.py); `params` holds the pipeline's
 keys in milliseconds and counts (`window_ms`, `slide_ms`, `watermark_ms`, `gap_ms`, `n`).
 
-Each is registered once, with the oracle that checks its output, in harness/pipeline_registry.py.
+Each is registered once, with the oracle that checks its output, in harness/check/registry.py.
 A scenario may replace `build` with its own (`build = "module:function"`) and keep the
 kind's oracle, or declare `kind = "custom"` with its own oracle (harness/check).
 

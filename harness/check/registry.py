@@ -14,23 +14,84 @@ everything the checker and the findings must know of one is declared here:
                        "windows" (per (event, window) pair), "rows" (by their key columns)
   extra_truth_columns  columns of ground truth its oracle reads beyond the checker's own
   watermark_oracle     whether the one-input watermark rule applies (a self-join has two inputs)
-  sliced               "module:function" checking a large run from its files, in bounded memory
+  sliced               the function checking a large run from its files, in bounded memory
 
 Adding a pipeline is a module in each of those folders plus one line in `PIPELINES`.
-`of(pipeline)` gives the entry for any scenario pipeline, built-in or custom.
+`of(pipeline)` gives the entry for any scenario pipeline, built-in, custom or a user's job:
+each kind of entry answers the one protocol `Entry`, which is all the checker, the drain and
+the findings ask of a pipeline. Every module is imported by its name (lint-imports sees each
+arrow); the registry lives with the checker, whose oracles it names.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
+
+from harness.check import (
+    batch_oracle,
+    custom,
+    dedup,
+    join,
+    large_windows,
+    logins,
+    nexmark,
+    sessions,
+    topn,
+    windows,
+)
+from harness.check import passthrough as passthrough_check
+from workloads.pipelines import dedup as dedup_query
+from workloads.pipelines import (
+    failed_logins,
+    order_payment_join,
+    session_count,
+    sliding_top_n,
+    tumbling_count,
+)
+from workloads.pipelines import nexmark as nexmark_query
+from workloads.pipelines import passthrough as passthrough_query
 
 CUSTOM = "custom"   # the user's own query and oracle: no module of ours
+JOB = "job"         # the user's own job, checked by Spark's batch engine (harness/check/batch_oracle.py)
 EVENTS, WINDOWS, ROWS = "events", "windows", "rows"
+
+
+class Entry(Protocol):
+    """What the checker, the drain and the findings ask of any pipeline's entry."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def unit(self) -> str: ...
+
+    @property
+    def delivered_weight(self) -> str | None: ...
+
+    @property
+    def extra_truth_columns(self) -> tuple[str, ...]: ...
+
+    @property
+    def watermark_oracle(self) -> bool: ...
+
+    def in_case(self, case_dir: Path) -> Entry:
+        """The entry bound to its case's directory (a job reads its plan there); others as they are."""
+
+    def check(self, truth, sink, batches, pipeline) -> Any:
+        """The sink's rows against ground truth (a harness.check.result.CheckResult)."""
+
+    def final_watermark_ms(self, max_event_time_ms: int, pipeline) -> int | None:
+        """The watermark at which all the run's output is final (None: the offsets decide)."""
+
+    def drain_wait(self) -> str | None:
+        """Which operators' output waits for the watermark, in words (None: the generic words)."""
+
+    def check_files(self) -> Callable | None:
+        """Its check of a large run from the run's files, or None."""
 
 
 @dataclass(frozen=True)
@@ -39,17 +100,13 @@ class PipelineKind:
     findings must know of it."""
 
     name: str
-    module: str                       # workloads.pipelines.<x>: PARAMS, COLUMNS, build(...)
-    oracle_module: str                # harness.check.<x>: check(...), final_watermark_ms(...)
+    query: ModuleType                 # workloads.pipelines.<x>: PARAMS, COLUMNS, build(...)
+    oracle: ModuleType                # harness.check.<x>: check(...), final_watermark_ms(...)
     delivered_weight: str | None = None
     unit: str = ROWS
     extra_truth_columns: tuple[str, ...] = ()
     watermark_oracle: bool = True
-    sliced: str | None = None         # "module:function" (files, batches, params) -> CheckResult
-
-    @cached_property
-    def query(self) -> ModuleType:
-        return importlib.import_module(self.module)
+    sliced: Callable | None = None    # (files, batches, params) -> CheckResult
 
     @property
     def params(self) -> tuple:
@@ -66,11 +123,8 @@ class PipelineKind:
 
     @property
     def build(self) -> str:
-        return f"{self.module}:build"
-
-    @cached_property
-    def oracle(self) -> ModuleType:
-        return importlib.import_module(self.oracle_module)
+        """"module:build", as the driver process loads it."""
+        return f"{self.query.__name__}:build"
 
     @property
     def stateless(self) -> bool:
@@ -97,21 +151,21 @@ class PipelineKind:
         if check is not None:
             check(values)
 
-    # -- what the checker asks of any pipeline -------------------------------------------------
+    # -- the Entry protocol ----------------------------------------------------------------------
+    def in_case(self, case_dir: Path) -> PipelineKind:
+        return self
+
     def check(self, truth, sink, batches, pipeline) -> Any:
-        """The sink's rows against ground truth (a harness.check.result.CheckResult)."""
         return self.oracle.check(truth, sink, batches, pipeline.params())
 
     def final_watermark_ms(self, max_event_time_ms: int, pipeline) -> int | None:
-        """The watermark at which all the run's output is final (None: no watermark)."""
         return self.oracle.final_watermark_ms(max_event_time_ms, pipeline.params())
 
-    def check_files(self):
-        """Its check of a large run from the run's files, or None."""
-        if self.sliced is None:
-            return None
-        module, _, name = self.sliced.partition(":")
-        return getattr(importlib.import_module(module), name)
+    def drain_wait(self) -> str | None:
+        return None
+
+    def check_files(self) -> Callable | None:
+        return self.sliced
 
 
 @dataclass(frozen=True)
@@ -129,8 +183,10 @@ class CustomPipeline:
     def unit(self) -> str:
         return ROWS if self.pipeline.oracle else EVENTS
 
+    def in_case(self, case_dir: Path) -> CustomPipeline:
+        return self
+
     def check(self, truth, sink, batches, pipeline) -> Any:
-        custom = importlib.import_module("harness.check.custom")   # by name, as the built-in oracles
         return custom.check(pipeline, truth, sink, batches)
 
     def final_watermark_ms(self, max_event_time_ms: int, pipeline) -> int | None:
@@ -140,7 +196,10 @@ class CustomPipeline:
         reach = max(pipeline.values.get(k) or 0 for k in ("window_ms", "gap_ms", "bound_ms", "within_ms"))
         return max_event_time_ms + reach + 1
 
-    def check_files(self):
+    def drain_wait(self) -> str | None:
+        return None
+
+    def check_files(self) -> Callable | None:
         return None
 
 
@@ -151,22 +210,20 @@ def _register(*kinds: PipelineKind, aliases: Mapping[str, str]) -> dict[str, Pip
 
 
 PIPELINES: dict[str, PipelineKind] = _register(
-    PipelineKind("passthrough", "workloads.pipelines.passthrough", "harness.check.passthrough", unit=EVENTS,
-                 sliced="harness.check.passthrough:check_files"),
-    PipelineKind("tumbling_count", "workloads.pipelines.tumbling_count", "harness.check.windows",
-                 delivered_weight="count", unit=WINDOWS, sliced="harness.check.large_windows:check"),
-    PipelineKind("sliding_top_n", "workloads.pipelines.sliding_top_n", "harness.check.topn"),
-    PipelineKind("session_count", "workloads.pipelines.session_count", "harness.check.sessions"),
-    PipelineKind("dedup", "workloads.pipelines.dedup", "harness.check.dedup", unit=EVENTS),
-    PipelineKind("failed_logins", "workloads.pipelines.failed_logins", "harness.check.logins",
-                 extra_truth_columns=("user", "event_type")),
-    PipelineKind("order_payment_join", "workloads.pipelines.order_payment_join", "harness.check.join",
-                 extra_truth_columns=("user", "event_type"),
+    PipelineKind("passthrough", passthrough_query, passthrough_check, unit=EVENTS,
+                 sliced=passthrough_check.check_files),
+    PipelineKind("tumbling_count", tumbling_count, windows, delivered_weight="count", unit=WINDOWS,
+                 sliced=large_windows.check),
+    PipelineKind("sliding_top_n", sliding_top_n, topn),
+    PipelineKind("session_count", session_count, sessions),
+    PipelineKind("dedup", dedup_query, dedup, unit=EVENTS),
+    PipelineKind("failed_logins", failed_logins, logins, extra_truth_columns=("user", "event_type")),
+    PipelineKind("order_payment_join", order_payment_join, join, extra_truth_columns=("user", "event_type"),
                  # the global watermark is the minimum of two: not the one-input rule
                  watermark_oracle=False),
     # Nexmark's queries: `query` picks one; each has its own columns and oracle (harness/check/nexmark.py)
     # its oracle applies the watermark rule itself, to the queries it holds for (Query.watermark_rule)
-    PipelineKind("nexmark", "workloads.pipelines.nexmark", "harness.check.nexmark", watermark_oracle=False,
+    PipelineKind("nexmark", nexmark_query, nexmark, watermark_oracle=False,
                  extra_truth_columns=(
                      "nx_type", "person_id", "name", "email", "credit_card", "city",
                      "state", "auction_id", "item_name", "description", "initial_bid", "reserve",
@@ -181,11 +238,8 @@ def kind(name: str) -> PipelineKind:
     return PIPELINES[name]
 
 
-JOB = "job"   # the user's own job, checked by Spark's batch engine (harness/check/batch_oracle.py)
-
-
-def of(pipeline) -> PipelineKind | CustomPipeline | Any:
+def of(pipeline) -> Entry:
     """The registry's entry for a scenario's pipeline (harness.scenario.model.Pipeline)."""
-    if pipeline.kind == JOB:   # by name, as the built-in oracles: harness.check imports this module
-        return importlib.import_module("harness.check.batch_oracle").JobPipeline(pipeline)
+    if pipeline.kind == JOB:
+        return batch_oracle.JobPipeline(pipeline)
     return CustomPipeline(pipeline) if pipeline.kind == CUSTOM else PIPELINES[pipeline.kind]
