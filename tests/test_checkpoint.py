@@ -74,7 +74,7 @@ class TestCommittedThroughput:
 
     def test_a_partition_added_since_the_previous_batch_is_read_from_zero(self, tmp_path):
         """kafka-partitions adds partition 2 after batch 0: batch 1 reads it from offset 0, its
-        earliest, as Spark does; its rows count those records too (check/replay.py's rule)."""
+        earliest, as Spark does; its rows count those records too (check/batch_reads.py's rule)."""
         (tmp_path / "sources" / "0").mkdir(parents=True)
         (tmp_path / "sources" / "0" / "0").write_text('v1\n{"t":{"0":0,"1":0}}')
         _write_batch(tmp_path, 0, 0, {0: 100, 1: 50})

@@ -1,7 +1,7 @@
 """The checker: what the sink holds against ground truth, through each pipeline's oracle.
 
   checkpoint.py   Spark's offset and commit logs: which batch read which offsets, and its watermark
-  replay.py       Spark's rules replayed on ground truth: each event's batch, late watermarks
+  batch_reads.py  Spark's rules on ground truth: each event's batch, late watermarks
   watermark.py    the independent watermark oracle: what each batch's watermark must be
   events.py       event-by-event accounting (Jepsen's total queue): lost, duplicated, unexpected
   rows.py         row-by-row accounting of a keyed output (sessions, rankings, a custom oracle)

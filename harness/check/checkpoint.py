@@ -52,7 +52,7 @@ class Batch:
     @property
     def rows(self) -> int:
         """Records the batch read of the topic (its first source): end minus start offsets (a
-        partition new to the query from 0, its earliest offset, as check/replay.py reads it)."""
+        partition new to the query from 0, its earliest offset, as check/batch_reads.py reads it)."""
         starts = self.start_offsets or {}
         return sum(max(end - starts.get(p, 0), 0) for p, end in self.end_offsets.items())
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import pandas as pd
 
 from harness.check import events, rows
+from harness.check.batch_reads import assign_batches
 from harness.check.checkpoint import Batch
-from harness.check.replay import assign_batches
 from harness.check.result import CheckResult
 from harness.errors import ScenarioError
 from workloads import plugins

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from harness.check import events
+from harness.check.batch_reads import assign_batches, late_watermarks
 from harness.check.checkpoint import Batch
-from harness.check.replay import assign_batches, late_watermarks
 from harness.check.result import CheckResult
 from workloads.pipelines import dedup
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from harness.check.batch_reads import assign_batches, late_watermarks
 from harness.check.checkpoint import Batch
-from harness.check.replay import assign_batches, late_watermarks
 
 WHOLE, EXACT, PARTIAL = "whole", "exact", "partial"
 DROPS_WHOLE_RECORDS = {"dedupe", "dedupeWithinWatermark"}

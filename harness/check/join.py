@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from harness.check import rows
+from harness.check.batch_reads import assign_batches, late_watermarks
 from harness.check.checkpoint import Batch, for_source
-from harness.check.replay import assign_batches, late_watermarks
 from harness.check.result import CheckResult
 from workloads.pipelines.order_payment_join import COLUMNS, ORDER, PAYMENT
 

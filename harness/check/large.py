@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.check import events, sweep
+from harness.check.batch_reads import assign_batches
 from harness.check.checkpoint import Batch
-from harness.check.replay import assign_batches
 from harness.check.result import CheckResult
 from workloads.pipelines import passthrough
 

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.check import large, sweep, windows
+from harness.check.batch_reads import assign_batches, last_watermark
 from harness.check.checkpoint import Batch
-from harness.check.replay import assign_batches, last_watermark
 from harness.check.result import CheckResult
 
 _COLUMNS = ["event_id", "key", "event_time_ms", "amount", "partition", "offset", "append_ms", "control"]

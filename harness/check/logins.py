@@ -14,8 +14,8 @@ from __future__ import annotations
 import pandas as pd
 
 from harness.check import rows
+from harness.check.batch_reads import assign_batches, late_watermarks
 from harness.check.checkpoint import Batch
-from harness.check.replay import assign_batches, late_watermarks
 from harness.check.result import CheckResult
 from workloads.pipelines.failed_logins import COLUMNS, FAILED, alerts
 

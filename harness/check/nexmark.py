@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from harness.check import rows, sessions, watermark
+from harness.check.batch_reads import last_watermark, late_watermarks, real_events
 from harness.check.checkpoint import Batch
-from harness.check.replay import last_watermark, late_watermarks, real_events
 from harness.check.result import CheckResult
 from workloads.generator.nexmark import AUCTION, BID, PERSON, TRUTH_COLUMNS
 from workloads.pipelines import nexmark as queries

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 
 from harness.check import events, large
+from harness.check.batch_reads import real_events, record_ident
 from harness.check.checkpoint import Batch
-from harness.check.replay import real_events, record_ident
 from harness.check.result import CheckResult
 from workloads.pipelines import passthrough
 

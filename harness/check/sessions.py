@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from harness.check import rows
+from harness.check.batch_reads import assign_batches, last_watermark, late_watermarks
 from harness.check.checkpoint import Batch
-from harness.check.replay import assign_batches, last_watermark, late_watermarks
 from harness.check.result import CheckResult
 from workloads.wire import CONTROL_KEY
 

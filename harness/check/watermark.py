@@ -16,8 +16,8 @@ import pandas as pd
 import pyarrow as pa
 
 from harness.check import large, sweep
+from harness.check.batch_reads import assign_batches
 from harness.check.checkpoint import Batch
-from harness.check.replay import assign_batches
 
 
 def expected_watermarks(truth: pd.DataFrame, batches: list[Batch], delay_ms: int) -> dict[int, int]:

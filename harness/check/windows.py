@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from harness.check.batch_reads import last_watermark, late_watermarks, real_events
 from harness.check.checkpoint import Batch
-from harness.check.replay import last_watermark, late_watermarks, real_events
 from harness.check.result import CheckResult, concat, discrepancies, plural
 from workloads.wire import CONTROL_KEY
 

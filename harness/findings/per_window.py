@@ -11,7 +11,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from harness.check.replay import assign_batches, last_watermark, late_watermarks
+from harness.check.batch_reads import assign_batches, last_watermark, late_watermarks
 from harness.check.windows import WINDOW, assign_windows
 from harness.findings.inputs import Inputs
 from harness.findings.timeline import History

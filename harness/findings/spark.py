@@ -18,8 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from faults.registry import KINDS
+from harness.check.batch_reads import late_watermarks
 from harness.check.checkpoint import log_files
-from harness.check.replay import late_watermarks
 from harness.findings import text
 from harness.findings.compose import finding, name
 from harness.findings.inputs import Inputs

@@ -20,8 +20,8 @@ import pandas as pd
 from faults.kinds import BatchView
 from faults.registry import KINDS
 from harness import metrics
+from harness.check.batch_reads import assign_batches
 from harness.check.checkpoint import Batch, earlier_plans, journal_of
-from harness.check.replay import assign_batches
 from harness.findings import text
 from harness.findings.inputs import Inputs
 from harness.results.model import FaultRecord
