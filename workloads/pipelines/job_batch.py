@@ -37,9 +37,11 @@ from workloads.pipelines import job
 from workloads.pipelines.config import DriverConfig
 
 MASTER = "local[2]"
-# the case driver's settings that do not belong to a batch run on local[2]
+# the case driver's settings that do not belong to a batch run on local[2]...
 _NOT_HERE = ("spark.master", "spark.executor.", "spark.local.dir", "spark.jars", "spark.sql.streaming.",
              "spark.driver.host", "spark.driver.port", "spark.driver.memory")
+# ...but the state store's (transformWithState runs on RocksDB, in a batch too)
+_STATE_STORE = "spark.sql.streaming.stateStore."
 
 
 def main(argv: list[str]) -> int:
@@ -84,10 +86,15 @@ def session(config: DriverConfig):
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.session.timeZone", "UTC").config("spark.jars", ",".join(config.jars)))
     for key, value in config.spark_conf.items():
-        if not key.startswith(_NOT_HERE):
+        if not key.startswith(_NOT_HERE) or key.startswith(_STATE_STORE):
             builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    # transformWithState runs in a batch on a state store of its own, which asks the driver's
+    # StateStoreCoordinator where it lives: the streams' manager starts that endpoint, and a
+    # session that never touched it fails every task (CANNOT_LOAD_STATE_STORE, "Cannot find
+    # endpoint: spark://StateStoreCoordinator")
+    spark.streams  # noqa: B018 - the access is the point
     return spark
 
 
