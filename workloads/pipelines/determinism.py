@@ -26,7 +26,7 @@ the plan as the expressions it parsed to; no other text is read.
 
 from __future__ import annotations
 
-from workloads.pipelines import python_reads
+from workloads.pipelines import plan_tree, python_reads
 
 _CLOCK_RULE = "org.apache.spark.sql.catalyst.optimizer.ComputeCurrentTime"
 # an operator's own randomness (not an expression's): which rows it keeps differs in another run
@@ -61,7 +61,7 @@ def node_findings(node) -> list[str]:
 def _nondeterministic(expr) -> list[str]:
     """The innermost expressions of `expr` Spark flags non-deterministic."""
     out = []
-    for e in _tree(expr):
+    for e in plan_tree.walk(expr):
         if e.deterministic():
             continue
         children = e.children()
@@ -110,7 +110,7 @@ def _python_reads(expr) -> list[tuple[str, str]]:
     """(function name, what it reads) for each Python function in `expr` Spark calls
     deterministic (one marked asNondeterministic() is Spark's flag already)."""
     out = []
-    for e in _tree(expr):
+    for e in plan_tree.walk(expr):
         if not str(e.getClass().getSimpleName()).startswith("PythonUD") or not e.deterministic():
             continue
         try:
@@ -122,14 +122,6 @@ def _python_reads(expr) -> list[tuple[str, str]]:
     return out
 
 
-def _tree(expr) -> list:
-    out, stack = [], [expr]
-    while stack:
-        e = stack.pop()
-        out.append(e)
-        children = e.children()
-        stack.extend(children.apply(i) for i in range(children.size()))
-    return out
 
 
 def _called(e) -> str:

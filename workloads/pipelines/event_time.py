@@ -20,6 +20,8 @@ value split as text, a column of a static table) is left to the job.
 
 from __future__ import annotations
 
+from workloads.pipelines import plan_tree
+
 _KAFKA_SAID = {"timestamp": "Kafka's `timestamp` column (when the harness sent the record, not its "
                              "event time)"}
 
@@ -28,7 +30,7 @@ def watermark_problems(df, event_time: str) -> list[str]:
     """Why `df`'s watermarks (each EventTimeWatermark of its analysed plan) are not on the
     event-time column `event_time`: one sentence per watermark that is not."""
     analyzed = df._jdf.queryExecution().analyzed()
-    nodes = _nodes(analyzed)
+    nodes = plan_tree.walk(analyzed)
     defs, sources = _definitions(nodes)
     problems = []
     for node in nodes:
@@ -51,16 +53,6 @@ def _said(read: tuple[str, str]) -> str:
     if kind == "field":
         return f"the records' field `{name}`"
     return _KAFKA_SAID.get(name, f"Kafka's `{name}` column")
-
-
-def _nodes(plan) -> list:
-    out, stack = [], [plan]
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        children = node.children()
-        stack.extend(children.apply(i) for i in range(children.size()))
-    return out
 
 
 def _definitions(nodes: list) -> tuple[dict[int, list], dict[int, str]]:

@@ -28,6 +28,7 @@ import re
 from pathlib import Path
 
 from workloads import plugins
+from workloads.pipelines import plan_tree
 
 PLAN_FILE = "plan.json"
 PROCESSING_TIME = re.compile(r"ProcessingTimeTimeout|TimeMode\.ProcessingTime|ProcessingTime\(\)|"
@@ -101,7 +102,7 @@ def plan_facts(df, output_mode: str = "append") -> dict:
     text = str(analyzed.toString())
     marks = [{"column": m.group(1).strip("`'"), "delay_ms": interval_ms(m.group(2))}
              for m in _WATERMARK.finditer(text)]
-    nodes = _nodes(analyzed)
+    nodes = plan_tree.walk(analyzed)
     stateful = [_operator(n) for n in nodes if _stateful(n)]
     return {"watermarks": marks, "operators": sorted({s["operator"] for s in stateful}),
             "stateful": stateful, "output_mode": output_mode,
@@ -152,16 +153,6 @@ def _stateful(node) -> bool:
     if name == "Aggregate":
         return bool(node.isStreaming())
     return True
-
-
-def _nodes(plan) -> list:
-    out, stack = [], [plan]
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        children = node.children()
-        stack.extend(children.apply(i) for i in range(children.size()))
-    return out
 
 
 def _nondeterministic(node) -> list[str]:
