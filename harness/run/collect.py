@@ -65,7 +65,7 @@ def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> Ca
         _timeline(case, out, rates, lag, {})
         result.verdict = verdicts.undecided(case.spec.guarantee, out.unread, case.failure)
         return result
-    truth, deleted = _without_deleted(out.truth, _deleted_ranges(result.faults))
+    truth, deleted = without_deleted(out.truth, deleted_ranges(result.faults))
     checked = _check(case, result, truth, out)
     if checked is None:   # the oracle raised: UNKNOWN (FAIL with a dead driver), said so
         _timeline(case, out, rates, lag, {})
@@ -160,7 +160,7 @@ def _check(case: Case, result: CaseResult, truth, out: Output) -> CheckResult | 
     """The oracle's result, its cost recorded; None when it raised (Jepsen's check-safe: the
     case's verdict is UNKNOWN, naming the exception, with the traceback in checker-error.txt)."""
     files = case.files
-    run_files = RunFiles(case.truth_dir, files.sink, _deleted_ranges(result.faults))
+    run_files = RunFiles(case.truth_dir, files.sink, deleted_ranges(result.faults))
     try:
         with sampled_resources.PeakRss() as peak:
             began = time.perf_counter()
@@ -389,12 +389,12 @@ def _lag_recovery(faults: list[FaultRecord], t0: float | None, series, warm_ms: 
             fault.recovery["note"] = note
 
 
-def _deleted_ranges(faults: list[FaultRecord]) -> list[dict]:
+def deleted_ranges(faults: list[FaultRecord]) -> list[dict]:
     """Records Kafka deleted before the query read them, as the faults' records say."""
     return [d for f in faults for d in f.details.deleted_ranges()]
 
 
-def _without_deleted(truth, ranges: list[dict]):
+def without_deleted(truth, ranges: list[dict]):
     """Ground truth without the events Kafka deleted before the query read them (a
     kafka-retention fault's `deleted` ranges), and how many those were: the sink cannot be
     blamed for input it never had, so they are neither expected nor lost."""

@@ -38,7 +38,7 @@ from harness.results import summary as summary_mod
 from harness.results import verdict as verdicts
 from harness.results.model import CaseResult, FaultRecord, RunResult
 from harness.results.rundir import CaseDir, RunDir
-from harness.run.collect import _deleted_ranges, _without_deleted
+from harness.run.collect import deleted_ranges, without_deleted
 from harness.run.schedule import FaultRunner
 from workloads.errors import Problem
 
@@ -137,11 +137,11 @@ def _case(files: CaseDir, case: CaseResult, pipeline) -> Rechecked:
     if not files.sink.exists():
         return Rechecked(case, before, f"its sink's rows were never read ({files.sink.name} is missing: "
                                        "the sink's read() raised)")
-    deleted = _deleted_ranges(case.faults)
+    deleted = deleted_ranges(case.faults)
     run_files = RunFiles(files.truth, files.sink, deleted)
     lean = checker.checks_from_files(pipeline, run_files)
     truth = truth_mod.read(files.truth, checker.truth_columns(pipeline), categorical=lean)
-    truth, gone = _without_deleted(truth, deleted)
+    truth, gone = without_deleted(truth, deleted)
     import pandas as pd
 
     sink = pd.read_parquet(files.sink)
