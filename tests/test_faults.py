@@ -540,3 +540,37 @@ class TestBrokerCrash:
         assert alone.restore_lease() is False
         alone.on_kafka_lease = True   # not running
         assert alone.restore_lease() is False
+
+
+class TestKafkaRetentionReadAnyway:
+    """A CI run FAILED 'alo' of every_fault.toml with 150 unexpected: kafka-retention recorded 150
+    records as deleted before the query read them, and the held batch read them all the same
+    (an executor served them from what it had fetched before the deletion)."""
+
+    class _Progress:
+        def __init__(self, rows):
+            self.rows = rows
+
+        def progress(self):
+            return [{"batchId": 7, "numInputRows": 10}, {"batchId": 8, "numInputRows": self.rows}]
+
+    def _seen(self, rows: int):
+        from faults.kafka import Deleted, KafkaRetention
+
+        spec = FaultSpec(kind="kafka-retention", at_s=3.0, target="topic")
+        fault = KafkaRetention(spec, self._Progress(rows))  # type: ignore[arg-type]
+        fault.batch, fault.planned = 8, 300
+        fault.deleted = [{"partition": 0, "from": 100, "to": 250}]
+        seen = Observation(True, "150 records the query had not read were deleted", landed=True,
+                           outcome="accepted", details=Deleted(list(fault.deleted)))
+        return fault._read_anyway(seen, 150)
+
+    def test_a_batch_that_read_every_record_it_spans_had_none_deleted_before_it_read_them(self):
+        """Every record of the batch's offsets read: no deleted range is left for the checker."""
+        seen = self._seen(300)
+        assert seen.details.deleted_ranges() == [] and "read all 300 records" in seen.detail
+
+    def test_a_batch_that_skipped_them_keeps_its_deleted_ranges(self):
+        """150 of 300 read: the deleted ranges stand, and the checker counts them apart."""
+        seen = self._seen(150)
+        assert seen.details.deleted_ranges() == [{"partition": 0, "from": 100, "to": 250}]
