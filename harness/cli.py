@@ -316,6 +316,7 @@ def _run(args, search=None) -> int:
 
     if args.out is not None:
         rundir.check_out(args.out)
+    _raise_on_signals()   # a Ctrl-C in the check before start (a Spark process of its own) ends as any
     runner.preflight(scenario)
     run_id = rundir.new_run_id(scenario.name)  # unique even when --out names the directory
     run_dir = rundir.RunDir(args.out or results_dir() / run_id).create(scenario.path, scenario.to_dict())
@@ -325,7 +326,6 @@ def _run(args, search=None) -> int:
     quick = " (quick)" if args.quick else ""
     progress.step(f"run {run_id}: scenario {scenario.name}{quick} -> {run_dir.path}")
     registry = Registry(pids_path=run_dir.pids)
-    _raise_on_signals()
     cases = None if search is None else search.cases(run_dir, run_id, progress, registry)
     try:
         with registry:
