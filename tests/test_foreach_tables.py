@@ -1,6 +1,6 @@
 """The foreach_batch sink's scenario keys and its oracle's comparison, table by table
 (harness/scenario/foreach.py, harness/check/foreach_tables.py): pure, no Spark. End to end, with
-Spark, Kafka and Delta: tests/test_foreach_batch_e2e.py."""
+Spark, Kafka and Delta: benchmarks/test_foreach_batch.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The foreach_batch example's write_batch with the bug teams ship most: a MERGE that adds each
 batch's counts to the totals with no batch id to guard it. A batch Spark runs again after a
-restart is added twice (tests/test_foreach_batch_e2e.py; its correct twin is
+restart is added twice (benchmarks/test_foreach_batch.py; its correct twin is
 examples/merge/job.py's write_batch)."""
 
 from pyspark.sql import functions as F

@@ -1,4 +1,6 @@
-"""The user's own foreachBatch function as it is, end to end in tox -e e2e: the foreach_batch
+"""The user's own foreachBatch function as it is, end to end in the full tox -e bench (not
+--quick; about 8 minutes, two cases whose oracle starts two Spark processes each, one with Delta,
+too long for CI's e2e lane, which the shapes, plants and re-check of a job hold): the foreach_batch
 example (examples/merge/job.py: clicks appended to one Delta table, each user's running total
 MERGEd into another) and its planted twin (tests/scenarios/merge_planted.py: a MERGE that adds
 each batch's counts with no batch id to guard it), 3,000 clicks at 100 a second (30 s: replay-batch
@@ -16,7 +18,7 @@ import pytest
 
 from tests.helpers import REPO
 
-pytestmark = [pytest.mark.integration, pytest.mark.long_e2e]
+pytestmark = [pytest.mark.integration, pytest.mark.e2e_variation]
 
 SCENARIO = """
 name = "foreach-batch"
