@@ -211,9 +211,8 @@ def untouched(everything: pd.DataFrame, without_late: pd.DataFrame, sink: pd.Dat
 
 def _differ(one: pd.Series, other: pd.Series) -> set[str]:
     """The canonical rows that `one` and `other` hold a different number of times."""
-    a, b = one.value_counts(), other.value_counts()
-    both = a.reindex(a.index.union(b.index), fill_value=0)
-    return set(both.index[both.to_numpy() != b.reindex(both.index, fill_value=0).to_numpy()])
+    diff = one.value_counts().sub(other.value_counts(), fill_value=0)
+    return set(diff.index[diff.to_numpy() != 0])
 
 
 def _write(case_dir: Path, given: Input, found: multiset.Comparison, times: dict, left_out: int,
