@@ -1,0 +1,361 @@
+"""The state as evidence: each stateful operator's state, read offline after the case, against
+what the oracle says it must hold at that batch (issue 49, part 1).
+
+After a case, the case's checkpoint is copied (the query has stopped; the copy is what Spark's
+state data source reads, so nothing of the case's own is touched) and `python -m
+workloads.state_read` reads the state after the batches chosen here (`chosen`): the last
+committed batch, and the first batch committed after each fault. Then:
+
+  tumbling_count (and its sliding windows)   ground truth, by Spark's rules (batch_reads.py):
+        the events the batches up to N read, less those dropped as late, counted and summed
+        per (key, window), for the windows batch N's watermark had not closed (Spark evicts a
+        window once its end <= the watermark): every batch chosen is checked
+  a job whose one stateful operator is an aggregation (groupBy().agg())   the batch oracle's
+        answer over every record the stream read (`<case>/oracle/with-flush.parquet`): its
+        aggregate per key is what the final state must hold, for each output column that is a
+        count, sum, min or max straight from the aggregation (the state's buffer is then the
+        value); only the last batch, and only when no record was late and the grouping keeps
+        no event time (then no group is evicted)
+
+What cannot be known is not guessed: a job's state at a batch mid-run (the batch oracle runs
+the job over every record, not over the records up to that batch), an operator of another
+kind, a grouping behind the watermark, a case that restarted on a fresh checkpoint. Each is
+said in `notes` and in summary.json's `state_check`.
+
+    check(case_dir, pipeline, truth, batches, faults, t0_s, checkpoints) -> Outcome
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from harness.check.batch_reads import assign_batches, late_watermarks
+from harness.check.checkpoint import Batch
+from harness.paths import REPO_ROOT
+
+STATE_DIR = "state-check"          # in the case's directory
+DIVERGED = "diverged.parquet"      # the divergences found, for the finding (harness/findings/state.py)
+TIMEOUT_S = 600.0
+COLUMNS = ["operator", "store", "batch", "after", "key", "column", "expected", "held"]
+KEEP = 200                         # divergences kept in DIVERGED (all are counted)
+AGGREGATE = "stateStoreSave"       # the state-metadata name of a streaming aggregation's operator
+# tumbling_count's state: the grouping (window, key) and the aggregation buffer (count, sum)
+WINDOW_KEY = {"key.key": "key", "key.window.start": "window_start_ms", "key.window.end": "window_end_ms"}
+WINDOW_VALUE = {"value.count": "count", "value.sum": "sum_amount"}
+# a buffer that is the output's value as it is (Spark's Count, Sum of a non-decimal, Min, Max)
+SAME_AS_OUTPUT = ("count", "sum", "min", "max")
+
+
+class ReadFailed(RuntimeError):
+    """The state reader's Spark process failed: its log's last lines say why."""
+
+
+@dataclass
+class Outcome:
+    """What the state check saw: the divergences (COLUMNS), what it checked and what not."""
+
+    diverged: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COLUMNS))
+    count: int = 0                                   # every divergence, not only those kept
+    checked: list[dict] = field(default_factory=list)   # {"operator", "batch", "after", "keys"}
+    notes: list[str] = field(default_factory=list)   # what could not be known, and why
+    seconds: dict = field(default_factory=dict)
+
+    def problem(self) -> str | None:
+        """The verdict's problem when the state diverged; None when it held what it must."""
+        if not self.count:
+            return None
+        first = self.diverged.iloc[0]
+        return (f"the state diverged from the oracle's: {self.count:,} values (first: operator "
+                f"{first['operator']}, key {first['key']}, {first['column']} after batch {first['batch']}: "
+                f"held {first['held']}, expected {first['expected']})")
+
+    def to_json(self) -> dict:
+        return {"diverged": self.count, "checked": self.checked, "notes": self.notes, "seconds": self.seconds}
+
+
+# -- which case, which batches ------------------------------------------------------------------
+def applies(pipeline) -> bool:
+    """Whether the case's pipeline keeps state this check can judge."""
+    return pipeline.kind == "tumbling_count" or (
+        pipeline.kind == "job" and getattr(pipeline, "oracle", "batch") == "batch")
+
+
+def chosen(batches: list[Batch], faults, t0_s: float) -> dict[int, str]:
+    """Batch id -> why it is read: the last committed batch ("final"), and the first batch
+    committed after each fault landed ("after <kind> at <s> s")."""
+    done = sorted((b for b in batches if b.committed and b.committed_ms is not None),
+                  key=lambda b: b.batch_id)
+    if not done:
+        return {}
+    out: dict[int, str] = {}
+    for f in faults:
+        at_s = f.landed_s if f.landed_s is not None else f.started_s
+        if at_s is None:
+            continue
+        after = [b for b in done if b.committed_ms > (t0_s + at_s) * 1000]
+        if after:
+            out.setdefault(after[0].batch_id, f"after {f.kind} at {at_s:g} s")
+    out.setdefault(done[-1].batch_id, "final")
+    return dict(sorted(out.items()))
+
+
+# -- the read -----------------------------------------------------------------------------------
+def copy_checkpoint(checkpoint: Path, to: Path) -> Path:
+    """A copy of the case's checkpoint for Spark's state data source to read (Spark's temporary
+    files left out): the reader opens the stores as a query would, and never the case's own."""
+    shutil.rmtree(to, ignore_errors=True)
+    shutil.copytree(checkpoint, to, ignore=shutil.ignore_patterns("*.tmp"))
+    return to
+
+
+def read(out: Path, checkpoint: Path, batch_ids: list[int], driver: Path | None = None,
+         timeout_s: float = TIMEOUT_S) -> tuple[dict, pd.DataFrame]:
+    """Run workloads/state_read.py over a copy of `checkpoint` in `out`; returns its answer
+    (state.json: files, failed reads, times) and the state-metadata rows."""
+    from harness.jvm import quick_submit_args
+    from harness.services.spark import make_local_dirs, scratch_env
+
+    out.mkdir(parents=True, exist_ok=True)
+    copy = copy_checkpoint(checkpoint, out / "checkpoint")
+    request = {"checkpoint": copy.name, "batches": [int(b) for b in batch_ids], "out": "."}
+    if driver is not None:
+        request["driver"] = os.path.relpath(driver, out)
+    (out / "request.json").write_text(json.dumps(request, indent=2) + "\n")
+    scratch = make_local_dirs()
+    env = {**os.environ, **scratch_env(scratch)}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    env.setdefault("PYSPARK_SUBMIT_ARGS", quick_submit_args())   # a JVM that lives seconds
+    log = out / "state-read.log"
+    began = time.perf_counter()
+    try:
+        with log.open("w") as sink:
+            proc = subprocess.run([sys.executable, "-m", "workloads.state_read", str(out / "request.json")],
+                                  stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=out, timeout=timeout_s,
+                                  start_new_session=True, check=False)
+    finally:
+        for made in scratch:
+            shutil.rmtree(made, ignore_errors=True)
+        shutil.rmtree(copy, ignore_errors=True)   # read: the copy has served
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace").splitlines()[-15:]
+        raise ReadFailed(f"the state reader's Spark run exited with {proc.returncode}; the end of {log}:\n"
+                         + "\n".join(f"    {line}" for line in tail))
+    answer = json.loads((out / "state.json").read_text())
+    answer["process_s"] = round(time.perf_counter() - began, 3)
+    return answer, pd.read_parquet(out / "metadata.parquet")
+
+
+# -- what the state must hold ------------------------------------------------------------------
+def expected_windows(truth: pd.DataFrame, batches: list[Batch], batch: int, window_ms: int,
+                     slide_ms: int) -> pd.DataFrame:
+    """tumbling_count's state after `batch`, by Spark's rules on ground truth: per (key,
+    window_start_ms, window_end_ms), `count` and `sum_amount` of the events (the harness's
+    control events too: the query reads them) that batches up to `batch` read and did not drop
+    as late, for the windows whose end is past `batch`'s watermark (the others were evicted)."""
+    from harness.check.windows import assign_windows
+
+    events = truth[["key", "event_time_ms", "amount", "partition", "offset"]].copy()
+    events["key"] = events["key"].astype(str)
+    events["batch"] = assign_batches(events, batches).to_numpy()
+    events = events[(events["batch"] >= 0) & (events["batch"] <= batch)]
+    pairs = assign_windows(events, window_ms, slide_ms)
+    marks = late_watermarks(batches)
+    late_wm = pairs["batch"].map(marks).fillna(-1).astype(np.int64)
+    pairs = pairs[pairs["window_end_ms"] > late_wm]   # Spark drops a row whose window ended (batch_reads.py)
+    evict_wm = {b.batch_id: b.watermark_ms for b in batches}.get(batch, -1)
+    pairs = pairs[pairs["window_end_ms"] > evict_wm]
+    grouped = pairs.groupby(["key", "window_start_ms", "window_end_ms"], observed=True)
+    return grouped.agg(count=("amount", "size"), sum_amount=("amount", "sum")).reset_index()
+
+
+def compare(expected: pd.DataFrame, held: pd.DataFrame, key: list[str], values: list[str]) -> pd.DataFrame:
+    """Each (key, column) whose value the state holds otherwise than expected, a key the state
+    lacks (held None) and a key it should not hold (expected None): columns key, column,
+    expected, held (as text)."""
+    both = expected[[*key, *values]].merge(held[[*key, *values]], on=key, how="outer",
+                                           suffixes=("_e", "_h"), indicator=True)
+    out = []
+    for v in values:
+        e, h = both[f"{v}_e"], both[f"{v}_h"]
+        differs = (both["_merge"] != "both") | (e.astype(str) != h.astype(str))
+        rows = both[differs]
+        out.append(pd.DataFrame({"key": _key_text(rows, key), "column": v,
+                                 "expected": [_text(x) for x in rows[f"{v}_e"]],
+                                 "held": [_text(x) for x in rows[f"{v}_h"]]}))
+    found = (pd.concat(out, ignore_index=True) if out
+             else pd.DataFrame(columns=["key", "column", "expected", "held"]))
+    # a key missing on one side differs in every column: say it once
+    absent = found["expected"].eq("none") | found["held"].eq("none")
+    return pd.concat([found[~absent], found[absent].drop_duplicates("key").assign(column="(the key)")],
+                     ignore_index=True)
+
+
+def _key_text(rows: pd.DataFrame, key: list[str]) -> list[str]:
+    return [" ".join(f"{k}={r[k]}" for k in key) for r in rows[key].to_dict("records")]
+
+
+def _text(value) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "none"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def held_state(out: Path, answer: dict, operator: int, batch: int) -> pd.DataFrame | None:
+    """The flattened state the reader wrote for (operator, default store, batch), or None."""
+    for f in answer.get("files", []):
+        if f["operator"] == operator and f["batch"] == batch:
+            return pd.read_parquet(out / f["file"])
+    return None
+
+
+# -- the check ----------------------------------------------------------------------------------
+def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], faults, t0_s: float,
+          checkpoints: list[Path]) -> Outcome | None:
+    """The state check of one finished case (see the module's docstring); None when its
+    pipeline keeps no state this check judges. Writes `<case>/state-check/` (the reader's files,
+    DIVERGED). Raises ReadFailed when the reader's Spark process failed."""
+    if not applies(pipeline):
+        return None
+    began = time.perf_counter()
+    outcome = Outcome()
+    if len(checkpoints) != 1:
+        outcome.notes.append("not checked: the case ran its query on more than one checkpoint (a restart on "
+                             "a fresh one), and the oracle has no model of what a fresh query's state holds")
+        return outcome
+    wanted = chosen(batches, faults, t0_s)
+    if not wanted:
+        outcome.notes.append("not checked: no batch was committed")
+        return outcome
+    is_job = pipeline.kind == "job"
+    if is_job:   # only the last batch can be known: see the module's docstring
+        skipped = {b: why for b, why in wanted.items() if why != "final"}
+        wanted = {b: why for b, why in wanted.items() if why == "final"}
+        if skipped:
+            outcome.notes.append(f"not checked mid-run ({_listed(skipped)}): the batch oracle runs the job "
+                                 "over every record the stream read, not over the records up to a batch")
+    out = Path(case_dir) / STATE_DIR
+    driver = Path(case_dir) / "driver.json" if is_job else None
+    answer, metadata = read(out, checkpoints[0], sorted(wanted), driver)
+    outcome.seconds = {"read_s": answer.get("process_s"), "spark_session_s": answer.get("session_s")}
+    outcome.notes += [f"operator {f['operator']} ({f['store']}) after batch {f['batch']} not read: {f['why']}"
+                      for f in answer.get("failed", [])]
+    aggregations = metadata[metadata["operatorName"] == AGGREGATE]
+    others = sorted(set(metadata["operatorName"]) - {AGGREGATE})
+    if others:
+        outcome.notes.append(f"not checked: the state of {', '.join(others)} (no model of it here yet)")
+    if len(aggregations) != 1:
+        outcome.notes.append(f"not checked: {len(aggregations)} aggregation operators (one is modelled)")
+    else:
+        operator = int(aggregations.iloc[0]["operatorId"])
+        found = [_one_batch(out, answer, operator, batch, why, pipeline, truth, batches, outcome)
+                 for batch, why in wanted.items()]
+        outcome.diverged = pd.concat([f for f in found if f is not None and len(f)] or [outcome.diverged],
+                                     ignore_index=True)
+    outcome.count = int(len(outcome.diverged))
+    outcome.diverged = outcome.diverged.head(KEEP)
+    outcome.diverged.to_parquet(out / DIVERGED, index=False)
+    outcome.seconds["total_s"] = round(time.perf_counter() - began, 3)
+    return outcome
+
+
+def _one_batch(out: Path, answer: dict, operator: int, batch: int, why: str, pipeline, truth, batches,
+               outcome: Outcome) -> pd.DataFrame | None:
+    held = held_state(out, answer, operator, batch)
+    if held is None:
+        return None
+    if pipeline.kind == "tumbling_count":
+        mapped = _windows(held, pipeline, truth, batches, batch, outcome)
+    else:
+        mapped = _job(out, answer, held, pipeline, outcome)
+    if mapped is None:
+        return None
+    expected, got, key, values = mapped
+    outcome.checked.append({"operator": operator, "batch": batch, "after": why, "keys": int(len(expected)),
+                            "columns": values})
+    found = compare(expected, got, key, values)
+    return found.assign(operator=operator, store="default", batch=batch, after=why)[COLUMNS]
+
+
+def _windows(held: pd.DataFrame, pipeline, truth, batches, batch: int, outcome: Outcome):
+    names = {**WINDOW_KEY, **WINDOW_VALUE}
+    if set(held.columns) - {"partition_id"} != set(names):
+        outcome.notes.append(f"not checked: the window state's columns are {sorted(held.columns)}, not the "
+                             f"built-in pipeline's {sorted(names)} (a build of the scenario's own?)")
+        return None
+    params = pipeline.params()
+    expected = expected_windows(truth, batches, batch, params["window_ms"], params.get("slide_ms")
+                                or params["window_ms"])
+    got = held.rename(columns=names)
+    got["key"] = got["key"].astype(str)
+    return expected, got, list(WINDOW_KEY.values()), list(WINDOW_VALUE.values())
+
+
+def _job(out: Path, answer: dict, held: pd.DataFrame, pipeline, outcome: Outcome):
+    oracle = Path(out).parent / "oracle"
+    said = json.loads((oracle / "oracle.json").read_text()) if (oracle / "oracle.json").exists() else {}
+    if said.get("mode") != "whole" or not (oracle / "with-flush.parquet").exists():
+        outcome.notes.append("not checked: the batch oracle's answer is not over exactly the records the "
+                             f"stream aggregated (its mode: {said.get('mode') or 'none'}; late records "
+                             "change the state)")
+        return None
+    keys = [c for c in held.columns if c.startswith("key.")]
+    columns = dict(pipeline.columns)
+    plain = [c[4:] for c in keys if c[4:] in columns and "." not in c[4:]]
+    if len(plain) != len(keys) or _evicts(Path(out).parent, plain):
+        outcome.notes.append(f"not checked: the state's key ({', '.join(keys)}) is not the output's own "
+                             "columns, or holds the event time (the state evicts such groups behind the "
+                             "watermark)")
+        return None
+    mapping = _values(answer.get("aggregates"), held, columns, outcome)
+    if not mapping:
+        return None
+    expected = pd.read_parquet(oracle / "with-flush.parquet")
+    got = held.rename(columns={**{f"key.{k}": k for k in plain}, **{v: o for v, o in mapping.items()}})
+    return expected, got, plain, list(mapping.values())
+
+
+def _values(aggregates, held: pd.DataFrame, columns: dict, outcome: Outcome) -> dict[str, str]:
+    """State value field -> the output column it must equal: an output that is one count, sum,
+    min or max with a one-field buffer whose name no other buffer field shares."""
+    if not isinstance(aggregates, list):
+        outcome.notes.append(f"not checked: which state field holds which output is not known ({aggregates})")
+        return {}
+    fields = [c for c in held.columns if c.startswith("value.")]
+    shared = pd.Series([b for agg in aggregates for b in agg["buffer"]]).value_counts()
+    mapping = {}
+    for agg in aggregates:
+        one = agg["buffer"][0] if len(agg["buffer"]) == 1 else None
+        if (agg["function"] in SAME_AS_OUTPUT and agg["output"] in columns and f"value.{one}" in fields
+                and shared.get(one, 0) == 1):
+            mapping[f"value.{one}"] = agg["output"]
+    if not mapping:
+        outcome.notes.append("not checked: no output column is one count, sum, min or max whose state field "
+                             f"is unambiguous (the state's value: {', '.join(fields)})")
+    return mapping
+
+
+def _evicts(case_dir: Path, key: list[str]) -> bool:
+    """Whether a grouping column is the watermark's: its groups leave the state behind it."""
+    try:
+        plan = json.loads((case_dir / "plan.json").read_text())
+    except (OSError, ValueError):
+        return True
+    return any(m.get("column") in key for m in plan.get("watermarks", []))
+
+
+def _listed(batches: dict[int, str]) -> str:
+    return "; ".join(f"batch {b} {why}" for b, why in batches.items())
