@@ -46,7 +46,8 @@ from harness.paths import REPO_ROOT
 STATE_DIR = "state-check"          # in the case's directory
 DIVERGED = "diverged.parquet"      # the divergences found, for the finding (harness/findings/state.py)
 TIMEOUT_S = 600.0
-COLUMNS = ["operator", "store", "batch", "after", "key", "column", "expected", "held"]
+# key: the key as text ("key=k1 window_start_ms=0"); key_values: the same as JSON, for the finding
+COLUMNS = ["operator", "store", "batch", "after", "key", "key_values", "column", "expected", "held"]
 KEEP = 200                         # divergences kept in DIVERGED (all are counted)
 AGGREGATE = "stateStoreSave"       # the state-metadata name of a streaming aggregation's operator
 # tumbling_count's state: the grouping (window, key) and the aggregation buffer (count, sum)
@@ -191,11 +192,11 @@ def compare(expected: pd.DataFrame, held: pd.DataFrame, key: list[str], values: 
         e, h = both[f"{v}_e"], both[f"{v}_h"]
         differs = (both["_merge"] != "both") | (e.astype(str) != h.astype(str))
         rows = both[differs]
-        out.append(pd.DataFrame({"key": _key_text(rows, key), "column": v,
+        out.append(pd.DataFrame({"key": _key_text(rows, key), "key_values": _key_json(rows, key), "column": v,
                                  "expected": [_text(x) for x in rows[f"{v}_e"]],
                                  "held": [_text(x) for x in rows[f"{v}_h"]]}))
     found = (pd.concat(out, ignore_index=True) if out
-             else pd.DataFrame(columns=["key", "column", "expected", "held"]))
+             else pd.DataFrame(columns=["key", "key_values", "column", "expected", "held"]))
     # a key missing on one side differs in every column: say it once
     absent = found["expected"].eq("none") | found["held"].eq("none")
     return pd.concat([found[~absent], found[absent].drop_duplicates("key").assign(column="(the key)")],
@@ -204,6 +205,14 @@ def compare(expected: pd.DataFrame, held: pd.DataFrame, key: list[str], values: 
 
 def _key_text(rows: pd.DataFrame, key: list[str]) -> list[str]:
     return [" ".join(f"{k}={r[k]}" for k in key) for r in rows[key].to_dict("records")]
+
+
+def _key_json(rows: pd.DataFrame, key: list[str]) -> list[str]:
+    return [json.dumps({k: _plain(r[k]) for k in key}) for r in rows[key].to_dict("records")]
+
+
+def _plain(value):
+    return value.item() if hasattr(value, "item") else value
 
 
 def _text(value) -> str:

@@ -103,6 +103,11 @@ FIXES: dict[tuple[str, str | None], str] = {
     ("refused-restart", None):
         "keep the checkpoint on storage that makes each write durable as it returns (HDFS, an object "
         "store, a sync mount), or restore it from a copy: Spark does not repair a damaged checkpoint itself",
+    ("state-diverged", None):
+        "keep the state store's files as Spark wrote them, on storage that makes each write durable as it "
+        "returns, and restore a checkpoint only whole (its state with its offset and commit logs, from one "
+        "moment): a state file of an older version under a newer name makes the query go on from a state "
+        "that lost updates, and Spark does not notice",
     ("commit-without-offsets", None):
         "run with synchronous progress tracking (asyncProgressTrackingEnabled off) until your Spark has "
         "SPARK-56720's fix: asynchronous tracking can log a batch done whose offsets it never logged",

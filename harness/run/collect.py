@@ -72,6 +72,7 @@ def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> Ca
         return result
     if deleted:   # sent and acknowledged, then deleted before any batch read them (the findings say so)
         checked.counts.update(produced=checked.counts["produced"] + deleted, deleted_before_read=deleted)
+    checked = _state(case, result, truth, out, checked)
     result.findings = _explain(case, result, truth, out, checked)
     _judge(case, result, schedule, checked)
     latencies = _latency(case, result, checked, window)
@@ -179,6 +180,30 @@ def _check(case: Case, result: CaseResult, truth, out: Output) -> CheckResult | 
     for line in checked.first_discrepancies():
         case.progress.step(f"  {line}")
     return checked
+
+
+def _state(case: Case, result: CaseResult, truth, out: Output, checked: CheckResult) -> CheckResult:
+    """The state check (harness/check/state_check.py), on a copy of the checkpoint: a state
+    that diverged from the oracle's is a problem of the case; a check that could not run is
+    written down (state-check-error.txt) and decides nothing."""
+    from harness.check import state_check
+
+    began = time.monotonic()
+    try:
+        seen = state_check.check(case.dir, case.pipeline, truth, out.batches, result.faults,
+                                 _first_send_ms(truth) / 1000, list(case.checkpoints))
+    except Exception as exc:  # noqa: BLE001 - evidence beside the verdict: its crash is no verdict
+        case.files.path.joinpath("state-check-error.txt").write_text(traceback.format_exc())
+        result.sections["state_check"] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        return checked
+    if seen is None:
+        return checked
+    spent = time.monotonic() - began
+    case_s = began - case.started_at if case.started_at else None
+    result.sections["state_check"] = {**seen.to_json(), "case_s": round(case_s, 1) if case_s else None,
+                                      "share": round(spent / (case_s + spent), 3) if case_s else None}
+    problem = seen.problem()
+    return checked.with_problems([problem]) if problem else checked
 
 
 def _explain(case: Case, result: CaseResult, truth, out: Output, checked: CheckResult) -> list:

@@ -1,0 +1,114 @@
+"""state-diverged: a stateful operator's state, read after a batch, is not what the oracle says
+it must hold there.
+
+The state check (harness/check/state_check.py) reads the state offline from a copy of the
+checkpoint and leaves what differs in `<case>/state-check/diverged.parquet`; this finding names
+the first few: the operator, the key, the batch, the value expected and the value held, the
+fault before the batch, and whether the divergence had reached the sink by then, and by the end.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from harness.findings import fix, text
+from harness.results.model import Finding
+
+MAX_WITNESSES = 5
+
+
+def build(inputs) -> Finding | None:
+    """The finding of a case (harness.findings.Inputs), or None when its state held what it must."""
+    if not inputs.checkpoints:
+        return None
+    from harness.check.state_check import DIVERGED, STATE_DIR
+
+    path = Path(inputs.checkpoints[0]).parent / STATE_DIR / DIVERGED
+    if not path.exists():
+        return None
+    found = pd.read_parquet(path)
+    if not len(found):
+        return None
+    found = found.sort_values(["batch", "key"], kind="stable")
+    witnesses, clauses = [], []
+    for row in found.head(MAX_WITNESSES).to_dict("records"):
+        values = json.loads(row["key_values"])
+        fault = _fault_before(inputs, int(row["batch"]))
+        then, end = _in_sink(inputs, values, int(row["batch"]), row["column"])
+        witnesses.append({"operator": int(row["operator"]), "key": row["key"], "batch": int(row["batch"]),
+                          "column": row["column"], "expected": row["expected"], "held": row["held"],
+                          "fault": fault, "sink_then": then, "sink_end": end})
+        clauses.append(_clause(row, fault, then, end))
+    more = len(found) - len(witnesses)
+    summary = (f"{text.plural(len(found), 'value')} of the state in all differ from the oracle's" +
+               (f" ({more:,} more not shown)" if more > 0 else ""))
+    story = text.paragraph([*clauses, summary])
+    return Finding(cls="state-diverged", count=int(len(found)), witness=witnesses,
+                   faults=sorted({w["fault"] for w in witnesses if w["fault"]}),
+                   story=f"{story} {fix.advice('state-diverged')}")
+
+
+def _clause(row: dict, fault: str | None, then: str, end: str) -> str:
+    what = (f"held no {row['key']}" if row["held"] == "none" else
+            f"held {row['key']} that the oracle says it must not hold" if row["expected"] == "none" else
+            f"held {row['column']}={row['held']} for {row['key']} where the oracle says {row['expected']}")
+    before = f", the first batch committed after {fault}" if fault else ""
+    return (f"after batch {int(row['batch'])}{before}, operator {int(row['operator'])}'s state "
+            f"({row['store']}) {what}; {then}; {end}")
+
+
+def _fault_before(inputs, batch: int) -> str | None:
+    """The last fault that landed before `batch` committed: "kill-driver at 12.3 s"."""
+    b = next((x for x in inputs.batches if x.batch_id == batch), None)
+    committed_s = inputs.rel_s(b.committed_ms) if b is not None and b.committed_ms is not None else None
+    before = None
+    for f in inputs.faults:
+        at = f.landed_s if f.landed_s is not None else f.started_s
+        if at is not None and (committed_s is None or at <= committed_s):
+            before = f"{f.kind} at {text.seconds(at)}"
+    return before
+
+
+def _in_sink(inputs, values: dict, batch: int, column: str) -> tuple[str, str]:
+    """Whether the key's divergence was in the sink when `batch` committed, and at the end."""
+    sink = inputs.sink
+    if sink is None or not len(sink) or any(k not in sink.columns for k in values):
+        return "the sink's rows for it are not known", ""
+    mask = pd.Series(True, index=sink.index)
+    for k, v in values.items():
+        mask &= sink[k].astype(str) == str(v)
+    rows = sink[mask]
+    shown = column if column in sink.columns else None
+    if "batch_id" in rows.columns:
+        early = rows[rows["batch_id"] <= batch]
+        if not len(early):
+            then = "the sink held no row for it by then: the divergence had not reached the sink yet"
+        else:
+            then = (f"the sink already held {len(early):,} row(s) for it by then"
+                    + (f" ({shown}={early[shown].iloc[-1]})" if shown else ""))
+    else:
+        then = "the sink keeps no batch id: whether it held a row by then is not known"
+    if not len(rows):
+        end = "by the end of the run the sink held no row for it"
+    else:
+        last = rows.sort_values("committed_ms").iloc[-1]
+        end = (f"by the end the sink held {len(rows):,} row(s) for it" + (f", the last {shown}={last[shown]}"
+                                                                        if shown else ""))
+    wrong = _output_check(inputs, values)
+    said = f"the output check found it {wrong}" if wrong else "the output check found nothing wrong with it"
+    return then, f"{end}; {said}"
+
+
+def _output_check(inputs, values: dict) -> str | None:
+    """The output check's discrepancy kind for the key, if it named one."""
+    d = inputs.checked.discrepancies
+    if not len(d):
+        return None
+    hit = pd.Series(True, index=d.index)
+    for v in values.values():
+        hit &= d["item"].astype(str).str.contains(str(v), regex=False)
+    kinds = d.loc[hit, "kind"].unique().tolist()
+    return " and ".join(kinds) if kinds else None

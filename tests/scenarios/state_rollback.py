@@ -1,0 +1,127 @@
+"""state-rollback: while the driver is down, one state-store version file goes back to an older copy.
+
+A fault kind of a user's own (docs/faults.md, "A fault kind of your own"), the planted state
+loss of issue 49: it kills the driver as kill-driver does and, while it is down, puts the
+newest committed version of one partition of the first stateful operator back to the previous
+version's content (the HDFS-backed store's `state/0/<partition>/<V>.delta`, with its checksum
+sidecar `.<V>.delta.crc`, so that Hadoop's local file system reads it without complaint; a
+snapshot of V, if maintenance wrote one, is deleted so that Spark rebuilds V from the deltas).
+Spark then loads version V as version V - 1's state with V - 1's updates applied again: every
+update batch V - 1 made in that partition is gone, and nothing in Spark notices. A new driver
+starts after `downtime` and the query goes on from the damaged state.
+
+With `rollback = false` it is its own correct twin: the same kill and restart, no file touched.
+Its record (`RolledBack`) says what it did: the operator, partition, version and batch rolled
+back, and the bytes the lost delta held, so that a test can tell a plant that did not bite.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from faults.base import Details, Observation
+from faults.driver import DriverRestart
+from faults.kinds import DOWNTIME, FaultKind, Key
+
+OPERATOR = 0   # the first stateful operator (a windowed count has one)
+
+
+@dataclass
+class RolledBack(Details):
+    """The kind's own fields in its summary.json record: what the fault put back."""
+
+    operator: int | None = None
+    partition: int | None = None
+    version: int | None = None        # the store version whose file was put back (batch + 1)
+    batch: int | None = None          # the committed batch whose updates were lost
+    lost_bytes: int | None = None     # how large the delta it replaced was
+
+
+def committed(checkpoint: Path) -> list[int]:
+    """The batches the checkpoint's commit log holds, in order."""
+    return sorted(int(p.name) for p in (checkpoint / "commits").glob("*") if p.name.isdigit())
+
+
+def rollback_target(checkpoint: Path) -> tuple[int, int] | None:
+    """(partition, version) to put back: the newest committed version V (the last committed batch
+    plus one) of the partition whose V.delta is largest, where V - 1's delta exists too; None when
+    no partition has two deltas yet (an HDFS-backed store writes one per batch)."""
+    done = committed(checkpoint)
+    if len(done) < 2:
+        return None
+    version = done[-1] + 1
+    best = None
+    for part in sorted((checkpoint / "state" / str(OPERATOR)).glob("[0-9]*")):
+        newest, older = part / f"{version}.delta", part / f"{version - 1}.delta"
+        if newest.exists() and older.exists():
+            size = newest.stat().st_size
+            if best is None or size > best[2]:
+                best = (int(part.name), version, size)
+    return None if best is None else (best[0], best[1])
+
+
+def _crc(path: Path) -> Path:
+    return path.with_name(f".{path.name}.crc")
+
+
+class StateRollback(DriverRestart):
+    """The kill, the new driver after `downtime` and its observation are DriverRestart's."""
+
+    seen = RolledBack()
+
+    def _inject(self) -> None:
+        checkpoint = Path(self.targets.checkpoint())
+        # the effect needs two committed versions of the state: wait for them before the kill
+        self.targets.wait(lambda: rollback_target(checkpoint), "batch",
+                          "the state store wrote no two delta versions (an HDFS-backed store is needed)")
+        self.kill_driver()
+        if not self.spec.get("rollback", True):
+            return
+        found = rollback_target(checkpoint)   # again: the dead driver may have committed one more
+        if found is None:
+            return
+        partition, version = found
+        where = checkpoint / "state" / str(OPERATOR) / str(partition)
+        newest, older = where / f"{version}.delta", where / f"{version - 1}.delta"
+        self.seen = RolledBack(OPERATOR, partition, version, version - 1, newest.stat().st_size)
+        shutil.copyfile(older, newest)
+        if _crc(older).exists():
+            shutil.copyfile(_crc(older), _crc(newest))
+        else:
+            _crc(newest).unlink(missing_ok=True)
+        self.changed_file(newest, "overwritten", f"with version {version - 1}'s delta: batch {version - 1}'s "
+                                                 f"updates of partition {partition} lost", batch=version - 1)
+        snapshot = where / f"{version}.snapshot"
+        if snapshot.exists():
+            snapshot.unlink()
+            _crc(snapshot).unlink(missing_ok=True)
+            self.changed_file(snapshot, "deleted", "so that Spark rebuilds the version from its deltas",
+                              batch=version - 1)
+
+    def observe(self) -> Observation:
+        seen = super().observe()
+        if not self.spec.get("rollback", True):
+            seen.details = self.seen
+            return seen
+        seen.landed = self.seen.version is not None
+        seen.proof = (f"operator {self.seen.operator}'s partition {self.seen.partition}: state version "
+                      f"{self.seen.version} put back to version {(self.seen.version or 1) - 1}'s delta "
+                      f"({self.seen.lost_bytes} bytes of batch {self.seen.batch}'s updates lost)"
+                      if seen.landed else "no state delta was put back")
+        seen.detail = f"{seen.proof}; {seen.detail}"
+        seen.details = self.seen
+        return seen
+
+
+STATE_ROLLBACK = FaultKind(
+    "state-rollback", StateRollback,
+    about="kill the driver, put one state-store version file back to the previous version's content "
+          "(`rollback = false`: leave it), and start a new driver after `downtime`",
+    models="a state store restored from an older copy, or a lost write of a state file, under a checkpoint "
+           "whose logs say the newer version is there",
+    keys=(Key("rollback", "boolean", "put the state file back (false: the correct twin)", default=True),
+          DOWNTIME),
+    targets=("driver",), default_target="driver", restarts=True, kills_driver=True, details=RolledBack,
+    recovery_keys=("first_batch_after_s", "batches_reexecuted"))

@@ -1,0 +1,228 @@
+"""The state check (harness/check/state_check.py) and its finding, state-diverged
+(harness/findings/state.py), on state frames faked as workloads/state_read.py writes them:
+what the state must hold at a batch, which batches are read, what counts as a divergence and how
+its story reads; and the planted state loss's choice of file (tests/scenarios/state_rollback.py).
+No Spark: the reader's Spark run is tested end to end in benchmarks/test_state_check.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.check import state_check
+from harness.check.checkpoint import Batch
+from harness.check.result import CheckResult
+from harness.findings import CLASSES, Inputs, build
+from harness.results.model import FaultRecord
+from harness.scenario.model import Pipeline
+
+pytestmark = pytest.mark.unit
+
+T0_S = 1_000.0
+T0_MS = int(T0_S * 1000)
+WINDOWS = Pipeline(kind="tumbling_count",
+                   values=MappingProxyType({"window_ms": 2000, "slide_ms": 2000, "watermark_ms": 1000}),
+                   columns=MappingProxyType({"key": "STRING", "window_start_ms": "LONG",
+                                             "window_end_ms": "LONG", "count": "LONG", "sum_amount": "LONG"}))
+KEY = list(state_check.WINDOW_KEY.values())
+VALUES = list(state_check.WINDOW_VALUE.values())
+
+
+def _ms(s: float) -> int:
+    return int(T0_MS + s * 1000)
+
+
+def _truth(rows: list[tuple[str, float, int]]) -> pd.DataFrame:
+    """(key, event time in s, amount) per event, in offset order on partition 0."""
+    n = len(rows)
+    return pd.DataFrame({"event_id": np.arange(n), "key": [r[0] for r in rows],
+                         "event_time_ms": [_ms(r[1]) for r in rows], "amount": [r[2] for r in rows],
+                         "sent_ms": [_ms(r[1]) for r in rows], "partition": 0, "offset": np.arange(n),
+                         "control": False})
+
+
+# three batches: 0 reads offsets 0-1, 1 reads 2-3, 2 reads 4-5; the watermark moves to 3.0 s at batch 2
+BATCHES = [Batch(0, 0, {0: 2}, True, {0: 0}, committed_ms=_ms(1.0)),
+           Batch(1, 0, {0: 4}, True, committed_ms=_ms(2.0)),
+           Batch(2, _ms(3.0), {0: 6}, True, committed_ms=_ms(3.5))]
+TRUTH = _truth([("a", 0.1, 10), ("b", 0.2, 5), ("a", 0.5, 1), ("a", 2.5, 7), ("b", 4.1, 2), ("a", 4.2, 3)])
+
+
+def _window(key: str, start_s: float) -> dict:
+    return {"key": key, "window_start_ms": _ms(start_s), "window_end_ms": _ms(start_s + 2)}
+
+
+class TestExpectedWindows:
+    def test_the_state_after_a_batch_counts_what_the_batches_up_to_it_read(self):
+        """After batch 1 (no watermark yet) the state holds every window the first four events
+        fall in, with their counts and sums; the events of batch 2 are not in it yet."""
+        got = state_check.expected_windows(TRUTH, BATCHES, 1, 2000, 2000)
+        rows = {(r.key, r.window_start_ms): (r.count, r.sum_amount) for r in got.itertuples()}
+        assert rows == {("a", _ms(0)): (2, 11), ("b", _ms(0)): (1, 5), ("a", _ms(2)): (1, 7)}
+
+    def test_a_window_the_batch_s_watermark_closed_is_evicted(self):
+        """Batch 2 runs with a watermark of 3.0 s: the windows ending at 2.0 s are gone, the one
+        ending at 4.0 s is still open, and batch 2's own events opened windows at 4.0 s."""
+        got = state_check.expected_windows(TRUTH, BATCHES, 2, 2000, 2000)
+        assert sorted(zip(got["key"], got["window_start_ms"], got["count"], strict=True)) == [
+            ("a", _ms(2), 1), ("a", _ms(4), 1), ("b", _ms(4), 1)]
+
+    def test_a_row_late_for_its_batch_opens_no_window(self):
+        """An event read by batch 3, whose window ended before batch 2's watermark (the one batch 3
+        drops late rows with), is not in the state."""
+        truth = pd.concat([TRUTH, _truth([("c", 0.9, 4)]).assign(offset=6, event_id=6)], ignore_index=True)
+        batches = [*BATCHES, Batch(3, _ms(3.0), {0: 7}, True, committed_ms=_ms(4.0))]
+        got = state_check.expected_windows(truth, batches, 3, 2000, 2000)
+        assert "c" not in set(got["key"])
+
+
+class TestCompare:
+    def _held(self, rows: list[tuple[str, float, int, int]]) -> pd.DataFrame:
+        return pd.DataFrame([{**_window(k, s), "count": c, "sum_amount": a} for k, s, c, a in rows])
+
+    def test_a_state_that_holds_what_it_must_has_no_divergence(self):
+        expected = state_check.expected_windows(TRUTH, BATCHES, 1, 2000, 2000)
+        held = self._held([("a", 0, 2, 11), ("b", 0, 1, 5), ("a", 2, 1, 7)])
+        assert state_check.compare(expected, held, KEY, VALUES).empty
+
+    def test_a_lost_update_a_missing_key_and_an_extra_key_are_each_named(self):
+        """A count one short (its sum too), a window the state lacks, a window it should not hold:
+        the lost update once per column, each absent key once."""
+        expected = state_check.expected_windows(TRUTH, BATCHES, 1, 2000, 2000)
+        held = self._held([("a", 0, 1, 10), ("a", 2, 1, 7), ("z", 0, 9, 9)])
+        found = state_check.compare(expected, held, KEY, VALUES)
+        rows = {(r.key.split()[0], r.column): (r.expected, r.held) for r in found.itertuples()}
+        assert rows == {("key=a", "count"): ("2", "1"), ("key=a", "sum_amount"): ("11", "10"),
+                        ("key=b", "(the key)"): ("1", "none"), ("key=z", "(the key)"): ("none", "9")}
+        assert json.loads(found.iloc[0]["key_values"])["key"] == "a"
+
+
+class TestChosen:
+    def test_the_last_batch_and_the_first_committed_after_each_fault(self):
+        """A fault at 1.5 s: batch 1 committed at 2.0 s is the first after it; batch 2 is the last."""
+        fault = FaultRecord("kill-driver", 1.5, 1.5, 3.0, "driver", True, landed_s=1.5)
+        assert state_check.chosen(BATCHES, [fault], T0_S) == {1: "after kill-driver at 1.5 s", 2: "final"}
+
+    def test_a_fault_after_the_last_commit_adds_nothing(self):
+        fault = FaultRecord("kill-driver", 9.0, 9.0, 9.5, "driver", True)
+        assert state_check.chosen(BATCHES, [fault], T0_S) == {2: "final"}
+
+    def test_a_run_that_committed_nothing_reads_nothing(self):
+        assert state_check.chosen([Batch(0, 0, {0: 2}, False)], [], T0_S) == {}
+
+
+class TestJobValues:
+    def test_each_count_sum_or_max_maps_to_its_one_buffer_field(self):
+        """balances: sum, count and max, each an output column; their buffers are the state's
+        value fields by name."""
+        held = pd.DataFrame(columns=["key.account", "value.sum", "value.count", "value.max", "partition_id"])
+        aggs = [{"output": "balance_cents", "function": "sum", "buffer": ["sum"]},
+                {"output": "transactions", "function": "count", "buffer": ["count"]},
+                {"output": "last_ts", "function": "max", "buffer": ["max"]}]
+        outcome = state_check.Outcome()
+        columns = {"balance_cents": "LONG", "transactions": "LONG", "last_ts": "LONG"}
+        got = state_check._values(aggs, held, columns, outcome)
+        assert got == {"value.sum": "balance_cents", "value.count": "transactions", "value.max": "last_ts"}
+
+    def test_two_buffers_of_one_name_and_an_average_are_left_out_and_said(self):
+        """Two counts share the buffer name `count`: which state field is which is not known; an
+        average's buffer is not its output. Nothing is guessed, and the note says so."""
+        held = pd.DataFrame(columns=["key.user", "value.count", "value.count_1", "value.sum"])
+        aggs = [{"output": "clicks", "function": "count", "buffer": ["count"]},
+                {"output": "pages", "function": "count", "buffer": ["count"]},
+                {"output": "mean", "function": "avg", "buffer": ["sum", "count"]}]
+        outcome = state_check.Outcome()
+        assert state_check._values(aggs, held, {"clicks": "LONG", "pages": "LONG", "mean": "DOUBLE"},
+                                   outcome) == {}
+        assert "not checked" in outcome.notes[0]
+
+    def test_a_job_that_did_not_build_leaves_the_state_unchecked(self):
+        outcome = state_check.Outcome()
+        assert state_check._values("the job did not build", pd.DataFrame(), {}, outcome) == {}
+        assert "not known" in outcome.notes[0]
+
+
+class TestOutcome:
+    def test_a_divergence_is_a_problem_naming_operator_key_batch_and_values(self):
+        diverged = pd.DataFrame([{"operator": 0, "store": "default", "batch": 7, "after": "final",
+                                  "key": "key=a", "key_values": "{}", "column": "count", "expected": "5",
+                                  "held": "3"}])
+        problem = state_check.Outcome(diverged, 1).problem()
+        assert problem is not None
+        assert "operator 0, key key=a, count after batch 7: held 3, expected 5" in problem
+
+    def test_a_state_that_held_what_it_must_is_no_problem(self):
+        assert state_check.Outcome().problem() is None
+
+
+class TestFinding:
+    def _case(self, tmp_path: Path, sink: pd.DataFrame) -> Inputs:
+        case = tmp_path / "case"
+        (case / "checkpoint").mkdir(parents=True)
+        (case / state_check.STATE_DIR).mkdir()
+        w = _window("a", 2)
+        pd.DataFrame([{"operator": 0, "store": "default", "batch": 1, "after": "after kill-driver at 1.5 s",
+                       "key": f"key=a window_start_ms={w['window_start_ms']} "
+                              f"window_end_ms={w['window_end_ms']}",
+                       "key_values": json.dumps(w), "column": "count", "expected": "2", "held": "1"}]
+                     ).to_parquet(case / state_check.STATE_DIR / state_check.DIVERGED)
+        fault = FaultRecord("state-rollback", 1.5, 1.5, 3.0, "driver", True, landed_s=1.5)
+        checked = CheckResult({"lost": 0, "duplicated": 0, "unexpected": 0}, np.array([]), np.array([]))
+        return Inputs(truth=TRUTH, sink=sink, batches=BATCHES, checked=checked, pipeline=WINDOWS,
+                      faults=[fault], checkpoints=[case / "checkpoint"], t0_s=T0_S)
+
+    def test_state_diverged_is_a_registered_class(self):
+        assert "state-diverged" in CLASSES
+
+    def test_the_story_names_the_fault_and_says_the_sink_had_no_row_yet(self, tmp_path):
+        sink = pd.DataFrame([{**_window("a", 2), "count": 1, "sum_amount": 7, "batch_id": 2,
+                              "committed_ms": _ms(3.5)}])
+        (found,) = [f for f in build(self._case(tmp_path, sink)) if f.cls == "state-diverged"]
+        (w,) = found.witness
+        assert (w["operator"], w["batch"], w["expected"], w["held"]) == (0, 1, "2", "1")
+        assert w["fault"] == "state-rollback at 1.5 s"
+        assert "had not reached the sink yet" in found.story
+        assert "by the end the sink held 1 row(s) for it, the last count=1" in found.story
+        assert found.story.rstrip().endswith(".") and "To fix:" in found.story
+
+    def test_a_row_the_sink_held_by_then_is_said(self, tmp_path):
+        sink = pd.DataFrame([{**_window("a", 2), "count": 1, "sum_amount": 7, "batch_id": 1,
+                              "committed_ms": _ms(2.0)}])
+        (found,) = [f for f in build(self._case(tmp_path, sink)) if f.cls == "state-diverged"]
+        assert "the sink already held 1 row(s) for it by then (count=1)" in found.story
+
+    def test_a_case_without_divergences_has_no_finding(self, tmp_path):
+        inputs = self._case(tmp_path, pd.DataFrame())
+        (Path(inputs.checkpoints[0]).parent / state_check.STATE_DIR / state_check.DIVERGED).unlink()
+        assert not [f for f in build(inputs) if f.cls == "state-diverged"]
+
+
+class TestPlantTarget:
+    def _store(self, root: Path, sizes: dict[int, dict[int, int]], commits: int) -> Path:
+        cp = root / "checkpoint"
+        (cp / "commits").mkdir(parents=True)
+        for n in range(commits):
+            (cp / "commits" / str(n)).write_text("v1\n")
+        for part, versions in sizes.items():
+            where = cp / "state" / "0" / str(part)
+            where.mkdir(parents=True)
+            for version, size in versions.items():
+                (where / f"{version}.delta").write_bytes(b"x" * size)
+        return cp
+
+    def test_the_newest_committed_version_of_the_largest_partition(self, tmp_path):
+        """Batches 0-2 committed: version 3 is the newest; partition 1's delta is the larger."""
+        from tests.scenarios.state_rollback import rollback_target
+
+        cp = self._store(tmp_path, {0: {1: 5, 2: 5, 3: 10}, 1: {1: 5, 2: 5, 3: 40}}, commits=3)
+        assert rollback_target(cp) == (1, 3)
+
+    def test_no_target_before_two_versions(self, tmp_path):
+        from tests.scenarios.state_rollback import rollback_target
+
+        assert rollback_target(self._store(tmp_path, {0: {1: 5}}, commits=1)) is None
