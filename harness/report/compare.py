@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.report import judge
+from harness.report import judge, state
 from harness.report.unlike import (
     check_same_machine,
     check_same_workload,
@@ -328,6 +328,11 @@ def render(base: RunResult, new: RunResult, rows: list[Row], judged: int = 0, ac
     table = [[r.case, r.title, r.side(r.base), r.side(r.new), r.change, r.noise,
               "FAILED " + ", ".join(r.failed) if r.failed else
               "past " + ", ".join(r.crossed) + " (not judged)" if r.crossed else ""] for r in rows]
+    if state.swept(new.cases):   # a [matrix] over Spark's state settings: each case's beside its name
+        settings = {name: state.text(runs[0]) for name, runs in series(new).items()}
+        headers.insert(1, state.COLUMN)
+        for r, line in zip(rows, table, strict=True):
+            line.insert(1, settings.get(r.case, "-"))
     widths = [max(len(h), *(len(t[i]) for t in table)) if table else len(h) for i, h in enumerate(headers)]
     level = (f"larger than the noise: p below {ALPHA:g} / {judged} changes judged" if judged
              else "no change judged against a measured noise")

@@ -19,7 +19,7 @@ from html import escape
 from pathlib import Path
 
 from harness.findings import evidence
-from harness.report import svg
+from harness.report import state, svg
 from harness.report.table import LEGEND, keeps_up, not_measured
 from harness.results import figures
 from harness.results import summary as summary_mod
@@ -128,12 +128,16 @@ def _comparison(cases: list[CaseResult]) -> str:
     report shows (harness/results/figures.py, as the terminal table prints them), and whether it
     kept up; a figure it could not measure says why below the table."""
     shown = figures.shown_in(figures.REPORT)
-    headers = [*COMPARISON_HEAD, *(f.column for f in shown), "keeps up"]
-    rows = [[escape(c.name), escape(c.guarantee), escape(c.sink), _verdict(c),
-             escape(c.verdict.observed or "-"), *(f.cell(c) for f in shown), keeps_up(c)] for c in cases]
+    # a [matrix] over Spark's state settings: each case's beside its guarantee (harness/report/state.py)
+    swept = state.swept(cases)
+    head = [*COMPARISON_HEAD[:2], state.COLUMN, *COMPARISON_HEAD[2:]] if swept else COMPARISON_HEAD
+    headers = [*head, *(f.column for f in shown), "keeps up"]
+    rows = [[escape(c.name), escape(c.guarantee), *([escape(state.text(c))] if swept else []), escape(c.sink),
+             _verdict(c), escape(c.verdict.observed or "-"), *(f.cell(c) for f in shown), keeps_up(c)]
+            for c in cases]
     notes = [f"{escape(c.name)}: {escape(', '.join(labels))} not measured: {escape(why)}"
              for c in cases for why, labels in not_measured(c, figures.REPORT).items()]
-    out = _table(headers, rows, "comparison", text_columns=len(COMPARISON_HEAD))
+    out = _table(headers, rows, "comparison", text_columns=len(head))
     legend = "".join(f'<p class="muted">{escape(line)}</p>' for line in LEGEND)
     return out + legend + "".join(f'<p class="muted">{n}</p>' for n in notes)
 

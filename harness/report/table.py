@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from harness.report import state
 from harness.results import figures
 from harness.results.model import PASS, CaseResult, RunResult
 
@@ -20,7 +21,7 @@ _TAIL: list[tuple[str, Callable[[CaseResult], str]]] = [
     ("faults seen", lambda c: _faults_seen(c)),
 ]
 _AFTER: dict[str, str] = {"max_lag": "keeps up", "batch_p50": "faults seen"}   # placed right after a figure
-_LEFT = {"case", "guarantee", "observed", "verdict"}
+_LEFT = {"case", "guarantee", state.COLUMN, "observed", "verdict"}
 
 
 def columns() -> list[tuple[str, Callable[[CaseResult], str]]]:
@@ -37,6 +38,15 @@ def columns() -> list[tuple[str, Callable[[CaseResult], str]]]:
 
 
 COLUMNS = columns()
+
+
+def columns_for(cases: list[CaseResult]) -> list[tuple[str, Callable[[CaseResult], str]]]:
+    """COLUMNS, with the cases' state settings right after the guarantee when a [matrix] swept
+    them (harness/report/state.py): side by side, as the guarantees are."""
+    if not state.swept(cases):
+        return COLUMNS
+    at = [name for name, _ in COLUMNS].index("guarantee") + 1
+    return [*COLUMNS[:at], (state.COLUMN, state.text), *COLUMNS[at:]]
 
 # what the columns that are no figure mean, printed under the table (docs/measurement.md says more)
 LEGEND = ("column verdict: PASS, FAIL or UNKNOWN (nothing failed, but the case could not be decided; "
@@ -79,7 +89,7 @@ def render(result: RunResult) -> str:
     """The table, each case's verdict sentence, its faults (when each was asked and when it took
     effect), the figures it could not measure and why, and the status line. Every figure comes
     from the figure registry, as report.html's and compare's do."""
-    cols = COLUMNS
+    cols = columns_for(result.cases)
     rows = [[name for name, _ in cols]] + [[cell(c) for _, cell in cols] for c in result.cases]
     widths = [max(len(row[i]) for row in rows) for i in range(len(cols))]
     lines = ["  ".join(cell.ljust(w) if cols[i][0] in _LEFT else cell.rjust(w)

@@ -202,6 +202,7 @@ class Case:
             app_name=f"harness-{self.name}", master=self.stack.spark_master or sc.services.spark.master,
             spark_conf=self.spark_conf(), progress=sc.measure.enabled,
             jars=[str(p) for p in dict.fromkeys(jars)], source_options=pl.spark.source_options(),
+            writer_options=pl.spark.writer_options(),
             source=sc.source.kind, delta_table=str(self.spark_table) if sc.source.delta else "",
             bootstrap_servers=self.stack.spark_bootstrap_servers, topic=self.topic,
             checkpoint=str(self.spark_checkpoint), pipeline=pl.kind, params=pl.params(),

@@ -119,7 +119,9 @@ def _describe(case: Case, out: Output, resources: dict | None) -> dict[str, Any]
         "batch_time": batch_times.breakdown(out.progress,
                                             pl.trigger_ms if pl.trigger == "processing-time" else None),
         "spark_settings": {**pl.spark.describe(), "trigger": pl.trigger, "trigger_ms": pl.trigger_ms,
-                           "watermark_ms": pl.values.get("watermark_ms"), "conf": case.spark_conf()}}
+                           "watermark_ms": pl.values.get("watermark_ms"), "conf": case.spark_conf()},
+        # the state and checkpoint settings a [matrix] sweeps, side by side in the table and report
+        "state_settings": pl.spark.state_settings()}
     if resources is not None:
         sections["resources"] = resources
     if files.resources.exists():

@@ -48,7 +48,29 @@ def check(scenario) -> list[tuple[JobSpec, str, dict]]:
     found = findings(scenario)
     for spec, field, answer in found:
         _refuse(spec, field, answer)
+    _refuse_async_state(scenario, found)
     return found
+
+
+def _refuse_async_state(scenario, found: list[tuple[JobSpec, str, dict]]) -> None:
+    """A job that keeps state, in a case with async progress tracking ([matrix] async_progress,
+    harness/scenario/state_matrix.py): Spark would refuse it at its first batch (sql/core/.../
+    AsyncProgressTrackingMicroBatchExecution.scala, checkNotStatefulStreamingQuery: a
+    StateStoreWriter in the plan); its plan says so before anything starts."""
+    facts = {json.dumps(_job(spec), sort_keys=True): answer.get("facts") or {} for spec, _, answer in found}
+    for case in scenario.cases:
+        pipeline = case.pipeline or scenario.pipeline
+        if not (isinstance(pipeline, JobSpec) and pipeline.spark.async_progress):
+            continue
+        operators = facts.get(json.dumps(_job(pipeline), sort_keys=True), {}).get("operators")
+        if operators:
+            from harness.scenario.state_matrix import ASYNC_FIX
+
+            raise ScenarioError(
+                f"matrix case {case.name}: async_progress = true with the job {pipeline.build!r}, whose plan "
+                f"keeps state ({', '.join(operators)}): Spark says \"Stateful streaming queries does not "
+                "support async progress tracking at this moment\" (AsyncProgressTrackingMicroBatchExecution; "
+                "checked in the job's plan before anything started)", ASYNC_FIX)
 
 
 def findings(scenario) -> list[tuple[JobSpec, str, dict]]:

@@ -8,6 +8,7 @@ file, the dotted field path and the bad value, with a fix.
 
 from __future__ import annotations
 
+import itertools
 import re
 import tomllib
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from harness.errors import ScenarioError
-from harness.scenario import foreach
+from harness.scenario import foreach, state_matrix
 from harness.scenario.fault_specs import Context, parse_faults, parse_nemesis
 from harness.scenario.job import bind_jobs
 from harness.scenario.model import (
@@ -29,6 +30,7 @@ from harness.scenario.model import (
     Case,
     KafkaConfig,
     Measure,
+    Pipeline,
     PostgresConfig,
     Scenario,
     Services,
@@ -87,8 +89,8 @@ def _scenario(raw: dict, path: Path, quick: bool) -> Scenario:
     quick_measure = quick_raw.pop("measure", None) if isinstance(quick_raw, dict) else None
     workload = _workload(top.raw("workload", {}), quick_raw, quick, path.parent)
     pipeline = _pipeline(raw, top, path.parent, quick_pipeline, quick)
-    cases = _cases(top.raw("cases"), top.table("matrix", ("guarantee", "sink", "watermark")), path.parent,
-                   pipeline)
+    matrix = top.table("matrix", ("guarantee", "sink", "watermark", *state_matrix.KEYS))
+    cases = _cases(top.raw("cases"), matrix, path.parent, pipeline)
     pipeline, cases = bind_jobs(pipeline, cases, workload)   # a job's schema from its records
     for i, case in enumerate(cases):
         foreach.check_pipeline(case.pipeline or pipeline, case, f"cases[{i}].sink")
@@ -341,7 +343,8 @@ def _overlay(base: Any, top: dict) -> dict:
 def _cases(raw: Any, matrix: Section, scenario_dir: Path, pipeline=None) -> tuple[Case, ...]:
     """[[cases]], plus one case per combination of [matrix] guarantee, sink and watermark
     (ducktape's @matrix): the same workload and faults under each guarantee; a watermark
-    axis sweeps the pipeline's delay (latency against completeness)."""
+    axis sweeps the pipeline's delay (latency against completeness); the state axes sweep
+    Spark's state and checkpoint settings (harness/scenario/state_matrix.py)."""
     listed: list = [] if raw is None else raw
     if not isinstance(listed, list):
         raise bad("cases", raw, "expected an array of tables", "write each case as a [[cases]] table")
@@ -368,14 +371,25 @@ def _matrix(s: Section, scenario_dir: Path, pipeline=None) -> list[Case]:
         if not isinstance(values, list) or not values:
             raise bad(s.field(key), values, "expected a non-empty array", f'write {key} = ["...", "..."]')
     delays = _watermarks(s, pipeline)
-    cases = []
-    for guarantee in axes["guarantee"]:
-        for sink in axes["sink"]:
-            for text, own in delays:
-                name = f"{guarantee}-{sink}" + (f"-wm{text}" if text else "")
-                item = {"name": name, "guarantee": guarantee, "sink": sink}
-                case = _case(Section(item, f"matrix[{guarantee}, {sink}]", _CASE_KEYS), scenario_dir)
-                cases.append(case if own is None else replace(case, pipeline=own))
+    states = state_matrix.settings(s)   # Spark's state and checkpoint settings: [Setting()] when not swept
+    state_matrix.stateless_refusal(s, pipeline)
+    cases, tried = [], []
+    for guarantee, sink, (text, own), setting in itertools.product(axes["guarantee"], axes["sink"], delays,
+                                                                   states):
+        name = f"{guarantee}-{sink}" + (f"-wm{text}" if text else "") + setting.suffix()
+        item = {"name": name, "guarantee": guarantee, "sink": sink}
+        case = _case(Section(item, f"matrix[{guarantee}, {sink}]", _CASE_KEYS), scenario_dir)
+        if not setting.swept:
+            cases.append(case if own is None else replace(case, pipeline=own))
+            continue
+        swept = state_matrix.apply(own or pipeline or Pipeline(), setting)
+        why = state_matrix.why_not(swept, sink, setting)
+        tried.append((setting, why))
+        if why is None:
+            cases.append(replace(case, pipeline=swept))
+        else:   # a combination Spark cannot run (hdfs with a changelog): the others still run
+            state_matrix.left_out(name, why)
+    state_matrix.refuse_unused(s, tried)
     return cases
 
 

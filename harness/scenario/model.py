@@ -87,10 +87,16 @@ class SparkSettings:
     # Spark's Kafka source fails the query when records it has not read are gone (deleted by
     # retention, or by kafka-retention); False: it skips them (failOnDataLoss = false)
     fail_on_data_loss: bool = True
+    # the state and checkpoint settings a [matrix] sweeps (harness/scenario/state_matrix.py), at
+    # Spark's defaults unless swept: the checkpoint format (2: unique ids per task attempt), and
+    # async progress tracking (the writer's asyncProgressTrackingEnabled)
+    checkpoint_format: int = 1
+    async_progress: bool = False
 
     def conf(self) -> dict[str, str]:
         partitions = {"spark.sql.shuffle.partitions": str(self.shuffle_partitions)}
-        return {**STATE_STORES[self.state_store], **partitions}
+        version = {} if self.checkpoint_format == 1 else {CHECKPOINT_FORMAT_KEY: str(self.checkpoint_format)}
+        return {**STATE_STORES[self.state_store], **partitions, **version}
 
     def source_options(self) -> dict[str, str]:
         options = {} if self.fail_on_data_loss else {"failOnDataLoss": "false"}
@@ -98,11 +104,34 @@ class SparkSettings:
             options["maxOffsetsPerTrigger"] = str(self.max_offsets_per_trigger)
         return options
 
+    def writer_options(self) -> dict[str, str]:
+        """The query's writer options (DataStreamWriter.option): async progress tracking is one,
+        not a Spark setting (AsyncProgressTrackingMicroBatchExecution reads the writer's options)."""
+        return {"asyncProgressTrackingEnabled": "true"} if self.async_progress else {}
+
+    def state_settings(self) -> dict:
+        """The state and checkpoint settings the matrix sweeps, as summary.json's cases record
+        them: the store (hdfs or rocksdb), changelog checkpointing, the checkpoint format, async
+        progress tracking."""
+        return {"state_store": "hdfs" if self.state_store == "hdfs" else "rocksdb",
+                "changelog": self.state_store == "rocksdb-changelog",
+                "checkpoint_format": self.checkpoint_format, "async_progress": self.async_progress}
+
     def describe(self) -> dict:
-        return {"state_store": self.state_store, "shuffle_partitions": self.shuffle_partitions,
-                "max_offsets_per_trigger": self.max_offsets_per_trigger,
-                "fail_on_data_loss": self.fail_on_data_loss, "conf": self.conf(),
-                "source_options": self.source_options()}
+        out = {"state_store": self.state_store, "shuffle_partitions": self.shuffle_partitions,
+               "max_offsets_per_trigger": self.max_offsets_per_trigger,
+               "fail_on_data_loss": self.fail_on_data_loss, "conf": self.conf(),
+               "source_options": self.source_options()}
+        # added later: at their defaults they are left out, so that a scenario's fingerprint (and
+        # compare against its baselines) stays what it was before they existed
+        if self.checkpoint_format != 1:
+            out["checkpoint_format"] = self.checkpoint_format
+        if self.async_progress:
+            out.update(async_progress=True, writer_options=self.writer_options())
+        return out
+
+
+CHECKPOINT_FORMAT_KEY = "spark.sql.streaming.stateStore.checkpointFormatVersion"
 
 
 # how the query is triggered (the [pipeline] key `trigger`):

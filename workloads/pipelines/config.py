@@ -32,6 +32,7 @@ class DriverConfig:
     sink_class: str = ""           # "module:Class" of the sink ("": the named sink's own)
     import_paths: list[str] = field(default_factory=list)   # the scenario's directory: the user's code
     source_options: dict[str, str] = field(default_factory=dict)   # e.g. maxOffsetsPerTrigger
+    writer_options: dict[str, str] = field(default_factory=dict)   # e.g. asyncProgressTrackingEnabled
     # "kafka", or "rate": Spark's rate-micro-batch source, rows_per_batch events a batch, for
     # Spark's own ceiling of the query (harness/run/ceiling.py)
     source: str = "kafka"

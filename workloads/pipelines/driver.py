@@ -236,7 +236,7 @@ def _start_query(spark, config: DriverConfig, sink):
     def configured(df):
         # real-time mode takes update mode only; for its stateless queries that is append
         mode = "update" if config.trigger == "real-time" else config.params.get("output_mode", "append")
-        writer = df.writeStream.outputMode(mode).queryName(config.app_name)
+        writer = df.writeStream.outputMode(mode).queryName(config.app_name).options(**config.writer_options)
         return _triggered(writer, config).option("checkpointLocation", config.checkpoint)
 
     if own:   # Spark's own sink: it shapes and starts the writer
