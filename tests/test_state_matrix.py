@@ -242,3 +242,19 @@ class TestTheStateColumn:
         head = next(line for line in lines if line.startswith("case"))
         assert head.split()[:3] == ["case", "state", "figure"]
         assert any(line.startswith("c1") and "rocksdb+changelog ckpt2" in line for line in lines)
+
+
+class TestTheHuntsMinimalFile:
+    def test_a_matrix_case_is_written_with_its_state_settings(self, tmp_path):
+        """A hunt's minimal.toml reruns the case it hunted: a [matrix] case over state settings
+        is written as that one combination, so the rerun has the same store, changelog and format."""
+        from harness.hunt.search import minimal_toml
+
+        s = _load(tmp_path, SESSIONS, 'guarantee = ["exactly-once"]\nstate_store = ["hdfs", "rocksdb"]\n'
+                  "changelog = [false, true]\ncheckpoint_format = [1, 2]\n")
+        case = next(c for c in s.cases if c.name == "exactly-once-postgres-rocksdb-changelog-ckpt2")
+        path = tmp_path / "minimal.toml"
+        path.write_text(minimal_toml(s, case, [{"kind": "kill-driver", "at": "5s"}], 40.0))
+        (again,) = load(path).cases
+        assert again.name == case.name
+        assert again.pipeline.spark.state_settings() == case.pipeline.spark.state_settings()

@@ -341,6 +341,7 @@ def minimal_toml(scenario, spec, plan: list[dict], workload_s: float) -> str:
     if scenario.quick:
         raw["workload"] = _overlay(raw.get("workload", {}), quick)
     raw["workload"] = {**raw.get("workload", {}), "duration": f"{workload_s:g}s"}
+    swept = _state_axes(spec, raw.get("matrix"))
     for key in ("matrix", "nemesis", "faults"):
         raw.pop(key, None)
     case = {"name": spec.name, "guarantee": spec.guarantee, "sink": spec.sink}
@@ -350,6 +351,9 @@ def minimal_toml(scenario, spec, plan: list[dict], workload_s: float) -> str:
     if listed is not None and "pipeline" in listed:
         case["pipeline"] = listed["pipeline"]
     raw["cases"] = [case]
+    if swept:   # a case of a [matrix] over Spark's state settings: that one combination of it
+        raw.pop("cases")
+        raw["matrix"] = {"guarantee": [spec.guarantee], "sink": [spec.sink], **swept}
     # the scenario's directory and its imports, once each (its own "." is that directory again)
     raw["imports"] = list(dict.fromkeys(str(p) for p in scenario.imports or (Path(scenario.path).parent,)))
     if scenario.fault_kinds:   # the user's own kinds, which the plan may hold
@@ -359,9 +363,20 @@ def minimal_toml(scenario, spec, plan: list[dict], workload_s: float) -> str:
             f"{spec.guarantee}\n"
             f"for case {spec.name} of {scenario.path}.\nReproduce: python -m harness run <this file>")
     keys = ("name", "description", "imports", "fault_kinds", "drain_timeout", "services", "workload",
-            "pipeline", "measure", "cases", "faults")
+            "pipeline", "measure", "cases", "matrix", "faults")
     ordered = {k: raw[k] for k in keys if k in raw}
     return tomlw.dumps(ordered, head)
+
+
+def _state_axes(spec, matrix) -> dict:
+    """The state axes a [matrix] swept, each at `spec`'s own value (harness/scenario/state_matrix.py):
+    a [[cases]] table cannot say them, so the case is written as that matrix's one combination."""
+    from harness.scenario.state_matrix import KEYS
+
+    if not isinstance(matrix, dict) or spec.pipeline is None or not any(k in matrix for k in KEYS):
+        return {}
+    own = spec.pipeline.spark.state_settings()
+    return {k: [own[k]] for k in KEYS if k in matrix}
 
 
 def _overlay(base: dict, top: dict) -> dict:
