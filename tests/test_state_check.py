@@ -97,6 +97,7 @@ class TestCompare:
         held = self._held([("a", 0, 1, 10), ("a", 2, 1, 7), ("z", 0, 9, 9)])
         found = state_check.compare(expected, held, KEY, VALUES)
         rows = {(r.key.split()[0], r.column): (r.expected, r.held) for r in found.itertuples()}
+        assert len(found) == 4, found.to_string()   # the window of a the state holds right is not one
         assert rows == {("key=a", "count"): ("2", "1"), ("key=a", "sum_amount"): ("11", "10"),
                         ("key=b", "(the key)"): ("1", "none"), ("key=z", "(the key)"): ("none", "9")}
         assert json.loads(found.iloc[0]["key_values"])["key"] == "a"

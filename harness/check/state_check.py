@@ -45,6 +45,7 @@ from harness.paths import REPO_ROOT
 
 STATE_DIR = "state-check"          # in the case's directory
 DIVERGED = "diverged.parquet"      # the divergences found, for the finding (harness/findings/state.py)
+OUTCOME = "outcome.json"           # what was checked, what not, how many diverged in all
 TIMEOUT_S = 600.0
 # key: the key as text ("key=k1 window_start_ms=0"); key_values: the same as JSON, for the finding
 COLUMNS = ["operator", "store", "batch", "after", "key", "key_values", "column", "expected", "held"]
@@ -189,12 +190,13 @@ def compare(expected: pd.DataFrame, held: pd.DataFrame, key: list[str], values: 
                                            suffixes=("_e", "_h"), indicator=True)
     out = []
     for v in values:
-        e, h = both[f"{v}_e"], both[f"{v}_h"]
-        differs = (both["_merge"] != "both") | (e.astype(str) != h.astype(str))
+        # as text, each side as _text writes it: an outer merge makes a column with a gap a float
+        e = pd.Series([_text(x) for x in both[f"{v}_e"]], index=both.index, dtype=object)
+        h = pd.Series([_text(x) for x in both[f"{v}_h"]], index=both.index, dtype=object)
+        differs = (both["_merge"] != "both") | (e != h)
         rows = both[differs]
         out.append(pd.DataFrame({"key": _key_text(rows, key), "key_values": _key_json(rows, key), "column": v,
-                                 "expected": [_text(x) for x in rows[f"{v}_e"]],
-                                 "held": [_text(x) for x in rows[f"{v}_h"]]}))
+                                 "expected": e[differs].to_list(), "held": h[differs].to_list()}))
     found = (pd.concat(out, ignore_index=True) if out
              else pd.DataFrame(columns=["key", "key_values", "column", "expected", "held"]))
     # a key missing on one side differs in every column: say it once
@@ -277,6 +279,7 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
     outcome.count = int(len(outcome.diverged))
     outcome.diverged = outcome.diverged.head(KEEP)
     outcome.diverged.to_parquet(out / DIVERGED, index=False)
+    (out / OUTCOME).write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
     outcome.seconds["total_s"] = round(time.perf_counter() - began, 3)
     return outcome
 

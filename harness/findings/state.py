@@ -24,7 +24,7 @@ def build(inputs) -> Finding | None:
     """The finding of a case (harness.findings.Inputs), or None when its state held what it must."""
     if not inputs.checkpoints:
         return None
-    from harness.check.state_check import DIVERGED, STATE_DIR
+    from harness.check.state_check import DIVERGED, OUTCOME, STATE_DIR
 
     path = Path(inputs.checkpoints[0]).parent / STATE_DIR / DIVERGED
     if not path.exists():
@@ -32,9 +32,10 @@ def build(inputs) -> Finding | None:
     found = pd.read_parquet(path)
     if not len(found):
         return None
+    total = _total(path.with_name(OUTCOME), len(found))
     found = found.sort_values(["batch", "key"], kind="stable")
     witnesses, clauses = [], []
-    for row in found.head(MAX_WITNESSES).to_dict("records"):
+    for row in found.drop_duplicates("key").head(MAX_WITNESSES).to_dict("records"):   # a key once
         values = json.loads(row["key_values"])
         fault = _fault_before(inputs, int(row["batch"]))
         then, end = _in_sink(inputs, values, int(row["batch"]), row["column"])
@@ -42,13 +43,22 @@ def build(inputs) -> Finding | None:
                           "column": row["column"], "expected": row["expected"], "held": row["held"],
                           "fault": fault, "sink_then": then, "sink_end": end})
         clauses.append(_clause(row, fault, then, end))
-    more = len(found) - len(witnesses)
-    summary = (f"{text.plural(len(found), 'value')} of the state in all differ from the oracle's" +
-               (f" ({more:,} more not shown)" if more > 0 else ""))
+    more = total - len(witnesses)
+    keys = found["key"].nunique()
+    summary = (f"{text.plural(total, 'value')} of the state in all differ from the oracle's"
+               + (f" ({more:,} not shown; of those kept, {text.plural(keys, 'key')})" if more > 0 else ""))
     story = text.paragraph([*clauses, summary])
-    return Finding(cls="state-diverged", count=int(len(found)), witness=witnesses,
+    return Finding(cls="state-diverged", count=total, witness=witnesses,
                    faults=sorted({w["fault"] for w in witnesses if w["fault"]}),
                    story=f"{story} {fix.advice('state-diverged')}")
+
+
+def _total(outcome: Path, kept: int) -> int:
+    """Every divergence the check counted (DIVERGED keeps the first few hundred)."""
+    try:
+        return max(int(json.loads(outcome.read_text())["diverged"]), kept)
+    except (OSError, ValueError, KeyError, TypeError):
+        return kept
 
 
 def _clause(row: dict, fault: str | None, then: str, end: str) -> str:

@@ -1,0 +1,89 @@
+"""The state as evidence, end to end (issue 49, part 1): the planted state loss is caught by
+state-diverged with the right operator, key and batch, and its correct twin gives no finding.
+
+Setup: nothing; each run starts its own Kafka, PostgreSQL and Spark local-cluster. Both runs
+are tests/scenarios/state_rollback*.toml: a windowed count on the HDFS-backed store, the driver
+killed 6 s after the warm-up and started again 1 s later; the plant puts one partition's newest
+state version back to the previous version's content meanwhile (tests/scenarios/state_rollback.py),
+the twin touches nothing. Full bench only (tox -e bench): about three minutes each.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.helpers import REPO, run_cli
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e_variation]
+
+SCENARIOS = REPO / "tests" / "scenarios"
+
+
+def _run(tmp_path: Path, name: str) -> tuple[Path, dict, str]:
+    run_dir = tmp_path / name
+    proc = run_cli("run", str(SCENARIOS / f"{name}.toml"), "--out", str(run_dir))
+    output = proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (run_dir / "summary.json").exists(), output
+    summary = json.loads((run_dir / "summary.json").read_text())
+    return run_dir, summary, output
+
+
+def _touched(case_dir: Path, topic: str, batch: int) -> set[tuple[str, int]]:
+    """(key, window start) of every event the committed batch `batch` read: the state the
+    rolled-back delta held, ground truth and the checkpoint say which."""
+    from harness.check import checkpoint
+    from harness.check.batch_reads import assign_batches
+    from workloads.generator import truth
+
+    events = truth.read(case_dir / "truth", ["key", "event_time_ms", "partition", "offset"])
+    batches = checkpoint.read_queries([case_dir / "checkpoint"], topic)
+    read = events[assign_batches(events, batches).to_numpy() == batch]
+    return {(str(k), int(t - t % 2000)) for k, t in zip(read["key"], read["event_time_ms"], strict=True)}
+
+
+class TestStateRollback:
+    def test_the_planted_state_loss_is_caught_at_the_first_batch_after_the_fault(self, tmp_path):
+        """state_rollback.toml: the fault's record names the batch whose updates it threw away
+        (batch N, version N + 1); the state check reads the state after the first batch the new
+        driver committed and finds values held below what ground truth says, for keys batch N
+        read and nothing else, on operator 0, at that batch; the case FAILs with state-diverged."""
+        run_dir, summary, output = _run(tmp_path, "state_rollback")
+        (case,) = summary["cases"]
+        (fault,) = case["faults"]
+        if not fault.get("landed"):
+            pytest.fail(f"the plant did not bite: {fault.get('detail')}")
+        check = case.get("state_check") or {}
+        after = [c for c in check.get("checked", []) if c["after"].startswith("after state-rollback")]
+        assert after, f"the state was not read after the fault: {check}\n{output}"
+        first = after[0]["batch"]
+        diverged = pd.read_parquet(run_dir / "cases" / case["name"] / "state-check" / "diverged.parquet")
+        at_first = diverged[diverged["batch"] == first]
+        assert len(at_first), f"no divergence at batch {first}: {check}"
+        assert set(at_first["operator"]) == {fault["operator"]} == {0}
+        lost = _touched(run_dir / "cases" / case["name"], case["topic"], fault["batch"])
+        keys = {(v["key"], v["window_start_ms"]) for v in map(json.loads, at_first["key_values"])}
+        assert keys <= lost, f"divergent keys batch {fault['batch']} never read: {sorted(keys - lost)[:5]}"
+        assert all(int(h) < int(e) for h, e in zip(at_first["held"], at_first["expected"], strict=True)
+                   if h != "none" and e != "none"), at_first.to_string()
+        (finding,) = [f for f in case["findings"] if f["class"] == "state-diverged"]
+        assert finding["witness"][0]["batch"] == first and finding["witness"][0]["operator"] == 0
+        assert "state-rollback" in finding["witness"][0]["fault"], finding["witness"][0]
+        assert case["verdict"]["status"] == "FAIL", case["verdict"]
+        assert "the state diverged" in case["verdict"]["detail"], case["verdict"]["detail"]
+
+    def test_its_correct_twin_gives_no_finding(self, tmp_path):
+        """state_rollback_twin.toml: the same kill and restart, no file touched: the state after
+        the first batch after the fault and after the last is what ground truth says, and the
+        case PASSes."""
+        _, summary, output = _run(tmp_path, "state_rollback_twin")
+        (case,) = summary["cases"]
+        check = case.get("state_check") or {}
+        assert check.get("diverged") == 0, f"{check}\n{output}"
+        read = {c["after"].split(" at ")[0] for c in check["checked"]}
+        assert read == {"after state-rollback", "final"}, check
+        assert not [f for f in case.get("findings", []) if f["class"] == "state-diverged"]
+        assert case["verdict"]["status"] == "PASS", case["verdict"]
