@@ -227,3 +227,41 @@ class TestPlantTarget:
         from tests.scenarios.state_rollback import rollback_target
 
         assert rollback_target(self._store(tmp_path, {0: {1: 5}}, commits=1)) is None
+
+
+class TestNothingToRead:
+    def _case(self, tmp_path: Path, operators: list[str], mode: str = "whole") -> Path:
+        case = tmp_path / "case"
+        (case / "checkpoint" / "state").mkdir(parents=True)
+        (case / "oracle").mkdir()
+        (case / "plan.json").write_text(json.dumps({"operators": operators, "watermarks": []}))
+        (case / "oracle" / "oracle.json").write_text(json.dumps({"mode": mode}))
+        pd.DataFrame({"user": ["u"], "clicks": [1]}).to_parquet(case / "oracle" / "with-flush.parquet")
+        return case
+
+    def _check(self, case: Path) -> state_check.Outcome | None:
+        from harness.scenario.job import JobSpec
+
+        job = JobSpec(kind="job", oracle="batch")
+        return state_check.check(case, job, TRUTH, BATCHES, [], T0_S, [case / "checkpoint"])
+
+    def test_a_job_whose_state_is_not_one_aggregation_starts_no_spark(self, tmp_path):
+        """applyInPandasWithState's state has no model yet: said, and no reader is started (a
+        reader would fail here: there is no Spark in the unit lane)."""
+        outcome = self._check(self._case(tmp_path, ["applyInPandasWithState"]))
+        assert outcome is not None and outcome.count == 0 and not outcome.checked
+        assert "applyInPandasWithState" in outcome.notes[0]
+
+    def test_late_records_leave_a_job_s_state_unchecked(self, tmp_path):
+        outcome = self._check(self._case(tmp_path, ["aggregate"], mode="partial"))
+        assert outcome is not None and "its mode: partial" in outcome.notes[0]
+
+    def test_a_query_that_kept_no_state_is_not_checked(self, tmp_path):
+        case = self._case(tmp_path, [])
+        (case / "checkpoint" / "state").rmdir()
+        assert self._check(case) is None
+
+    def test_a_pipeline_without_a_state_model_is_not_checked(self, tmp_path):
+        case = self._case(tmp_path, [])
+        assert state_check.check(case, Pipeline(kind="passthrough"), TRUTH, BATCHES, [], T0_S,
+                                 [case / "checkpoint"]) is None
