@@ -32,7 +32,9 @@ FLUSH_S = 2.0
 FLUSH_ROWS = 50_000
 FLUSH_BYTES = 32 * 2**20
 CATCH_UP_S = 30.0
-METADATA_EVERY_S = 1.0
+# how often it asks for the topic's partitions while it records (HARNESS_RECORDER_METADATA_S: a
+# test sets it long, so that only the stop's own asking can find a partition added at the end)
+METADATA_EVERY_S = float(os.environ.get("HARNESS_RECORDER_METADATA_S", "1.0"))
 # librdkafka's prefetch queue per partition (its default is 64 MiB): the recorder's memory is
 # this times the partitions, plus one chunk
 QUEUE_KBYTES = 4096
@@ -120,24 +122,26 @@ class Recorder:
         self.looked_at = 0.0
         self.errors: list[str] = []
 
-    def assign_new(self) -> None:
-        """Take up partitions the topic has gained (all of them, the first time)."""
+    def assign_new(self, force: bool = False) -> bool:
+        """Take up partitions the topic has gained (all of them, the first time). True when the
+        broker answered (asked now: at most every METADATA_EVERY_S unless forced)."""
         from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-        if time.monotonic() - self.looked_at < METADATA_EVERY_S:
-            return
+        if not force and time.monotonic() - self.looked_at < METADATA_EVERY_S:
+            return False
         self.looked_at = time.monotonic()
         try:
             found = self.consumer.list_topics(self.topic, timeout=2).topics.get(self.topic)
         except KafkaException as exc:   # the broker is restarting: ask again next time
             self._error(f"metadata: {exc}")
-            return
+            return False
         if found is None or found.error is not None:
-            return
+            return False
         new = sorted(set(found.partitions) - self.assigned)
         if new:
             self.consumer.incremental_assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in new])
             self.assigned.update(new)
+        return True
 
     def poll(self, timeout_s: float = 0.2) -> None:
         for message in self.consumer.consume(num_messages=10_000, timeout=timeout_s):
@@ -164,12 +168,15 @@ class Recorder:
         return out
 
     def catch_up(self, deadline_s: float = CATCH_UP_S) -> dict:
-        """Read on to the end offsets the broker has now: what a stop owes the oracle."""
+        """Read on to the end offsets the broker has now: what a stop owes the oracle. The
+        topic's partitions are asked for again first (a partition added within the last
+        METADATA_EVERY_S would be missed otherwise), and the ends are taken only once the broker
+        answered that."""
         until = time.monotonic() + deadline_s
-        ends = None
+        ends, looked = None, False
         while time.monotonic() < until:
-            self.assign_new()
-            ends = self.ends() if ends is None else ends
+            looked = looked or self.assign_new(force=True)
+            ends = self.ends() if ends is None and looked else ends
             if ends is not None and all(self.chunks.next.get(p, 0) >= e for p, e in ends.items()):
                 return {"caught_up": True, "ends": {str(p): e for p, e in ends.items()}}
             self.poll(0.1)
