@@ -18,6 +18,15 @@ from harness.paths import cache_dir
 from harness.versions import JVM_ARTIFACTS
 
 _MARKER = ".fetched"
+# the JVM options of a Spark process that lives seconds on a small input (the check before start,
+# the batch oracle of a small case): the client compiler alone (C2 compiles for longer than such a
+# process lives, on the cores the case needs) and the serial collector
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def quick_submit_args() -> str:
+    """PYSPARK_SUBMIT_ARGS that start a pyspark process's JVM with QUICK_JVM."""
+    return f"--driver-java-options '{QUICK_JVM}' pyspark-shell"
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>harness</groupId><artifactId>fetch-{name}</artifactId><version>0</version>

@@ -32,6 +32,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
+from harness.jvm import quick_submit_args
 from harness.paths import REPO_ROOT
 from workloads import records
 from workloads.pipelines.config import DriverConfig
@@ -39,6 +40,10 @@ from workloads.pipelines.config import DriverConfig
 ORACLE_DIR = "oracle"
 RECORDS = "records.parquet"   # in the oracle's directory: the records the job runs on
 TIMEOUT_S = 600.0
+# up to this many records the batch oracle's JVM starts with the client compiler alone
+# (harness.jvm.QUICK_JVM): its session starts in about half the time and a batch this small
+# does not gain from C2; above it, a long batch does
+QUICK_RECORDS = 200_000
 
 
 class BatchFailed(RuntimeError):
@@ -139,6 +144,8 @@ def run(case_dir: Path, ranges: list[tuple[int, int, int]], runs: dict[str, pd.D
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [*imports, str(REPO_ROOT), env.get("PYTHONPATH")]))
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if count <= QUICK_RECORDS:
+        env.setdefault("PYSPARK_SUBMIT_ARGS", quick_submit_args())
     began = time.perf_counter()
     log = out / "batch.log"
     try:

@@ -33,13 +33,13 @@ import time
 from pathlib import Path
 
 from harness.errors import EnvironmentProblem, ScenarioError
+from harness.jvm import quick_submit_args
 from harness.paths import REPO_ROOT
 from harness.scenario.job import FIX, JobSpec
 
 log = logging.getLogger(__name__)
 TIMEOUT_S = 300.0
 _CHECKED: dict[str, dict] = {}   # request's key -> its answer, for this process's later runs
-QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"   # the check's JVM options (_run)
 
 
 def check(scenario) -> list[tuple[JobSpec, str, dict]]:
@@ -152,7 +152,7 @@ def _run(request: dict) -> dict:
     # a JVM that lives seconds and analyses a plan: the client compiler alone, the serial
     # collector. Measured on examples/my-job under a load average of 6: 25.6 s and 36.2 s
     # without, 11.5 s and 17.2 s with (issue 47: the check may add at most 10 s to a case)
-    env.setdefault("PYSPARK_SUBMIT_ARGS", f"--driver-java-options '{QUICK_JVM}' pyspark-shell")
+    env.setdefault("PYSPARK_SUBMIT_ARGS", quick_submit_args())
     (work / "request.json").write_text(json.dumps({**request, "out": str(work / "check.json")}, indent=2))
     began = time.perf_counter()
     try:
