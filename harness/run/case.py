@@ -149,9 +149,9 @@ class Case:
 
     def sink(self):
         """The case's sink as the harness reads it (its class built from the case's context)."""
-        from workloads.sinks import load, sink_target
+        from workloads.sinks import sink_class
 
-        return load(sink_target(self.spec.sink, self.spec.sink_class))(self.sink_context())
+        return sink_class(self.spec.sink, self.spec.sink_class)(self.sink_context())
 
     def sink_broken(self) -> str | None:
         """Why the case's sink cannot be built, said with its class and the exception its

@@ -31,7 +31,7 @@ from workloads.pipelines.control import CommitGate
 from workloads.pipelines.executors import ExecutorWatch
 from workloads.pipelines.source import parse_events, rate_events, read_delta, read_kafka
 from workloads.pipelines.taskfault import JOB, SPARK_SINK, with_task_faults
-from workloads.sinks import sink_target
+from workloads.sinks import SINKS, sink_target
 
 DEFAULT_CONF = {
     "spark.ui.enabled": "false",
@@ -57,7 +57,7 @@ def run(config: DriverConfig, status: Path) -> int:
     plugins.add_import_paths(config.import_paths)
     spark = _session(config)
     target = config.sink_class or sink_target(config.sink, None)
-    sink_class = plugins.load(target, "sink_class")
+    sink_class = plugins.load(target, "sink_class") if config.sink_class else SINKS[config.sink].load()
     try:
         sink = sink_class(config.sink_context)
     except Exception as exc:

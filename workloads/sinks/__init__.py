@@ -24,7 +24,8 @@ contract; the case's guarantee is what its author claims for it, and the verdict
 from __future__ import annotations
 
 import importlib
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -73,7 +74,7 @@ class ReportingSink(Protocol):
 class SinkKind:
     """A built-in sink: where its class lives and the guarantees it can be configured for."""
 
-    target: str                  # "module:Class"
+    target: str                  # "module:Class": its name in messages and in the driver's config
     guarantees: tuple[str, ...]
     needs_postgres: bool = False
     checked: bool = True         # False: a speed run's sink, nothing to read back, no verdict
@@ -81,9 +82,67 @@ class SinkKind:
     why_not: dict[str, str] = field(default_factory=dict)   # guarantee -> why it cannot give it
     jvm: tuple[str, ...] = ()    # JVM artifacts (harness/versions.py JVM_ARTIFACTS) its driver needs
     spark_conf: dict[str, str] = field(default_factory=dict)   # settings its driver's session needs
+    cls: Callable[[], type] | None = None   # its class, imported by name (the module's _-functions)
 
     def load(self) -> type:
-        return load(self.target)
+        assert self.cls is not None, self.target
+        return self.cls()
+
+
+# each built-in sink's class, imported by name when a case needs it (a sink's module may need
+# what the harness's process does not load, Delta's or psycopg's)
+def _postgres() -> type:
+    from workloads.sinks.postgres import PostgresSink
+
+    return PostgresSink
+
+
+def _parquet() -> type:
+    from workloads.sinks.files import ParquetFileSink
+
+    return ParquetFileSink
+
+
+def _kafka() -> type:
+    from workloads.sinks.kafka import KafkaTopicSink
+
+    return KafkaTopicSink
+
+
+def _delta() -> type:
+    from workloads.sinks.delta import DeltaStreamSink
+
+    return DeltaStreamSink
+
+
+def _delta_batch() -> type:
+    from workloads.sinks.delta import DeltaBatchSink
+
+    return DeltaBatchSink
+
+
+def _noop() -> type:
+    from workloads.sinks.noop import NoopSink
+
+    return NoopSink
+
+
+def _postgres_upsert() -> type:
+    from workloads.sinks.upsert import PostgresUpsertSink
+
+    return PostgresUpsertSink
+
+
+def _delta_merge() -> type:
+    from workloads.sinks.upsert import DeltaMergeSink
+
+    return DeltaMergeSink
+
+
+def _foreach_batch() -> type:
+    from workloads.sinks.foreach_batch import ForeachBatchSink
+
+    return ForeachBatchSink
 
 
 # at-most-once comes from how the driver restarts (a fresh checkpoint at the latest offsets),
@@ -133,6 +192,10 @@ SINKS = {
                               ("at-most-once", "at-least-once", "exactly-once"), needs_postgres=True,
                               jvm=("delta",), spark_conf=_DELTA_CONF),
 }
+# each built-in's class, imported by name (the _-functions above)
+SINKS = {name: replace(kind, cls=cls) for (name, kind), cls in zip(SINKS.items(), (
+    _postgres, _parquet, _kafka, _delta, _delta_batch, _noop, _postgres_upsert, _delta_merge, _foreach_batch),
+    strict=True)}
 CUSTOM_SINK = "custom"   # the scenario's own class, named by the case's sink_class
 # a user's sink runs with what the built-in ones may need (Delta is where Spark users most
 # often write streams), so that it can write Delta as ours do
@@ -155,7 +218,15 @@ def sink_target(sink: str, sink_class: str | None) -> str:
     return SINKS[sink].target
 
 
+def sink_class(sink: str, own: str | None) -> type:
+    """A case's sink class: a built-in one's (imported by name), or the scenario's own
+    `sink_class = "module:Class"` (a user's plug-in, named by its text)."""
+    if sink == CUSTOM_SINK:
+        return load(sink_target(sink, own))
+    return SINKS[sink].load()
+
+
 def load(target: str) -> type:
-    """The sink class named "module:Class" (already validated by the scenario loader)."""
+    """The sink class named "module:Class" (a scenario's own, already validated by the loader)."""
     module, _, name = target.partition(":")
     return getattr(importlib.import_module(module), name)
