@@ -1,4 +1,4 @@
-"""Your own job, end to end (issue 42; docs/your-job.md): the three examples exact under
+"""Your own job, end to end (issue 42; docs/your-job.md): the four examples exact under
 kill-driver, fail-task and kill-executor; the planted bugs caught by the batch oracle with
 their finding and story, each beside a correct twin of its shape that PASSes; what the batch
 oracle costs of a run; the replay's speed.
@@ -30,7 +30,7 @@ from tests.scenarios.job_planted import PLANTS, did_not_bite, scenario
 
 pytestmark = pytest.mark.integration
 
-EXAMPLES = ["my-job", "dedup", "enrichment"]
+EXAMPLES = ["my-job", "dedup", "enrichment", "balances"]
 FAULTS = {"kill-driver", "fail-task", "kill-executor"}
 
 

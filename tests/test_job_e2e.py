@@ -2,8 +2,10 @@
 sessions example (examples/my-job/job.py, session_window over clicks) on 3,000 clicks of its
 make_data.py, replayed at 20 times their pace through the session's Kafka into PostgreSQL on
 local[2], checked by the batch oracle.
-The three examples under kill-driver, fail-task and kill-executor, and the planted bugs, run
-in tox -e bench (benchmarks/test_jobs.py)."""
+The examples (balances, the update-mode aggregate behind a watermark, among them) under
+kill-driver, fail-task and kill-executor, and the planted bugs at full size, run in tox -e bench
+(benchmarks/test_jobs.py); update mode behind a watermark is gated on every commit by
+tests/test_job_shapes_e2e.py."""
 
 from __future__ import annotations
 
@@ -66,62 +68,3 @@ def test_the_sessions_job_matches_its_own_batch_run(harness_run, tmp_path):
     assert e["lost"] == e["duplicated"] == e["unexpected"] == 0 and e["delivered"] == e["expected"] > 100, e
     assert e["late_records"] == 0 and e["left_out"] == 0, e
 
-
-BALANCES = """
-name = "balances-quick"
-imports = ["{examples}"]
-drain_timeout = "120s"
-
-[services.spark]
-master = "local[2]"
-
-[workload]
-kind = "replay"
-file = "transactions.jsonl"
-event_time = "ts"
-key = "account"
-rate = {{ eps = 100 }}
-partitions = 2
-
-[pipeline]
-kind = "job"
-from_kafka = "job:from_kafka"
-columns = {{ account = "STRING", balance_cents = "LONG", transactions = "LONG", last_ts = "LONG" }}
-key = ["account"]
-output_mode = "update"
-
-[[cases]]
-name = "balances"
-guarantee = "exactly-once"
-sink = "postgres_upsert"
-
-[[faults]]
-kind = "kill-driver"
-at = "batch 3"
-"""
-
-
-def test_the_balances_job_in_update_mode_passes_under_a_kill(harness_run, tmp_path):
-    """The fourth example (examples/balances/): an update-mode aggregate behind a watermark,
-    upserted by account, under a kill-driver. The run ends once a committed batch has read every
-    record (Spark runs no batch after the input stops for an update-mode aggregate, so a drain
-    waiting for its watermark waited out its timeout and FAILED a sink that held every row)."""
-    import importlib.util
-
-    made = REPO / "examples" / "balances" / "make_data.py"
-    spec = importlib.util.spec_from_file_location("balances_data", made)
-    assert spec is not None and spec.loader is not None
-    data = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(data)
-    rows = data.transactions(3_000)
-    (tmp_path / "transactions.jsonl").write_text("".join(json.dumps(t) + "\n" for t in rows))
-    path = tmp_path / "balances.toml"
-    path.write_text(BALANCES.format(examples=REPO / "examples" / "balances"))
-    result = harness_run(path)
-    case = result.case("balances")
-    kills = [f for f in case.faults if f.kind == "kill-driver"]
-    assert kills and kills[0].observed, f"the plant did not bite: the kill-driver was not observed: {kills}"
-    e = case.events
-    assert case.verdict.holds, case.verdict.detail
-    assert "drain_timeout" not in case.verdict.detail, case.verdict.detail
-    assert e["lost"] == e["duplicated"] == e["unexpected"] == 0 and e["delivered"] == e["expected"] >= 300, e

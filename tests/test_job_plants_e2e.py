@@ -3,11 +3,11 @@ every commit): each bug FAILs with its finding and each twin of its shape PASSes
 kill-driver after the sink's write (tests/scenarios/job_planted.py; the same six cases at 6,000
 clicks, three runs each, are in tox -e bench: benchmarks/test_jobs.py).
 
-Setup: 3,000 clicks of the sessions example's generator at 120 a second (25 s, the least the
-kill's schedule takes), through the session's Kafka into PostgreSQL, Spark on local[2]; one
-run of six cases, shared by every test here. Steps: per case, first that the kill did what the
-plants need (read from its record: else the test fails as "the plant did not bite"), then the
-verdict.
+Setup: 3,000 clicks of the sessions example's generator at 100 a second (30 s: the kill's
+schedule takes 23 s at least, and a loaded machine's first batches are slow), through the
+session's Kafka into PostgreSQL, Spark on local[2]; one run of six cases, shared by every test
+here. Steps: per case, first that the kill did what the plants need (read from its record: else
+the test fails as "the plant did not bite"), then the verdict.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def planted_run(harness_services, tmp_path_factory):
     from harness import api
 
     directory = tmp_path_factory.mktemp("planted")
-    path = scenario(directory, 3_000, eps=120, local=True, drain="120s")
+    path = scenario(directory, 3_000, eps=100, local=True, drain="120s")
     registry, stack = harness_services.get()
     api.run(path, directory / "run", registry=registry, stack=stack)
     return {c["name"]: c for c in json.loads((directory / "run" / "summary.json").read_text())["cases"]}
@@ -53,10 +53,13 @@ def test_the_planted_bug_fails_with_its_finding(planted_run, plant):
 @pytest.mark.parametrize("plant", PLANTS, ids=[p.twin for p in PLANTS])
 def test_its_correct_twin_passes(planted_run, plant):
     """The twin, the same shape without the bug, under the same kill: PASS, nothing lost,
-    duplicated or unexpected, no finding."""
+    duplicated or unexpected, no finding, and a drain that ended by what its shape needs (the
+    twins are the update-mode aggregate without a watermark and the NoTimeout state behind one of
+    the shapes' test, tests/test_job_shapes_e2e.py)."""
     case = planted_run[plant.twin]
     _bit(case)
     e = case["events"]
     findings = [f["class"] for f in case.get("findings", [])]
     assert case["verdict"]["status"] == "PASS", (case["verdict"], findings)
     assert e["lost"] == e["duplicated"] == e["unexpected"] == 0 and e["delivered"] == e["expected"] > 0, e
+    assert "drain_timeout" not in case["verdict"]["detail"], case["verdict"]

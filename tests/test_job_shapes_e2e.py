@@ -2,13 +2,19 @@
 drained"): the drain ends by what the plan's operators need, not by a watermark that Spark has
 no batch left to move.
 
-Five jobs of tests/scenarios/job_shapes.py, each a case of its own, on 2,400 clicks of the
-sessions example replayed through the session's Kafka on local[2], each under a kill-driver at
-its third batch with input, checked by the batch oracle:
-  - groupBy().agg() in update mode, with and without a watermark     -> postgres_upsert
-  - applyInPandasWithState, NoTimeout, with a watermark              -> postgres_upsert
+Three jobs of tests/scenarios/job_shapes.py, each a case of its own, on 2,400 clicks of the
+sessions example replayed at 70 a second (34 s) through the session's Kafka on local[2], each
+under a kill-driver at its third batch with input, checked by the batch oracle. (At 100 a second,
+24 s, a run at a load average of 10 had transformWithState's third batch come 0.1 s after the
+replay ended, and the kill never came: UNKNOWN, as it should be, and a failed test.)
+  - groupBy().agg() in update mode behind a watermark                -> postgres_upsert
   - applyInPandasWithState, EventTimeTimeout, sessions on timeout     -> postgres (append)
   - transformWithState in EventTime mode, a ValueState and timers    -> postgres_upsert
+Two more shapes are the planted bugs' correct twins (tests/test_job_plants_e2e.py, under a kill
+after the sink's write): groupBy().agg() in update mode without a watermark, and
+applyInPandasWithState NoTimeout behind a watermark (issue 47's false FAIL); running them here
+too cost CI about 200 s for nothing the twins do not show. The shapes' own jobs of those two
+(running_count, total_in_state_watermarked) stay in job_shapes.py.
 Before the change the update-mode cases with a watermark FAILED at drain_timeout ("its watermark
 stayed -3,620.0 s from the last window end") with the sink already equal to the batch's answer,
 and the sessions job's batch answer lacked every session its timeout writes.
@@ -39,7 +45,7 @@ kind = "replay"
 file = "clicks.jsonl"
 event_time = "ts"
 key = "user"
-rate = {{ eps = 100 }}
+rate = {{ eps = 70 }}
 partitions = 2
 
 [pipeline]
@@ -75,9 +81,6 @@ SHAPES = {
     # name: (job, sink, columns, key, output mode, what the drain waits for, extra pipeline keys)
     "update-agg-watermark": ("running_count_watermarked", "postgres_upsert", COUNTS, '["user"]', "update",
                              "offsets", ""),
-    "update-agg": ("running_count", "postgres_upsert", COUNTS, '["user"]', "update", "offsets", ""),
-    "state-no-timeout": ("total_in_state_watermarked", "postgres_upsert", COUNTS, '["user"]', "update",
-                         "offsets", ""),
     "state-event-time-timeout": ("sessions_by_timeout", "postgres", SESSIONS, '["user", "session_start"]',
                                  "append", "watermark", ""),
     "transform-with-state": ("count_with_timers", "postgres_upsert", COUNTS, '["user"]', "update",

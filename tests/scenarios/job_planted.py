@@ -13,7 +13,11 @@ e2e, tests/test_job_plants_e2e.py):
                           a Python dict instead of its state: right as a batch, where each user
                           is seen once; wrong as a stream, whose Python workers restart and
                           split the users between them (mismatch). Its twin, totals_in_state,
-                          keeps the total in Spark's state (update mode, NoTimeout)
+                          keeps the total in Spark's state (update mode, NoTimeout), both behind
+                          a watermark as teams write them
+The twins are correct shapes of their own: groupBy().agg() in update mode without a watermark
+(clicks_per_user) and applyInPandasWithState NoTimeout behind a watermark (totals_in_state);
+tests/test_job_shapes_e2e.py runs the other shapes.
 and the correct jobs beside them (clicks_per_user, pages). `scenario()` writes the runs'
 scenario, every plant and its twin a case of its own under one kill-driver after the sink's
 write; `did_not_bite()` reads from a case's record whether that kill did what the plants need.
@@ -65,12 +69,20 @@ def _count(key, frames, state):
     yield pd.DataFrame({"user": [user], "clicks": [TOTALS[user]]})
 
 
+def _timed(df):
+    """A watermark before the state, as teams write it to bound state (it drops no record of a
+    NoTimeout state, and the drain must not wait for it: issue 47's false FAIL)."""
+    from pyspark.sql import functions as F
+
+    return df.withColumn("at", F.timestamp_millis("ts")).withWatermark("at", "20 seconds")
+
+
 def totals_in_a_variable(df):
     """Each user's running count of clicks, kept in a Python dict (the bug) instead of `state`."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    return df.groupBy("user").applyInPandasWithState(_count, "user STRING, clicks LONG", "n LONG", "update",
-                                                     GroupStateTimeout.NoTimeout)
+    return _timed(df).groupBy("user").applyInPandasWithState(_count, "user STRING, clicks LONG", "n LONG",
+                                                             "update", GroupStateTimeout.NoTimeout)
 
 
 def _count_in_state(key, frames, state):
@@ -83,8 +95,8 @@ def totals_in_state(df):
     """Each user's running count of clicks, kept in Spark's state: the twin of totals_in_a_variable."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    return df.groupBy("user").applyInPandasWithState(_count_in_state, "user STRING, clicks LONG", "n LONG",
-                                                     "update", GroupStateTimeout.NoTimeout)
+    return _timed(df).groupBy("user").applyInPandasWithState(_count_in_state, "user STRING, clicks LONG",
+                                                             "n LONG", "update", GroupStateTimeout.NoTimeout)
 
 
 class AppendingSink(PostgresSink):
