@@ -55,8 +55,9 @@ class SparkConfig:
         On `local-cluster` (one machine, runs of minutes) the JVMs compile with C1 alone: C2
         compiles for longer than such a run lasts, on the cores the query needs. Measured on
         this 2-core machine at 6,000 events/s (docs/performance.md, "Where a batch's time goes"): the
-        median batch fell from 1,060 ms to 713 ms and the first batches from 2 s to 0.9 s."""
-        if not (self.master.startswith("local-cluster") or self.standalone):
+        median batch fell from 1,060 ms to 713 ms and the first batches from 2 s to 0.9 s. On
+        `local[N]` (executors inside the driver's JVM) likewise: its JVM is what a case restarts."""
+        if not (self.master.startswith("local") or self.standalone):
             return {}
         return {"spark.driver.extraJavaOptions": LOCAL_JIT, "spark.executor.extraJavaOptions": LOCAL_JIT}
 
