@@ -23,8 +23,6 @@ Kafka client.
 
 from __future__ import annotations
 
-import importlib
-
 _PUBLIC = ("START_LEAD_MS", "create_topic", "end_offsets", "generate", "generate_parallel", "merge_reports",
            "send_control", "write_report")
 __all__ = list(_PUBLIC)
@@ -32,5 +30,8 @@ __all__ = list(_PUBLIC)
 
 def __getattr__(name: str):
     if name in _PUBLIC:
-        return getattr(importlib.import_module("workloads.generator.run"), name)
+        # by name, on first use (run imports the Kafka client)
+        from workloads.generator import run
+
+        return getattr(run, name)
     raise AttributeError(f"module 'workloads.generator' has no attribute {name!r}")
