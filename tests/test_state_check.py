@@ -188,6 +188,7 @@ class TestFinding:
         assert (w["operator"], w["batch"], w["expected"], w["held"]) == (0, 1, "2", "1")
         assert w["fault"] == "state-rollback at 1.5 s"
         assert "had not reached the sink yet" in found.story
+        assert "held count=1 for window [2.0 s, 4.0 s) of key a where the oracle says 2" in found.story
         assert "by the end the sink held 1 row(s) for it, the last count=1" in found.story
         assert found.story.rstrip().endswith(".") and "To fix:" in found.story
 

@@ -42,7 +42,7 @@ def build(inputs) -> Finding | None:
         witnesses.append({"operator": int(row["operator"]), "key": row["key"], "batch": int(row["batch"]),
                           "column": row["column"], "expected": row["expected"], "held": row["held"],
                           "fault": fault, "sink_then": then, "sink_end": end})
-        clauses.append(_clause(row, fault, then, end))
+        clauses.append(_clause({**row, "key": _shown(values, row["key"], inputs.t0_s)}, fault, then, end))
     more = total - len(witnesses)
     keys = found["key"].nunique()
     summary = (f"{text.plural(total, 'value')} of the state in all differ from the oracle's"
@@ -51,6 +51,15 @@ def build(inputs) -> Finding | None:
     return Finding(cls="state-diverged", count=total, witness=witnesses,
                    faults=sorted({w["fault"] for w in witnesses if w["fault"]}),
                    story=f"{story} {fix.advice('state-diverged')}")
+
+
+def _shown(values: dict, key: str, t0_s: float) -> str:
+    """A window's key as the other stories say it ("window [10.6 s, 12.6 s) of key k00"), in
+    seconds from the first event sent; any other key as the check wrote it."""
+    if {"key", "window_start_ms", "window_end_ms"} <= set(values):
+        return (f"window [{text.event_time(values['window_start_ms'], t0_s)}, "
+                f"{text.event_time(values['window_end_ms'], t0_s)}) of key {values['key']}")
+    return key
 
 
 def _total(outcome: Path, kept: int) -> int:
