@@ -159,6 +159,25 @@ class StorageFault(RetriedQuery):
     def _what(self) -> str:
         raise NotImplementedError
 
+    def land(self) -> None:
+        """It took effect when the file system first failed an operation of Spark's under the
+        target, and its `duration` counts from then: the disk is full (or failing) for that long
+        once Spark has met it. Anchored to the query's progress, not to the injection: a 2 s full
+        disk put on just after a batch's offsets met nothing on a machine whose batch took
+        longer than that (a fresh clone's CI run at a load average of 11; storage_faults.toml's
+        and every kind's disk-full, issue 48). It waits as long as the case's pace allows a batch;
+        a query that touched nothing in that time leaves it as injected, and observe() says so."""
+        _, stats = self._paths()
+        try:
+            self.targets.wait(lambda: self._failed_since(recorded_failures(stats)), "batch",
+                              f"no file operation of Spark's under the {self.spec.target_kind} failed")
+            self.landed_at = time.time()
+        except WaitTimeout:
+            self.landed_at = self.injected_at
+
+    def _failed_since(self, after: dict) -> bool:
+        return any(v["count"] > self.before.get(k, {}).get("count", 0) for k, v in after.items())
+
     def _heal(self) -> None:
         control, _ = self._paths()
         fs.write(control, {"mode": "none"})

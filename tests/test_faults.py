@@ -574,3 +574,49 @@ class TestKafkaRetentionReadAnyway:
         """150 of 300 read: the deleted ranges stand, and the checker counts them apart."""
         seen = self._seen(150)
         assert seen.details.deleted_ranges() == [{"partition": 0, "from": 100, "to": 250}]
+
+
+class TestStorageFaultLands:
+    """A full or failing disk took effect when Spark first met it, and its duration counts from
+    then (faults/storage.py StorageFault.land): a 2 s full disk put on right after a batch's
+    offsets met no file operation on a loaded CI machine and was missed (issue 48)."""
+
+    def _fault(self, tmp_path, monkeypatch):
+        from faults.storage import DiskFull
+
+        stats, control = tmp_path / "stats.json", tmp_path / "control.json"
+        stats.write_text(json.dumps({"failed": {"create:ENOSPC": {"count": 3, "first_at": 1.0}}}))
+        targets = replace(_targets(tmp_path), storage_control=control, storage_stats=stats)
+        spec = FaultSpec("disk-full", 10.0, "checkpoint", duration_s=2.0)
+        fault = DiskFull(spec, targets)
+        monkeypatch.setattr(fault, "_watch", lambda: None)   # no driver here to watch
+        return fault, stats
+
+    def test_it_lands_at_spark_s_first_failed_operation_not_at_its_injection(self, tmp_path, monkeypatch):
+        fault, stats = self._fault(tmp_path, monkeypatch)
+        fault.inject()
+
+        def spark_writes():
+            time.sleep(1.0)
+            stats.write_text(json.dumps({"failed": {"create:ENOSPC": {"count": 4, "first_at": 1.0}}}))
+        threading.Thread(target=spark_writes).start()
+        fault.land()
+        assert fault.landed_at - fault.injected_at >= 0.9
+
+    def test_a_query_that_touches_nothing_leaves_it_as_injected(self, tmp_path, monkeypatch):
+        fault, _ = self._fault(tmp_path, monkeypatch)
+        fault.targets = replace(fault.targets, pace=_Pace(0.5))
+        fault.inject()
+        fault.land()
+        assert fault.landed_at == fault.injected_at
+
+
+class _Pace:
+    def __init__(self, wait_s: float):
+        self.wait_s_ = wait_s
+
+    def wait_s(self, what: str) -> float:
+        return self.wait_s_
+
+    def basis(self, what: str) -> str:
+        return f"{self.wait_s_} s"
