@@ -178,7 +178,7 @@ def _fault_kinds(top: Section, scenario_dir: Path) -> tuple[str, ...]:
     return tuple(raw)
 
 
-_MEASURE_KEYS = ("warmup", "warmup_eps", "lag_trend_max", "enabled", "ceiling")
+_MEASURE_KEYS = ("warmup", "warmup_eps", "lag_trend_max", "enabled", "ceiling", "state_check")
 
 
 def _measures(top: Section, quick_raw: Any, quick: bool, workload: WorkloadSpec) -> Measure:
@@ -201,9 +201,15 @@ def _measure(s: Section, workload: WorkloadSpec) -> Measure:
     if warmup_eps is not None and warmup_s == 0:
         raise bad(s.field("warmup_eps"), s.raw("warmup_eps"), "is the rate of a warm-up phase, but "
                   "[measure] warmup is 0s", "give [measure] warmup a duration too")
+    state_check = s.raw("state_check", "auto")
+    if state_check != "auto" and not isinstance(state_check, bool):
+        raise bad(s.field("state_check"), state_check, 'is not "auto", true or false',
+                  'write state_check = "auto" (a case long enough for the read to cost at most 15% of it), '
+                  "true (every case) or false (none)")
     return Measure(warmup_s=warmup_s, lag_trend_max=s.number("lag_trend_max", 0.02, gt=0),
                    warmup_eps=warmup_eps, enabled=s.boolean("enabled", True),
-                   ceiling=s.boolean("ceiling", False))
+                   ceiling=s.boolean("ceiling", False),
+                   state_check=None if state_check == "auto" else state_check)
 
 
 def _faults(raw: Any, quick_raw: Any, quick: bool, ctx: Context):

@@ -223,6 +223,10 @@ class Measure:
     # after each case, Spark's own ceiling for its query (harness/run/ceiling.py), a reference of
     # the case's (cases[].references.spark_ceiling_eps); off: it costs a driver and a dozen batches
     ceiling: bool = False
+    # the state check after each case (harness/check/state_check.py): None ("auto") checks a case
+    # that lasted long enough for the read to stay within STATE_CHECK_SHARE of it; True always;
+    # False never
+    state_check: bool | None = None
 
     def offered(self, workload):
         """The workload as sent: with a warm-up rate, its shape starts with the warm-up phase."""

@@ -1,0 +1,59 @@
+"""When the state check runs ([measure] state_check): "auto" (the default) on a case long enough
+for a read to stay within 15% of it, true on every case, false on none; any other value refused
+with the three it takes."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from harness.errors import ScenarioError
+from harness.run.collect import STATE_CHECK_SHARE, STATE_READ_S, _state_skipped
+from harness.scenario.load import load
+from tests.helpers import MINIMAL_SCENARIO
+
+pytestmark = pytest.mark.unit
+LONG_ENOUGH_S = STATE_READ_S / STATE_CHECK_SHARE
+
+
+def _case(state_check, lasted_s: float):
+    measure = SimpleNamespace(state_check=state_check)
+    return SimpleNamespace(scenario=SimpleNamespace(measure=measure), started_at=1000.0), 1000.0 + lasted_s
+
+
+@pytest.mark.parametrize("value, expected", [('"auto"', None), ("true", True), ("false", False)])
+def test_the_key_takes_auto_true_and_false(tmp_path, value, expected):
+    path = tmp_path / "s.toml"
+    path.write_text(MINIMAL_SCENARIO + f"\n[measure]\nstate_check = {value}\n")
+    assert load(path).measure.state_check is expected
+
+
+def test_it_is_auto_when_not_given(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(MINIMAL_SCENARIO)
+    assert load(path).measure.state_check is None
+
+
+def test_another_value_is_refused_naming_the_three(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(MINIMAL_SCENARIO + '\n[measure]\nstate_check = "yes"\n')
+    with pytest.raises(ScenarioError) as err:
+        load(path)
+    assert "state_check" in str(err.value) and '"auto"' in str(err.value.fix)
+
+
+def test_auto_skips_a_short_case_and_says_why():
+    case, now = _case(None, LONG_ENOUGH_S - 10)
+    why = _state_skipped(case, now)
+    assert why is not None and "state_check = true checks it anyway" in why
+
+
+def test_auto_checks_a_case_long_enough():
+    case, now = _case(None, LONG_ENOUGH_S + 10)
+    assert _state_skipped(case, now) is None
+
+
+def test_true_checks_a_short_case_and_false_skips_a_long_one():
+    assert _state_skipped(*_case(True, 30)) is None
+    assert _state_skipped(*_case(False, 3600)) == "not checked: [measure] state_check = false"
