@@ -5,7 +5,8 @@ Setup: nothing; each run starts its own Kafka, PostgreSQL and Spark local-cluste
 are tests/scenarios/state_rollback*.toml: a windowed count on the HDFS-backed store, the driver
 killed 6 s after the warm-up and started again 1 s later; the plant puts one partition's newest
 state version back to the previous version's content meanwhile (tests/scenarios/state_rollback.py),
-the twin touches nothing. Full bench only (tox -e bench): about three minutes each.
+the twin touches nothing. Full bench only (tox -e bench): both took 797 s under flock on a
+machine running three other harness runs (new drivers took 60-75 s to start).
 """
 
 from __future__ import annotations
