@@ -74,19 +74,9 @@ def required(key: Key):
     return key.example()
 
 
-# a full or failing disk lands only if Spark touches the checkpoint while it lasts: the example's
-# 2 s missed in a fresh clone's CI run at a load average of 11 ("disk-full (batch 2, at 15.0 s): no
-# file operation of Spark's under the checkpoint came while it lasted (2 s)"), where a batch took
-# longer than that between its offsets and its state and commit files
-STORAGE_DURATION = {"disk-full": "8s", "io-error": "8s"}
-
-
 def table(kind: FaultKind, at: str) -> dict:
     """The kind's `[[faults]]` table at `at`, with its required keys alone."""
-    keys = {k.name: required(k) for k in kind.keys if k.default is REQUIRED}
-    if kind.name in STORAGE_DURATION:
-        keys["duration"] = STORAGE_DURATION[kind.name]
-    return {"kind": kind.name, "at": at, **keys}
+    return {"kind": kind.name, "at": at, **{k.name: required(k) for k in kind.keys if k.default is REQUIRED}}
 
 
 def _toml(value) -> str:
@@ -142,14 +132,11 @@ def plan(kinds: list[str]) -> dict[str, list[dict]]:
 
 
 def _lasts_s(kind: FaultKind) -> float:
-    """How long a fault of the kind lasts at its defaults: its downtime (3 s), or its duration
-    (2 s, STORAGE_DURATION's for a disk's)."""
+    """How long a fault of the kind lasts at its defaults: its downtime (3 s), or 2 s of duration."""
     keys = {k.name: k for k in kind.keys}
     if "downtime" in keys and keys["downtime"].default not in (REQUIRED, None):
         return parse_duration_ms(keys["downtime"].default, "downtime") / 1000
-    if "duration" not in keys:
-        return 0.0
-    return parse_duration_ms(STORAGE_DURATION.get(kind.name, "2s"), "duration") / 1000
+    return 2.0 if "duration" in keys else 0.0
 
 
 def duration_s(tables: list[dict]) -> float:
