@@ -308,6 +308,8 @@ class Scenario:
             values.pop("source")   # added later: at its default, the fingerprint is as before
         if isinstance(values.get("measure"), dict) and values["measure"].get("ceiling") is False:
             values["measure"].pop("ceiling")   # added later, likewise
+        if isinstance(values.get("measure"), dict) and values["measure"].get("state_check", 0) is None:
+            values["measure"].pop("state_check")   # added later ("auto"), likewise
         replay = (values.get("workload") or {}).get("replay")
         if isinstance(replay, dict) and replay.get("file"):   # the same file in any checkout
             replay["file"] = file_identity(Path(replay["file"]), Path(self.path).parent)
