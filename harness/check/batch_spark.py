@@ -21,10 +21,6 @@ import contextlib
 import contextvars
 import json
 import os
-import shutil
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +28,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
-from harness.jvm import quick_submit_args
-from harness.paths import REPO_ROOT
+from harness.check import spark_program
 from workloads import records
 from workloads.pipelines.config import DriverConfig
 
@@ -115,7 +110,6 @@ def run(case_dir: Path, ranges: list[tuple[int, int, int]], runs: dict[str, pd.D
     """The job's output as a batch over `ranges`, once per run: name -> the records to leave out
     (a frame of partition, offset; None: none). With `fields` (records, DDL): also those records
     parsed with the DDL, as run FIELDS. Returns each run's output and the times."""
-    from harness.services.spark import make_local_dirs, scratch_env
 
     out = oracle_dir(case_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -139,30 +133,13 @@ def run(case_dir: Path, ranges: list[tuple[int, int, int]], runs: dict[str, pd.D
                "record_count": count, "ranges": [list(r) for r in ranges], "runs": listed, "out": ".",
                "imports": imports, "jars": [j for j in config.jars if Path(j).exists()]}
     (out / "request.json").write_text(json.dumps(request, indent=2) + "\n")
-    scratch = make_local_dirs()
-    env = {**os.environ, **scratch_env(scratch)}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [*imports, str(REPO_ROOT), env.get("PYTHONPATH")]))
-    env.setdefault("PYSPARK_PYTHON", sys.executable)
-    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    if count <= QUICK_RECORDS:
-        env.setdefault("PYSPARK_SUBMIT_ARGS", quick_submit_args())
-    began = time.perf_counter()
-    log = out / "batch.log"
-    try:
-        with log.open("w") as sink:
-            command = [sys.executable, "-m", "workloads.pipelines.job_batch", str(out / "request.json")]
-            proc = subprocess.run(command,
-                                  stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=out, timeout=timeout_s,
-                                  start_new_session=True, check=False)
-    finally:
-        for made in scratch:
-            shutil.rmtree(made, ignore_errors=True)
-    if proc.returncode != 0:
-        tail = log.read_text(errors="replace").splitlines()[-15:]
-        raise BatchFailed(f"the batch oracle's Spark run exited with {proc.returncode}; the end of {log}:\n"
-                          + "\n".join(f"    {line}" for line in tail))
+    code, seconds = spark_program.run("workloads.pipelines.job_batch", out / "request.json",
+                                      out / "batch.log", imports, quick=count <= QUICK_RECORDS,
+                                      timeout_s=timeout_s)
+    if code != 0:
+        raise BatchFailed(spark_program.failed("the batch oracle", code, out / "batch.log"))
     times = json.loads((out / "batch.json").read_text())
-    times["process_s"] = round(time.perf_counter() - began, 3)
+    times["process_s"] = round(seconds, 3)
     return {str(r["name"]): pd.read_parquet(out / f"{r['name']}.parquet") for r in listed}, times
 
 

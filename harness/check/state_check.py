@@ -30,8 +30,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +39,6 @@ import pandas as pd
 
 from harness.check.batch_reads import assign_batches, late_watermarks
 from harness.check.checkpoint import Batch
-from harness.paths import REPO_ROOT
 
 STATE_DIR = "state-check"          # in the case's directory
 DIVERGED = "diverged.parquet"      # the divergences found, for the finding (harness/findings/state.py)
@@ -124,8 +121,7 @@ def read(out: Path, checkpoint: Path, batch_ids: list[int], driver: Path | None 
          timeout_s: float = TIMEOUT_S) -> tuple[dict, pd.DataFrame]:
     """Run workloads/state_read.py over a copy of `checkpoint` in `out`; returns its answer
     (state.json: files, failed reads, times) and the state-metadata rows."""
-    from harness.jvm import quick_submit_args
-    from harness.services.spark import make_local_dirs, scratch_env
+    from harness.check import spark_program
 
     out.mkdir(parents=True, exist_ok=True)
     copy = copy_checkpoint(checkpoint, out / "checkpoint")
@@ -133,29 +129,15 @@ def read(out: Path, checkpoint: Path, batch_ids: list[int], driver: Path | None 
     if driver is not None:
         request["driver"] = os.path.relpath(driver, out)
     (out / "request.json").write_text(json.dumps(request, indent=2) + "\n")
-    scratch = make_local_dirs()
-    env = {**os.environ, **scratch_env(scratch)}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
-    env.setdefault("PYSPARK_PYTHON", sys.executable)
-    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    env.setdefault("PYSPARK_SUBMIT_ARGS", quick_submit_args())   # a JVM that lives seconds
-    log = out / "state-read.log"
-    began = time.perf_counter()
     try:
-        with log.open("w") as sink:
-            proc = subprocess.run([sys.executable, "-m", "workloads.state_read", str(out / "request.json")],
-                                  stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=out, timeout=timeout_s,
-                                  start_new_session=True, check=False)
+        code, seconds = spark_program.run("workloads.state_read", out / "request.json",
+                                          out / "state-read.log", timeout_s=timeout_s)
     finally:
-        for made in scratch:
-            shutil.rmtree(made, ignore_errors=True)
         shutil.rmtree(copy, ignore_errors=True)   # read: the copy has served
-    if proc.returncode != 0:
-        tail = log.read_text(errors="replace").splitlines()[-15:]
-        raise ReadFailed(f"the state reader's Spark run exited with {proc.returncode}; the end of {log}:\n"
-                         + "\n".join(f"    {line}" for line in tail))
+    if code != 0:
+        raise ReadFailed(spark_program.failed("the state reader", code, out / "state-read.log"))
     answer = json.loads((out / "state.json").read_text())
-    answer["process_s"] = round(time.perf_counter() - began, 3)
+    answer["process_s"] = round(seconds, 3)
     return answer, pd.read_parquet(out / "metadata.parquet")
 
 
