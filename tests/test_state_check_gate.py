@@ -57,3 +57,31 @@ def test_auto_checks_a_case_long_enough():
 def test_true_checks_a_short_case_and_false_skips_a_long_one():
     assert _state_skipped(*_case(True, 30)) is None
     assert _state_skipped(*_case(False, 3600)) == "not checked: [measure] state_check = false"
+
+
+def _state_case(tmp_path, kind: str, with_state: bool, lasted_s: float = 30.0):
+    import time
+
+    checkpoint = tmp_path / "checkpoint"
+    (checkpoint / "state" if with_state else checkpoint).mkdir(parents=True)
+    measure = SimpleNamespace(state_check=None)
+    return SimpleNamespace(pipeline=SimpleNamespace(kind=kind), checkpoints=[checkpoint],
+                           scenario=SimpleNamespace(measure=measure), started_at=time.monotonic() - lasted_s)
+
+
+@pytest.mark.parametrize("kind, with_state", [("passthrough", False), ("tumbling_count", False)])
+def test_a_case_with_no_state_it_judges_says_nothing_of_it(tmp_path, kind, with_state):
+    from harness.run.collect import _state
+
+    result, checked = SimpleNamespace(sections={}), object()
+    assert _state(_state_case(tmp_path, kind, with_state), result, None, None, checked) is checked
+    assert "state_check" not in result.sections
+
+
+def test_a_short_stateful_case_says_it_was_not_checked_and_why(tmp_path):
+    from harness.run.collect import _state
+
+    result, checked = SimpleNamespace(sections={}), object()
+    assert _state(_state_case(tmp_path, "tumbling_count", True), result, None, None, checked) is checked
+    (note,) = result.sections["state_check"]["notes"]
+    assert note.startswith("not checked: the case lasted 30 s"), note

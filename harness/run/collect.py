@@ -7,6 +7,7 @@ in order: read the output, describe the case, measure it, check it, explain it, 
 
 from __future__ import annotations
 
+import os
 import time
 import traceback
 from dataclasses import dataclass
@@ -191,6 +192,9 @@ def _state(case: Case, result: CaseResult, truth, out: Output, checked: CheckRes
     from harness.check import state_check
 
     began = time.monotonic()
+    kept_state = any(os.path.isdir(os.path.join(c, "state")) for c in case.checkpoints)
+    if not state_check.applies(case.pipeline) or not kept_state:
+        return checked   # no state this check judges: nothing to say
     skipped = _state_skipped(case, began)
     if skipped:
         result.sections["state_check"] = {"diverged": 0, "checked": [], "notes": [skipped], "seconds": {}}
