@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -165,37 +165,36 @@ _DELTA_CONF = {   # Delta's session settings (its documentation's two)
 }
 SINKS = {
     "postgres": SinkKind("workloads.sinks.postgres:PostgresSink",
-                         ("at-most-once", "at-least-once", "exactly-once"), needs_postgres=True),
+                         ("at-most-once", "at-least-once", "exactly-once"), needs_postgres=True,
+                         cls=_postgres),
     "parquet": SinkKind("workloads.sinks.files:ParquetFileSink", ("exactly-once",), commit_gate=False,
-                        why_not=dict.fromkeys(("at-most-once", "at-least-once"), _FILE_SINK_WHY)),
+                        why_not=dict.fromkeys(("at-most-once", "at-least-once"), _FILE_SINK_WHY),
+                        cls=_parquet),
     "kafka": SinkKind("workloads.sinks.kafka:KafkaTopicSink", ("at-least-once",), commit_gate=False,
                       why_not={"exactly-once": "Spark's Kafka sink is not transactional: a batch run again "
                                                "after a restart is sent again",
                                "at-most-once": "a restart on a fresh checkpoint re-sends nothing, but Spark "
-                                               "may still send a batch twice within one query"}),
+                                               "may still send a batch twice within one query"}, cls=_kafka),
     "delta": SinkKind("workloads.sinks.delta:DeltaStreamSink", ("exactly-once",), commit_gate=False,
                       why_not=dict.fromkeys(("at-most-once", "at-least-once"), _DELTA_STREAM_WHY),
-                      jvm=("delta",), spark_conf=_DELTA_CONF),
+                      jvm=("delta",), spark_conf=_DELTA_CONF, cls=_delta),
     "delta_batch": SinkKind("workloads.sinks.delta:DeltaBatchSink",
                             ("at-most-once", "at-least-once", "exactly-once"), jvm=("delta",),
-                            spark_conf=_DELTA_CONF),
+                            spark_conf=_DELTA_CONF, cls=_delta_batch),
     "noop": SinkKind("workloads.sinks.noop:NoopSink", ("at-most-once", "at-least-once", "exactly-once"),
-                     checked=False),
+                     checked=False, cls=_noop),
     # an update-mode job's upserts by its key (workloads/sinks/upsert.py)
     "postgres_upsert": SinkKind("workloads.sinks.upsert:PostgresUpsertSink",
                                 ("exactly-once", "at-least-once"), needs_postgres=True,
-                                why_not={"at-most-once": _UPSERT_WHY}),
+                                why_not={"at-most-once": _UPSERT_WHY}, cls=_postgres_upsert),
     "delta_merge": SinkKind("workloads.sinks.upsert:DeltaMergeSink", ("exactly-once", "at-least-once"),
-                            jvm=("delta",), spark_conf=_DELTA_CONF, why_not={"at-most-once": _UPSERT_WHY}),
+                            jvm=("delta",), spark_conf=_DELTA_CONF, why_not={"at-most-once": _UPSERT_WHY},
+                            cls=_delta_merge),
     # the user's own foreachBatch function and the tables it writes (workloads/sinks/foreach_batch.py)
     "foreach_batch": SinkKind("workloads.sinks.foreach_batch:ForeachBatchSink",
                               ("at-most-once", "at-least-once", "exactly-once"), needs_postgres=True,
-                              jvm=("delta",), spark_conf=_DELTA_CONF),
+                              jvm=("delta",), spark_conf=_DELTA_CONF, cls=_foreach_batch),
 }
-# each built-in's class, imported by name (the _-functions above)
-SINKS = {name: replace(kind, cls=cls) for (name, kind), cls in zip(SINKS.items(), (
-    _postgres, _parquet, _kafka, _delta, _delta_batch, _noop, _postgres_upsert, _delta_merge, _foreach_batch),
-    strict=True)}
 CUSTOM_SINK = "custom"   # the scenario's own class, named by the case's sink_class
 # a user's sink runs with what the built-in ones may need (Delta is where Spark users most
 # often write streams), so that it can write Delta as ours do
