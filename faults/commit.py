@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from faults.base import Fault, Observation, held_text
 from faults.kinds import DURATION, BatchView, FaultKind, RecordView
-from workloads.pipelines.control import DELAY_COMMIT, held_batches, request, withdraw
+from workloads.pipelines.control import DELAY_COMMIT, held_files, held_since, request, withdraw
 from workloads.wait import WaitTimeout
 
 
@@ -15,23 +15,23 @@ class DelayCommit(Fault):
     `duration` is how long that batch is held, counted from its hold, not how long a batch
     has to come."""
 
-    seen = 0
+    mark: frozenset[str] = frozenset()
     held: dict | None = None
 
     def _inject(self) -> None:
-        self.seen = len(held_batches(self.targets.control_dir))
+        self.mark = held_files(self.targets.control_dir)
         request(self.targets.control_dir, DELAY_COMMIT, str(round(self.spec.duration_s * 1000)))
         self.target = "driver (commit window)"
 
     def land(self) -> None:
         control = self.targets.control_dir
         try:
-            self.targets.wait(lambda: len(held_batches(control)) > self.seen, "batch",
+            self.targets.wait(lambda: held_since(control, DELAY_COMMIT, self.mark), "batch",
                               "no batch that wrote rows reached the commit window")
         except WaitTimeout:
             withdraw(control, DELAY_COMMIT)
             raise
-        self.held = held_batches(control)[self.seen]
+        self.held = held_since(control, DELAY_COMMIT, self.mark)[0]
         self.landed_at = self.held["at_ms"] / 1000
 
     def _heal(self) -> None:

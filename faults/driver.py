@@ -28,7 +28,8 @@ from workloads.pipelines.control import (
     DELAY_COMMIT,
     HOLD_COMMIT,
     armed_batches,
-    held_batches,
+    held_files,
+    held_since,
     request,
     withdraw,
 )
@@ -291,15 +292,15 @@ def hold_at(targets: Targets, point: str) -> dict:
     placed meanwhile would hold it until that fault's wait ran out (issue 43)."""
     control = targets.control_dir
     targets.driver()
-    seen = len(held_batches(control))
+    mark = held_files(control)
     request(control, HOLD_COMMIT, point)
     try:
-        targets.wait(lambda: len(held_batches(control)) > seen, "batch",
+        targets.wait(lambda: held_since(control, HOLD_COMMIT, mark), "batch",
                      f"no batch that wrote rows reached the commit window ({point})")
     except WaitTimeout:
         withdraw(control, HOLD_COMMIT)
         raise
-    return held_batches(control)[-1]
+    return held_since(control, HOLD_COMMIT, mark)[0]
 
 
 def _wait_armed(targets: Targets) -> dict:

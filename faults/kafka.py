@@ -14,7 +14,7 @@ from faults.kinds import FaultKind, Key, Preparation
 from faults.spec import FaultSpec
 from workloads import delta_source
 from workloads.kafka_admin import admin_client
-from workloads.pipelines.control import PAUSE_BATCH, held_batches, request, withdraw
+from workloads.pipelines.control import PAUSE_BATCH, held_files, held_since, request, withdraw
 from workloads.wait import WaitTimeout
 
 # the generator spreads events over new partitions from this long after the fault's `at`, so
@@ -127,12 +127,12 @@ class KafkaRetention(Fault):
 
         topic, wanted = self.targets.topic, self.spec.get("partition")
         records, control = int(self.spec.get("records", 100)), self.targets.control_dir
-        seen = len(held_batches(control))
+        mark = held_files(control)
         request(control, PAUSE_BATCH)
         try:
-            self.targets.wait(lambda: len(held_batches(control)) > seen, "batch",
+            self.targets.wait(lambda: held_since(control, PAUSE_BATCH, mark), "batch",
                               "no batch with rows reached foreachBatch")
-            batch = self.batch = held_batches(control)[-1]["batch_id"]
+            batch = self.batch = held_since(control, PAUSE_BATCH, mark)[0]["batch_id"]
             starts = planned_offsets(self.targets.checkpoint(), topic, batch - 1)
             with admin_client(self.targets.bootstrap_servers) as admin:
                 partitions = [wanted] if wanted is not None else list(range(_partitions(admin, topic)))

@@ -32,7 +32,7 @@ from faults.kinds import DURATION, FaultKind, Key, Preparation
 from faults.storage import RetriedQuery, recorded_failures
 from faults.targets import RefusedTarget
 from workloads import delta_source
-from workloads.pipelines.control import PAUSE_BATCH, held_batches, request, withdraw
+from workloads.pipelines.control import PAUSE_BATCH, held_files, held_since, request, withdraw
 
 
 def _table(fault: Fault) -> Path:
@@ -134,6 +134,14 @@ def _planned_through(checkpoint: Path) -> int:
     return _read_through(checkpoint, max(logs)) if logs else 0
 
 
+def _hold_next(targets, control: Path) -> int:
+    """Ask the gate to hold the next batch before its write; that batch's id."""
+    mark = held_files(control)
+    request(control, PAUSE_BATCH)
+    targets.wait(lambda: held_since(control, PAUSE_BATCH, mark), "batch", "no batch reached foreachBatch")
+    return held_since(control, PAUSE_BATCH, mark)[0]["batch_id"]
+
+
 def _read_through(checkpoint: Path, batch: int) -> int:
     """The last version of the table batch `batch` of the checkpoint read to its end (-1: none;
     no batch before: version 0, the empty one)."""
@@ -153,11 +161,6 @@ def _read_through(checkpoint: Path, batch: int) -> int:
     return 0
 
 
-def _held_after(control: Path, seen: int):
-    """A condition: a batch held since `seen` were."""
-    return lambda: len(held_batches(control)) > seen
-
-
 class DeleteSourceFiles(Fault):
     deleted: DeletedFiles | None = None
     batch = -1
@@ -172,10 +175,7 @@ class DeleteSourceFiles(Fault):
             # the held batch must read versions of the table: a batch without data (a stateful
             # query's watermark batch) plans none, and the next one is held instead
             while not gone and time.monotonic() < deadline:
-                request(control, PAUSE_BATCH)
-                self.targets.wait(_held_after(control, len(held_batches(control))), "batch",
-                                  "no batch reached foreachBatch")
-                self.batch = batch = held_batches(control)[-1]["batch_id"]
+                self.batch = batch = _hold_next(self.targets, control)
                 done, end = _read_through(checkpoint, batch - 1), _read_through(checkpoint, batch)
                 manifest = delta_source.Manifest(delta_source.manifest_path(table))
                 planned = [v for v in sorted(manifest.files) if done < v <= end and manifest.files[v]]

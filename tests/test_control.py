@@ -115,3 +115,26 @@ class TestBeforeTheWrite:
         request(tmp_path / "control", FAIL_BATCH, '{"point": "before-write", "times": 1}')
         gate(_NoJobs(), 4)
         assert len(written) == 1 and (tmp_path / "control" / FAIL_BATCH).exists()
+
+
+class TestEachRequestItsOwnHold:
+    def test_a_pause_does_not_take_a_delay_held_meanwhile(self, tmp_path, monkeypatch):
+        """Two faults overlap, as they do on a loaded machine: a kafka-retention asks to pause the
+        next batch before its write, and meanwhile a stall-sink's delay holds another batch after
+        its write. The retention's hold is the pause's, never the delay's: that batch had already
+        read its input, and deleting it would prove nothing (a CI run took it, and found the
+        deleted records read)."""
+        gate, _ = _gate(tmp_path, monkeypatch, counts={"rows": 4, "workload_rows": 3})
+        where = tmp_path / "control"
+        mark = control.held_files(where)
+        request(where, DELAY_COMMIT, "10")
+        gate(_NoJobs(), 7)                    # the stall-sink's hold, after the write
+        assert control.held_since(where, control.PAUSE_BATCH, mark) == []
+        (delay,) = control.held_since(where, DELAY_COMMIT, mark)
+        assert (delay["batch_id"], delay["point"], delay["request"]) == (7, control.AFTER_WRITE, DELAY_COMMIT)
+        request(where, control.PAUSE_BATCH)
+        monkeypatch.setattr(control, "HOLD_CEILING_MS", 1)     # the pause lets go at once
+        gate(_NoJobs(), 8)
+        (pause,) = control.held_since(where, control.PAUSE_BATCH, mark)
+        assert (pause["batch_id"], pause["point"]) == (8, control.BEFORE_WRITE)
+        assert [h["batch_id"] for h in control.held_since(where, DELAY_COMMIT, control.held_files(where))] == []

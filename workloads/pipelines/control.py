@@ -56,14 +56,30 @@ def held_path(control_dir: Path, batch_id: int, at_ms: int) -> Path:
 
 
 def held_batches(control_dir: Path) -> list[dict]:
-    """Every batch the gate has held so far, oldest first."""
+    """Every batch the gate has held so far, oldest first; each record names its file ("file")
+    and the request that held it ("request")."""
     found = []
     for path in sorted(Path(control_dir).glob("held-*.json")):
         try:
-            found.append(json.loads(path.read_text()))
+            found.append({**json.loads(path.read_text()), "file": path.name})
         except (OSError, ValueError):
             continue   # being written
     return sorted(found, key=lambda h: h["at_ms"])
+
+
+def held_files(control_dir: Path) -> frozenset[str]:
+    """The holds on record now: a mark to tell later holds by (`held_since`)."""
+    return frozenset(p.name for p in Path(control_dir).glob("held-*.json"))
+
+
+def held_since(control_dir: Path, request_name: str, mark: frozenset[str]) -> list[dict]:
+    """The holds that `request_name` made since `mark`, oldest first. Another fault's hold
+    placed meanwhile (a delay-commit's, a hold-commit's) is not this request's: under load
+    faults overlap, and a kafka-retention that took a stall-sink's hold after the write for its
+    own would delete input the batch had already read. Told apart by file, not by time: the
+    driver's clock may be a clock fault's."""
+    return [h for h in held_batches(control_dir)
+            if h["file"] not in mark and h.get("request", request_name) == request_name]
 
 
 def holding(control_dir: Path) -> dict | None:
@@ -230,7 +246,7 @@ class CommitGate:
         if asked.pop(PAUSE_BATCH, None):
             # before anything runs the batch's plan: a look at its rows would read its input,
             # and run its stateful operators, once before the sink does
-            self._hold(batch_id, None, BEFORE_WRITE, HOLD_CEILING_MS, forever=False,
+            self._hold(PAUSE_BATCH, batch_id, None, BEFORE_WRITE, HOLD_CEILING_MS, forever=False,
                        until=lambda: not (self.control_dir / PAUSE_BATCH).exists())
         if BEFORE_WRITE in asked.values() and read_input(self.checkpoint, batch_id) is not False:
             self._act(asked, BEFORE_WRITE, batch_id, None)
@@ -277,26 +293,25 @@ class CommitGate:
             self._fail(point, batch_id, rows)
         if asked.get(HOLD_COMMIT) == point:
             (self.control_dir / HOLD_COMMIT).unlink(missing_ok=True)
-            self._hold(batch_id, rows, point, HOLD_CEILING_MS, forever=True)
+            self._hold(HOLD_COMMIT, batch_id, rows, point, HOLD_CEILING_MS, forever=True)
         if asked.get(DELAY_COMMIT) == point:
             delay = _read(self.control_dir / DELAY_COMMIT)
             (self.control_dir / DELAY_COMMIT).unlink(missing_ok=True)   # one batch per request
             if delay is not None:
-                self._hold(batch_id, rows, point, int(delay or 0), forever=False)
+                self._hold(DELAY_COMMIT, batch_id, rows, point, int(delay or 0), forever=False)
 
-    def _hold(self, batch_id: int, rows: int | None, point: str, for_ms: int, forever: bool,
-              until: Callable[[], bool] = lambda: False) -> None:
+    def _hold(self, request_name: str, batch_id: int, rows: int | None, point: str, for_ms: int,
+              forever: bool, until: Callable[[], bool] = lambda: False) -> None:
         at_ms = _now_ms()
         until_ms = at_ms + for_ms
-        held_path(self.control_dir, batch_id, at_ms).write_text(json.dumps(
-            {"batch_id": batch_id, "rows": rows, "at_ms": at_ms, "until_ms": until_ms, "forever": forever,
-             "point": point}))
+        record = {"batch_id": batch_id, "rows": rows, "at_ms": at_ms, "forever": forever, "point": point,
+                  "request": request_name}
+        path = held_path(self.control_dir, batch_id, at_ms)
+        path.write_text(json.dumps({**record, "until_ms": until_ms}))
         while _now_ms() < until_ms and not until():
             time.sleep(0.05)        # held: until the time is up, released, or the driver is killed
         if _now_ms() < until_ms:    # released early: the record says so, so nobody thinks it still held
-            held_path(self.control_dir, batch_id, at_ms).write_text(json.dumps(
-                {"batch_id": batch_id, "rows": rows, "at_ms": at_ms, "until_ms": _now_ms(),
-                 "forever": forever, "point": point}))
+            path.write_text(json.dumps({**record, "until_ms": _now_ms()}))
 
     def _fail(self, point: str, batch_id: int, rows: int | None) -> None:
         """Raise InjectedFailure, and count it: the request ends after its `times`."""
