@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from harness.check import multiset
-from harness.check.batch_oracle import JobPipeline, flush_output, untouched
+from harness.check.batch_oracle.oracle import JobPipeline, flush_output, untouched
 from harness.check.checkpoint import Batch
 from harness.check.job_input import EXACT, PARTIAL, WHOLE, Input, decide, ranges
 

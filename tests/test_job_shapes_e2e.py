@@ -120,6 +120,6 @@ def test_a_correct_job_of_each_shape_passes_under_a_kill(shapes, name):
     assert "drain_timeout" not in case.verdict.detail, case.verdict.detail
     plan = json.loads((out / "cases" / name / "plan.json").read_text())
     waits = SHAPES[name][5]
-    from harness.check.batch_oracle import waits_for
+    from harness.check.batch_oracle.oracle import waits_for
 
     assert (waits_for(plan) is not None) == (waits == "watermark"), plan

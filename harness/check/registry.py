@@ -32,7 +32,6 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from harness.check import (
-    batch_oracle,
     custom,
     dedup,
     join,
@@ -44,6 +43,7 @@ from harness.check import (
     windows,
 )
 from harness.check import passthrough as passthrough_check
+from harness.check.batch_oracle.oracle import JobPipeline
 from workloads.pipelines import dedup as dedup_query
 from workloads.pipelines import (
     failed_logins,
@@ -56,7 +56,7 @@ from workloads.pipelines import nexmark as nexmark_query
 from workloads.pipelines import passthrough as passthrough_query
 
 CUSTOM = "custom"   # the user's own query and oracle: no module of ours
-JOB = "job"         # the user's own job, checked by Spark's batch engine (harness/check/batch_oracle.py)
+JOB = "job"         # the user's own job, checked by Spark's batch engine (harness/check/batch_oracle/)
 EVENTS, WINDOWS, ROWS = "events", "windows", "rows"
 
 
@@ -241,5 +241,5 @@ def kind(name: str) -> PipelineKind:
 def of(pipeline) -> Entry:
     """The registry's entry for a scenario's pipeline (harness.scenario.model.Pipeline)."""
     if pipeline.kind == JOB:
-        return batch_oracle.JobPipeline(pipeline)
+        return JobPipeline(pipeline)
     return CustomPipeline(pipeline) if pipeline.kind == CUSTOM else PIPELINES[pipeline.kind]
