@@ -1,13 +1,13 @@
 """The foreach_batch sink's scenario keys and its oracle's comparison, table by table
-(harness/scenario/foreach.py, harness/check/foreach_tables.py): pure, no Spark. End to end, with
-Spark, Kafka and Delta: benchmarks/test_foreach_batch.py."""
+(harness/scenario/foreach.py, harness/check/batch_oracle/foreach_tables.py): pure, no Spark. End
+to end, with Spark, Kafka and Delta: benchmarks/test_foreach_batch.py."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from harness.check import foreach_tables
+from harness.check.batch_oracle import foreach_tables
 from harness.findings import tables as table_findings
 from harness.scenario.foreach import FOREACH_BATCH
 from harness.scenario.load import load

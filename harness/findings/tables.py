@@ -1,8 +1,8 @@
 """table-differs: a table the user's write_batch wrote (sink "foreach_batch") is not what the same
 function leaves when run once over the batch answer.
 
-The batch oracle (harness/check/foreach_tables.py) leaves each table's counts and first
-differences in `<case>/oracle/tables.json`; this finding names each table that differs, what
+The batch oracle (harness/check/batch_oracle/foreach_tables.py) leaves each table's counts and
+first differences in `<case>/oracle/tables.json`; this finding names each table that differs, what
 differs (keys in another final state, rows written twice, lost), and the batches write_batch was
 called for more than once (the sink's <case>/tables/calls.jsonl: each call, when it ended, in
 which driver, and what it raised), with the faults: how a MERGE that is not idempotent under a

@@ -24,8 +24,8 @@ tables when they do not exist, as it would in a fresh environment.
 
 After the case the batch oracle runs the same function once over the batch answer into twin
 tables (another schema, another path: workloads/sinks/foreach_twin.py) and compares each
-table with its twin (harness/check/foreach_tables.py). `read()` returns no rows of its own: the
-tables are the output, and the oracle reads them; its frame carries the tables in
+table with its twin (harness/check/batch_oracle/foreach_tables.py). `read()` returns no rows of
+its own: the tables are the output, and the oracle reads them; its frame carries the tables in
 attrs["foreach_batch"].
 """
 

@@ -1,7 +1,9 @@
 """The batch oracle (`[pipeline] kind = "job"`, `oracle = "batch"`): a user's own job run by
 Spark as a batch over the records the stream read, compared with the sink (issue 47).
 
-    oracle.py     the registry's entry for a job (`JobPipeline`) and the comparison (`check`)
+    oracle.py          the registry's entry for a job (`JobPipeline`) and the comparison (`check`)
+    foreach_tables.py  for `sink = "foreach_batch"`: each table the user's write_batch wrote,
+                       against its twin
 
 Its Spark program runs outside the harness's process: workloads/pipelines/job_batch.py, over
 the records workloads/recorder.py saved (workloads/records.py).
