@@ -218,7 +218,7 @@ class TestReference:
     def test_rows_of_late_keys_that_differ_are_tolerated_and_listed(self):
         """A key with a late record in either run may be decided differently: its differing rows
         are tolerated and listed (both sides); every other row is compared."""
-        from harness.check.reference import tolerance
+        from harness.check.batch_oracle.reference import tolerance
 
         ref = pd.DataFrame({"user": ["a", "b", "c"], "start": [1, 1, 1], "clicks": [3, 2, 5]})
         run = pd.DataFrame({"user": ["a", "a", "b", "c"], "start": [1, 9, 1, 1], "clicks": [2, 1, 2, 4]})
@@ -230,7 +230,7 @@ class TestReference:
 
     def test_without_late_records_nothing_is_tolerated(self):
         """No late record in either run: the comparison is whole."""
-        from harness.check.reference import tolerance
+        from harness.check.batch_oracle.reference import tolerance
 
         ref = pd.DataFrame({"user": ["a"], "start": [1], "clicks": [3]})
         keep_e, keep_s, tolerated = tolerance(ref, ref, self.COLS, "user", set())

@@ -1,5 +1,6 @@
-"""What a job's oracle returns (the batch one, harness/check/batch_oracle.py, and the reference
-one, harness/check/reference.py): a CheckResult with the notes its verdict must carry."""
+"""What a job's oracle returns (the batch one, harness/check/batch_oracle/oracle.py, and the
+reference one, harness/check/batch_oracle/reference.py): a CheckResult with the notes its verdict
+must carry."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 The reference run is the case with the scenario's faults left out, the same seed and the
 same records, named `<case>-reference` (its own topic, sink and directory); its sink becomes
-what the case's must hold (harness/check/reference.py). It is not a case of the run's
-results: the case it served carries it as its `reference_run` section.
+what the case's must hold (harness/check/batch_oracle/reference.py). It is not a case of the
+run's results: the case it served carries it as its `reference_run` section.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from harness.check.reference import SUFFIX
+from harness.check.batch_oracle.reference import SUFFIX
 from harness.results.verdict import PASS, undecided
 
 

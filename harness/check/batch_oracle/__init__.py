@@ -4,6 +4,8 @@ Spark as a batch over the records the stream read, compared with the sink (issue
     oracle.py          the registry's entry for a job (`JobPipeline`) and the comparison (`check`)
     foreach_tables.py  for `sink = "foreach_batch"`: each table the user's write_batch wrote,
                        against its twin
+    reference.py       `oracle = "reference"`, for a job a batch run cannot mirror: the case
+                       against the same case run first without its faults
 
 Its Spark program runs outside the harness's process: workloads/pipelines/job_batch.py, over
 the records workloads/recorder.py saved (workloads/records.py).

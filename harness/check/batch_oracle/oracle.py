@@ -78,7 +78,7 @@ class JobPipeline:
                                "JobPipeline.in_case(dir) first")
         oracle = getattr(pipeline, "oracle", "batch")
         if oracle in ("reference", "none"):   # the case against its run without faults, or that run
-            from harness.check import reference
+            from harness.check.batch_oracle import reference
 
             if oracle == "none":
                 return reference.unjudged(sink)
