@@ -1,7 +1,7 @@
 """The recording of a job's records (workloads/records.py) and what the batch oracle takes of it
-(harness/check/batch_spark.py): the committed batches' ranges, each record once, and no verdict
-when the recording lacks one of them. Files only: the recorder against a real broker is
-tests/test_recorder.py."""
+(harness/check/batch_oracle/spark_run.py): the committed batches' ranges, each record once, and
+no verdict when the recording lacks one of them. Files only: the recorder against a real broker
+is tests/test_recorder.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness.check import batch_spark
+from harness.check.batch_oracle import spark_run
 from workloads import records
 
 
@@ -57,26 +57,26 @@ class TestRecorded:
         UNKNOWN, never a verdict over other records."""
         _chunk(tmp_path / "records", 0, [(0, o) for o in range(100, 200)])
         _account(tmp_path / "records", caught_up=False, behind={"0": 5})
-        with pytest.raises(batch_spark.RecordsMissing, match=r"lacks 100 records: partition 0 offsets 0-99.*"
+        with pytest.raises(spark_run.RecordsMissing, match=r"lacks 100 records: partition 0 offsets 0-99.*"
                                                               r"did not catch up"):
-            batch_spark.recorded(tmp_path, [(0, 0, 200)], tmp_path)
+            spark_run.recorded(tmp_path, [(0, 0, 200)], tmp_path)
 
     def test_a_run_without_a_recording_is_said_so(self, tmp_path):
-        with pytest.raises(batch_spark.RecordsMissing, match="no recording"):
-            batch_spark.recorded(tmp_path, [(0, 0, 1)], tmp_path)
+        with pytest.raises(spark_run.RecordsMissing, match="no recording"):
+            spark_run.recorded(tmp_path, [(0, 0, 1)], tmp_path)
 
     def test_the_ranges_records_go_to_the_oracles_directory(self, tmp_path):
         _chunk(tmp_path / "records", 0, [(0, o) for o in range(5)])
         _account(tmp_path / "records")
-        assert batch_spark.recorded(tmp_path, [(0, 1, 4)], tmp_path) == 3
-        assert pq.read_table(tmp_path / batch_spark.RECORDS)["offset"].to_pylist() == [1, 2, 3]
+        assert spark_run.recorded(tmp_path, [(0, 1, 4)], tmp_path) == 3
+        assert pq.read_table(tmp_path / spark_run.RECORDS)["offset"].to_pylist() == [1, 2, 3]
 
 
 class TestRecheckDirectory:
     def test_a_recheck_writes_each_oracle_under_its_own_directory(self, tmp_path):
         """Under `rechecking`, a case's oracle directory is the re-check's, not the run's."""
         case = tmp_path / "run" / "cases" / "eo"
-        assert batch_spark.oracle_dir(case) == case / "oracle"
-        with batch_spark.rechecking(tmp_path / "check" / "cases"):
-            assert batch_spark.oracle_dir(case) == tmp_path / "check" / "cases" / "eo" / "oracle"
-        assert batch_spark.oracle_dir(case) == case / "oracle"
+        assert spark_run.oracle_dir(case) == case / "oracle"
+        with spark_run.rechecking(tmp_path / "check" / "cases"):
+            assert spark_run.oracle_dir(case) == tmp_path / "check" / "cases" / "eo" / "oracle"
+        assert spark_run.oracle_dir(case) == case / "oracle"

@@ -12,7 +12,8 @@ what the batch oracle takes of them.
 `select` keeps the records in `ranges` ([partition, from, until) per run of offsets the
 committed batches read), each once, and says which of those the recording lacks: a record
 that Kafka deleted before the recorder read it, or a recording cut short. The oracle then
-has no verdict to give (harness/check/batch_spark.py: RecordsMissing), never a false one.
+has no verdict to give (harness/check/batch_oracle/spark_run.py: RecordsMissing), never a false
+one.
 """
 
 from __future__ import annotations

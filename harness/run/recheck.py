@@ -30,7 +30,8 @@ from types import MappingProxyType
 from typing import cast
 
 from harness import check as checker
-from harness.check import batch_spark, checkpoint
+from harness.check import checkpoint
+from harness.check.batch_oracle import spark_run
 from harness.check.large import RunFiles
 from harness.check.result import CheckResult
 from harness.errors import HarnessError
@@ -71,7 +72,7 @@ def recheck(run_dir: Path, imports: tuple[str, ...] = ()) -> tuple[RunResult, li
     out = run_dir / CHECK_DIR / f"{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(2)}"
     out.mkdir(parents=True)
     done = []
-    with batch_spark.rechecking(out / "cases", imports):
+    with spark_run.rechecking(out / "cases", imports):
         for case in run.cases:
             done.append(_case(RunDir(run_dir).case(case.name), case, pipeline_of(effective, case)))
     again = replace(run, cases=[d.case for d in done])
@@ -151,7 +152,7 @@ def _case(files: CaseDir, case: CaseResult, pipeline) -> Rechecked:
     except Problem:
         raise   # the user's oracle returned the wrong shape: named with the fix, exit 2
     except Exception as exc:  # noqa: BLE001 - as the run: an oracle that raises leaves the case undecided
-        error = batch_spark.oracle_dir(files.path).parent / "checker-error.txt"
+        error = spark_run.oracle_dir(files.path).parent / "checker-error.txt"
         error.parent.mkdir(parents=True, exist_ok=True)
         error.write_text(traceback.format_exc())
         why = f"the checker raised {type(exc).__name__}: {exc}; traceback in {error}"

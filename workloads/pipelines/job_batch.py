@@ -6,7 +6,7 @@ function as a Spark *batch* query over exactly the records the stream read:
 
   {"driver": "../driver.json",                  the case's DriverConfig: jars, imports, params
    "records": "records.parquet",                the records the committed batches read, each once,
-                                                from the case's recording (harness/check/batch_spark.py)
+                                                from its recording (harness/check/batch_oracle/spark_run.py)
    "ranges": [[partition, from, until], ...],   offsets the committed batches read (until exclusive)
    "runs": [{"name": "all", "drop": null},      one batch query per run, over the records less
             {"name": "kept", "drop": "late.parquet"},    those (partition, offset) in `drop`

@@ -2,6 +2,9 @@
 Spark as a batch over the records the stream read, compared with the sink (issue 47).
 
     oracle.py          the registry's entry for a job (`JobPipeline`) and the comparison (`check`)
+    spark_run.py       its Spark run, from the harness: the records the committed batches read,
+                       taken from the case's recording, a request, and the program started in a
+                       process of its own (`run`, `oracle_dir`, `rechecking`, `RecordsMissing`)
     foreach_tables.py  for `sink = "foreach_batch"`: each table the user's write_batch wrote,
                        against its twin
     reference.py       `oracle = "reference"`, for a job a batch run cannot mirror: the case

@@ -7,7 +7,7 @@ checks it so). After the case, the harness:
   1. takes the records the committed batches read, each once (job_input.py), and which of
      them came later than their batch's watermark;
   2. runs the job's function as a batch over them, in a Spark process of its own
-     (batch_spark.py -> workloads/pipelines/job_batch.py): over all of them, or without the
+     (spark_run.py -> workloads/pipelines/job_batch.py): over all of them, or without the
      late ones when the plan's operators drop a late record whole; with and without them when
      a late record's fate depends on the operator's state (windows, sessions, joins, state);
   3. compares the result with the sink as multisets (multiset.py): for an update-mode job,
@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.check import batch_spark, job_result, multiset, upserts
-from harness.check.batch_oracle import foreach_tables
+from harness.check import job_result, multiset, upserts
+from harness.check.batch_oracle import foreach_tables, spark_run
 from harness.check.checkpoint import Batch
 from harness.check.job_input import EXACT, PARTIAL, Input
 from harness.check.result import CheckResult
@@ -143,7 +143,7 @@ def check(case_dir: Path, truth: pd.DataFrame, sink: pd.DataFrame, batches: list
     if given.mode == PARTIAL:
         runs["without-late"] = pd.concat([flush, late])
     fields = (late, pipeline.schema) if given.mode == PARTIAL and pipeline.schema else None
-    outputs, times = batch_spark.run(case_dir, given.ranges, runs, fields)
+    outputs, times = spark_run.run(case_dir, given.ranges, runs, fields)
     columns = dict(pipeline.columns)
     key = list(pipeline.key)
     expected = outputs["expected"]
@@ -153,14 +153,14 @@ def check(case_dir: Path, truth: pd.DataFrame, sink: pd.DataFrame, batches: list
     left_out = 0
     if given.mode == PARTIAL:
         keep_e, keep_s = untouched(expected, outputs["without-late"], sink, columns, key,
-                                   outputs.get(batch_spark.FIELDS))
+                                   outputs.get(spark_run.FIELDS))
         left_out = int((~keep_e).sum())
         expected, sink = expected[keep_e], sink[keep_s]
     found = multiset.compare(expected, sink, columns)
     result: CheckResult = job_result.of(found, given, columns, key, left_out)
     back = upserts.went_backwards(history, key) if history is not None else pd.DataFrame()
     if len(back):
-        back.to_parquet(batch_spark.oracle_dir(case_dir) / BACKWARDS, index=False)
+        back.to_parquet(spark_run.oracle_dir(case_dir) / BACKWARDS, index=False)
         result.counts["went_backwards"] = int(len(back))
         result = result.with_problems([upserts.problem(back, key)])
     _write(case_dir, given, found, times, left_out, time.perf_counter() - began)
@@ -219,7 +219,7 @@ def _differ(one: pd.Series, other: pd.Series) -> set[str]:
 def _write(case_dir: Path, given: Input, found: multiset.Comparison, times: dict, left_out: int,
            seconds: float) -> None:
     """<case>/oracle/: what was compared and how: oracle.json, and every lost and extra row."""
-    out = batch_spark.oracle_dir(case_dir)
+    out = spark_run.oracle_dir(case_dir)
     found.lost_rows.to_parquet(out / "lost.parquet", index=False)
     found.extra_rows.to_parquet(out / "extra.parquet", index=False)
     (out / "oracle.json").write_text(json.dumps({

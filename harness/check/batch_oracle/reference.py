@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.check import batch_spark, job_result, multiset
+from harness.check import job_result, multiset
+from harness.check.batch_oracle import spark_run
 from harness.check.checkpoint import read_queries
 from harness.check.job_input import Input
 from workloads.pipelines.job import read_plan
@@ -54,7 +55,7 @@ def check(case_dir: Path, truth: pd.DataFrame, sink: pd.DataFrame, batches, pipe
     keep_e, keep_s, tolerated = tolerance(expected, sink, columns, column, late_keys)
     found = multiset.compare(expected[keep_e], sink[keep_s], columns)
     given = Input.of(truth, batches, read_plan(case_dir))
-    out = batch_spark.oracle_dir(case_dir)
+    out = spark_run.oracle_dir(case_dir)
     out.mkdir(parents=True, exist_ok=True)
     tolerated.to_parquet(out / "tolerated.parquet", index=False)
     found.lost_rows.to_parquet(out / "lost.parquet", index=False)
