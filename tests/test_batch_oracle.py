@@ -254,7 +254,7 @@ class TestReference:
         """A late record for every user of a groupBy(user) job: every expected row could be
         touched, so nothing is compared, and the empty comparison "held" (0 lost of 0 expected).
         Now the result says why it cannot decide, which the verdict makes UNKNOWN."""
-        from harness.check import job_result
+        from harness.check.batch_oracle import job_result
         from harness.results import verdict as verdicts
 
         cols = {"user": "STRING", "clicks": "LONG"}

@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.check import job_result, multiset, upserts
-from harness.check.batch_oracle import foreach_tables, spark_run
+from harness.check import multiset, upserts
+from harness.check.batch_oracle import foreach_tables, job_result, spark_run
 from harness.check.checkpoint import Batch
 from harness.check.job_input import EXACT, PARTIAL, Input
 from harness.check.result import CheckResult

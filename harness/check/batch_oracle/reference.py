@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.check import job_result, multiset
-from harness.check.batch_oracle import spark_run
+from harness.check import multiset
+from harness.check.batch_oracle import job_result, spark_run
 from harness.check.checkpoint import read_queries
 from harness.check.job_input import Input
 from workloads.pipelines.job import read_plan
