@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from harness.check import multiset
+from harness.check.batch_oracle.job_input import EXACT, PARTIAL, WHOLE, Input, decide, ranges
 from harness.check.batch_oracle.oracle import JobPipeline, flush_output, untouched
 from harness.check.checkpoint import Batch
-from harness.check.job_input import EXACT, PARTIAL, WHOLE, Input, decide, ranges
 
 pytestmark = pytest.mark.unit
 

@@ -5,8 +5,8 @@
 
 The harness decides which records came late by comparing each record's event time, the
 replay file's `event_time` column, with the watermark Spark used for its batch
-(harness/check/job_input.py, replay.late_watermarks). That is Spark's own decision only when
-the watermark's column holds that same event time. A column the job derives from it alone
+(harness/check/batch_oracle/job_input.py, batch_reads.late_watermarks). That is Spark's own
+decision only when the watermark's column holds that same event time. A column the job derives from it alone
 (`at = timestamp_millis(ts)`, `to_timestamp(ts)`) holds it; a watermark on Kafka's
 `timestamp` (when the harness sent the record) or on another field of the record does not,
 and the oracle would then leave out, or compare, the wrong records.

@@ -39,9 +39,9 @@ import numpy as np
 import pandas as pd
 
 from harness.check import multiset
+from harness.check.batch_oracle.job_input import EXACT, PARTIAL, Input
 from harness.check.batch_oracle.job_result import ROWS, JobCheckResult
 from harness.check.batch_oracle.spark_run import BatchFailed, oracle_dir
-from harness.check.job_input import EXACT, PARTIAL, Input
 from harness.check.result import concat, discrepancies, row_text
 from harness.paths import REPO_ROOT
 from workloads.sinks.foreach_batch import STREAM, Table, described

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from harness.check import multiset
-from harness.check.job_input import EXACT, Input
+from harness.check.batch_oracle.job_input import EXACT, Input
 from harness.check.result import CheckResult, concat, discrepancies, row_text
 
 ROWS = "rows"

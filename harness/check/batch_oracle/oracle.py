@@ -29,8 +29,8 @@ import pandas as pd
 
 from harness.check import multiset, upserts
 from harness.check.batch_oracle import foreach_tables, job_result, spark_run
+from harness.check.batch_oracle.job_input import EXACT, PARTIAL, Input
 from harness.check.checkpoint import Batch
-from harness.check.job_input import EXACT, PARTIAL, Input
 from harness.check.result import CheckResult
 from workloads.pipelines.job import read_plan
 from workloads.sinks.upsert import history_of

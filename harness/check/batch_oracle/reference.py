@@ -26,8 +26,8 @@ import pandas as pd
 
 from harness.check import multiset
 from harness.check.batch_oracle import job_result, spark_run
+from harness.check.batch_oracle.job_input import Input
 from harness.check.checkpoint import read_queries
-from harness.check.job_input import Input
 from workloads.pipelines.job import read_plan
 
 SUFFIX = "-reference"
