@@ -43,6 +43,8 @@ class CaseDir:
     executor_logs = property(lambda self: self.path / "executor-logs")
     stop = property(lambda self: self.path / "STOP")
     control = property(lambda self: self.path / "control")
+    # each transformWithState timer's firing, by the worker that ran it (workloads/pipelines/timer_log.py)
+    timers = property(lambda self: self.path / "timers")
     # the driver JVM's clock, when a clock fault moves it (workloads/clock.py)
     driver_clock = property(lambda self: self.path / "clock" / "driver.rc")
     # the query's checkpoint; at-most-once's restarts start fresh ones beside it

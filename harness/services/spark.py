@@ -108,7 +108,7 @@ class SparkDriver(Service):
         files = CaseDir(self.workdir)
         self.config = replace(config, status_path=str(files.status), conf_path=str(files.spark_conf),
                               progress_path=str(files.progress), executors_path=str(files.executors),
-                              stop_path=str(files.stop),
+                              stop_path=str(files.stop), timers_path=str(files.timers),
                               control_dir=str(files.control))
         self.config_path = files.driver_config
         self.status_path = Path(self.config.status_path)

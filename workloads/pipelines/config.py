@@ -46,6 +46,7 @@ class DriverConfig:
     executors_path: str = ""       # executors added and removed (pipelines/executors.py)
     progress: bool = True          # False ([measure] enabled = false): no progress listener
     stop_path: str = ""
+    timers_path: str = ""          # where a transformWithState processor records its firings (timer_log.py)
     control_dir: str = ""          # the control channel (pipelines/control.py)
     # where a query on a fresh checkpoint starts: earliest, or latest (at-most-once's restart)
     starting_offsets: str = "earliest"

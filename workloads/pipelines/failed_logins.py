@@ -7,7 +7,9 @@ event_id in the map state, counts once) join the ones kept in the list state, so
 `within` (last - first < within), they raise an alert and are consumed. The value state
 numbers the user's alerts. An event-time timer at each failure's time + `within` forgets
 it: no later failure that is not late could join it any more, so the timers bound the
-state and never change the output (harness/check/logins.py replays the same rule).
+state and never change the output (harness/check/logins.py replays the same rule). Each
+firing is recorded when the harness gives the build a timer log (timer_log.py), for the
+timers' check (harness/check/timers.py).
 
 transformWithState runs on the RocksDB state store only (PySpark 4.2 refuses others).
 """
@@ -15,6 +17,7 @@ transformWithState runs on the RocksDB state store only (PySpark 4.2 refuses oth
 from __future__ import annotations
 
 from workloads.pipelines.params import ATTEMPTS, WATERMARK, WITHIN
+from workloads.pipelines.timer_log import TimerLog
 
 NAME = "failed_logins"
 PARAMS = (ATTEMPTS, WITHIN, WATERMARK)
@@ -39,7 +42,8 @@ def alerts(failures: list[tuple[int, int]], attempts: int, within_ms: int):
     return found, kept
 
 
-def build(events, params: dict):
+def build(events, params: dict, processor=None):
+    """The query; `processor` in place of FailedLogins (a planted one: tests/scenarios/timer_rearm.py)."""
     from pyspark.sql import functions as F
 
     watermarked = events.withWatermark("event_time", f"{params['watermark_ms']} milliseconds")
@@ -50,7 +54,8 @@ def build(events, params: dict):
                               "event_id", "event_time_ms", "event_time")
     schema = ", ".join(f"{name} {kind}" for name, kind in COLUMNS.items())
     return by_user.groupBy("user_id").transformWithState(
-        FailedLogins(params["attempts"], params["within_ms"]), outputStructType=schema,
+        processor or FailedLogins(params["attempts"], params["within_ms"], TimerLog.opened(params)),
+        outputStructType=schema,
         outputMode="Append", timeMode="EventTime")
 
 
@@ -61,8 +66,8 @@ def _processor_base():
 
 
 class FailedLogins(_processor_base()):  # type: ignore[misc]
-    def __init__(self, attempts: int, within_ms: int):
-        self.attempts, self.within_ms = attempts, within_ms
+    def __init__(self, attempts: int, within_ms: int, log: TimerLog | None = None):
+        self.attempts, self.within_ms, self.log = attempts, within_ms, log
 
     def init(self, handle) -> None:
         self.handle = handle
@@ -78,7 +83,7 @@ class FailedLogins(_processor_base()):  # type: ignore[misc]
             if self.seen.containsKey((row.event_id,)):
                 continue
             self.seen.updateValue((row.event_id,), (row.event_time_ms,))
-            self.handle.registerTimer(row.event_time_ms + self.within_ms)
+            self.register(row.event_time_ms + self.within_ms)
             new.append((row.event_time_ms, row.event_id))
         old = [(t, i) for t, i in self.pending.get()] if self.pending.exists() else []
         found, kept = alerts(old + new, self.attempts, self.within_ms)
@@ -91,7 +96,12 @@ class FailedLogins(_processor_base()):  # type: ignore[misc]
         if found:
             self.raised.update((n,))
 
+    def register(self, expiry_ms: int) -> None:
+        self.handle.registerTimer(expiry_ms)
+
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+        if self.log is not None:
+            self.log.fired(key, expiredTimerInfo.getExpiryTimeInMs(), timerValues)
         gone = expiredTimerInfo.getExpiryTimeInMs() - self.within_ms   # failures at or before it
         if self.pending.exists():
             kept = [(t, i) for t, i in self.pending.get() if t > gone]
