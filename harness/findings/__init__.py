@@ -18,6 +18,7 @@ Classes, one finding each when present:
   refused-restart                               a restart Spark refused
   commit-without-offsets                        a commits/N with no offsets/N in the checkpoint
   state-diverged                                an operator's state, read after a batch, is not the oracle's
+  timer-fired-twice, timer-never-fired          a transformWithState timer fired in two batches, or never
 
 The unit follows the pipeline: event by event when rows carry event_id (per_event.py), per
 (event, window) pair for windowed counts (per_window.py), by key columns otherwise (per_row.py).
@@ -32,7 +33,7 @@ The unit follows the pipeline: event by event when rows carry event_id (per_even
 from __future__ import annotations
 
 from harness.check import registry as pipeline_registry
-from harness.findings import backwards, duplicated, extra, lost, mismatch, spark, state, tables
+from harness.findings import backwards, duplicated, extra, lost, mismatch, spark, state, tables, timers
 from harness.findings.inputs import Inputs
 from harness.findings.per_event import Events
 from harness.findings.per_row import Rows
@@ -44,7 +45,8 @@ __all__ = ["Inputs", "build", "CLASSES"]
 
 CLASSES = ("mismatch", "lost", "duplicated", "unexpected", "wrong-value", "dropped-late-wrongly",
            "went-backwards", "table-differs", "deleted-before-read",
-           "refused-restart", "commit-without-offsets", "state-diverged")
+           "refused-restart", "commit-without-offsets", "state-diverged", "timer-fired-twice",
+           "timer-never-fired")
 
 
 def build(inputs: Inputs) -> list[Finding]:
@@ -53,7 +55,8 @@ def build(inputs: Inputs) -> list[Finding]:
     history = History(inputs)
     found = [backwards.build(inputs), tables.build(inputs), spark.deleted_before_read(inputs, history),
              spark.refused_restart(inputs, history),
-             spark.commit_without_offsets(inputs, history), state.build(inputs)]
+             spark.commit_without_offsets(inputs, history), state.build(inputs),
+             timers.fired_twice(inputs), timers.never_fired(inputs)]
     # a foreach_batch sink's output is its tables: table-differs explains them, not the row units
     if _output_anomalies(inputs, history) and not tables.applies(inputs):
         unit = unit_of(inputs, history)

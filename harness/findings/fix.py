@@ -108,6 +108,14 @@ FIXES: dict[tuple[str, str | None], str] = {
         "returns, and restore a checkpoint only whole (its state with its offset and commit logs, from one "
         "moment): a state file of an older version under a newer name makes the query go on from a state "
         "that lost updates, and Spark does not notice",
+    ("timer-fired-twice", None):
+        "register a timer only from what the state says is still pending: a processor that registers "
+        "its timers again on recovery (from a list of every timer it ever set) re-arms those that "
+        "already fired, and Spark fires them again; prune that list in handleExpiredTimer, or keep no "
+        "such list (Spark restores the registered timers with the state)",
+    ("timer-never-fired", None):
+        "report it to Spark with the key, the timer and the batches: a timer the watermark passed must "
+        "fire in that batch (apache/spark#55474 reports a timer scan that could skip timers)",
     ("commit-without-offsets", None):
         "run with synchronous progress tracking (asyncProgressTrackingEnabled off) until your Spark has "
         "SPARK-56720's fix: asynchronous tracking can log a batch done whose offsets it never logged",

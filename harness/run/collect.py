@@ -74,6 +74,7 @@ def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> Ca
     if deleted:   # sent and acknowledged, then deleted before any batch read them (the findings say so)
         checked.counts.update(produced=checked.counts["produced"] + deleted, deleted_before_read=deleted)
     checked = _state(case, result, truth, out, checked)
+    checked = _timers(case, result, truth, out, checked)
     result.findings = _explain(case, result, truth, out, checked)
     _judge(case, result, schedule, checked)
     latencies = _latency(case, result, checked, window)
@@ -212,6 +213,24 @@ def _state(case: Case, result: CaseResult, truth, out: Output, checked: CheckRes
     case_s = began - case.started_at if case.started_at else None
     result.sections["state_check"] = {**seen.to_json(), "case_s": round(case_s, 1) if case_s else None,
                                       "share": round(spent / (case_s + spent), 3) if case_s else None}
+    problem = seen.problem()
+    return checked.with_problems([problem]) if problem else checked
+
+
+def _timers(case: Case, result: CaseResult, truth, out: Output, checked: CheckResult) -> CheckResult:
+    """transformWithState's timers, from the firings its processor recorded (harness/check/timers.py):
+    a timer fired twice or never is a problem of the case; a check that crashed decides nothing."""
+    from harness.check import timers
+
+    try:
+        seen = timers.check(case.dir, case.pipeline, truth, out.batches)
+    except Exception as exc:  # noqa: BLE001 - evidence beside the verdict: its crash is no verdict
+        case.files.path.joinpath("timers-check-error.txt").write_text(traceback.format_exc())
+        result.sections["timers"] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        return checked
+    if seen is None:
+        return checked
+    result.sections["timers"] = seen.to_json()
     problem = seen.problem()
     return checked.with_problems([problem]) if problem else checked
 
