@@ -100,7 +100,7 @@ class TestSessions:
     def test_sessions_merge_across_batches_and_touching_ones_join(self):
         # a: 0, 500 (batch 0) then 1500 (batch 1): one session [0, 2500); b: 0 and 1000 touch
         truth = _truth([0, 500, 0, 1500, 1000], ["a", "a", "b", "a", "b"])
-        emitted, stored, late, _ = sessions.replay(truth, _batches(3, 5), 1000)
+        emitted, stored, late, _ = sessions.mirror(truth, _batches(3, 5), 1000)
         got = {(r.key, r.session_start_ms, r.session_end_ms, r.count) for r in emitted.itertuples()}
         assert got == {("a", 0, 2500, 3), ("b", 0, 2000, 2)} and stored.empty and late.empty
 
@@ -109,12 +109,12 @@ class TestSessions:
         truth = _truth([0, 1500], ["a", "a"])
         batches = [Batch(0, 0, {0: 1}, True), Batch(1, 1000, {0: 1}, True), Batch(2, 1000, {0: 2}, True),
                    Batch(3, 10**12, {0: 2}, True)]
-        emitted, _, late, _ = sessions.replay(truth, batches, 1000)
+        emitted, _, late, _ = sessions.mirror(truth, batches, 1000)
         assert sorted(emitted["session_start_ms"]) == [0, 1500] and late.empty
 
     def test_a_perfect_sink_passes_and_a_wrong_sum_is_caught(self):
         truth = _truth([0, 500, 4000], ["a", "a", "a"])
-        emitted, *_ = sessions.replay(truth, _batches(3), 1000)
+        emitted, *_ = sessions.mirror(truth, _batches(3), 1000)
         sink = _committed(emitted.drop(columns="batch")).astype({"count": "int64", "sum_amount": "int64"})
         assert sessions.check(truth, sink, _batches(3), self.P).discrepancies.empty
         sink.loc[sink.index[0], "sum_amount"] = 1
@@ -123,7 +123,7 @@ class TestSessions:
 
     def test_the_control_events_sessions_are_set_aside_but_only_theirs(self):
         truth = _truth([0, 500], ["a", CONTROL_KEY]).assign(control=[False, True])
-        emitted, *_ = sessions.replay(truth, _batches(2), 1000)
+        emitted, *_ = sessions.mirror(truth, _batches(2), 1000)
         sink = _committed(emitted.drop(columns="batch"))
         r = sessions.check(truth, sink, _batches(2), self.P)
         assert (r.counts["expected"], r.counts["unexpected"]) == (1, 0)
@@ -132,7 +132,7 @@ class TestSessions:
 class TestDedup:
     def test_a_resent_copy_comes_out_once_and_a_second_row_is_duplicated(self):
         truth = _truth([100, 200, 100], ["a", "b", "a"], ids=[0, 1, 0])
-        emitted, _ = dedup.replay(truth, _batches(3), 1000)
+        emitted, _ = dedup.mirror(truth, _batches(3), 1000)
         assert sorted(emitted["event_id"]) == [0, 1]
         sink = _committed(emitted[["event_id", "key", "event_time_ms", "amount"]])
         r = dedup.check(truth, sink, _batches(3), {"watermark_ms": 1000})
@@ -143,7 +143,7 @@ class TestDedup:
     def test_a_copy_arriving_after_the_watermark_is_late_not_output(self):
         truth = _truth([100, 5000, 100], ["a", "b", "a"], ids=[0, 1, 0])
         batches = [Batch(0, 0, {0: 2}, True), Batch(1, 4000, {0: 2}, True), Batch(2, 4000, {0: 3}, True)]
-        emitted, late = dedup.replay(truth, batches, 1000)
+        emitted, late = dedup.mirror(truth, batches, 1000)
         assert sorted(emitted["event_id"]) == [0, 1] and late == 1
 
 
@@ -204,7 +204,7 @@ class TestFailedLogins:
         times = [100, 300, 300, 600, 10_000]
         truth = _truth(times, ["a"] * 5, ids=[0, 1, 1, 2, 3]).assign(
             user=[7] * 5, event_type=["login-failed"] * 5)
-        emitted, late = logins.replay(truth, _batches(2, 5), 3, 1000)
+        emitted, late = logins.mirror(truth, _batches(2, 5), 3, 1000)
         assert list(emitted.itertuples(index=False, name=None)) == [(7, 1, 100, 600, 3, 1)] and late.empty
         sink = _committed(emitted.drop(columns="batch"))
         r = logins.check(truth, sink, _batches(2, 5), {"attempts": 3, "within_ms": 1000})

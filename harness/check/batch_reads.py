@@ -1,4 +1,4 @@
-"""Spark's rules replayed on ground truth: which batch read each event, and the watermark
+"""Spark's rules applied to ground truth: which batch read each event, and the watermark
 each batch dropped late rows with."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The oracle of `dedup`: Spark's dropDuplicatesWithinWatermark replayed batch by batch.
+"""The oracle of `dedup`: Spark's dropDuplicatesWithinWatermark mirrored batch by batch.
 
 Spark 4.2's rules (StreamingDeduplicateWithinWatermarkExec), on the records each
 committed batch read:
@@ -22,7 +22,7 @@ from harness.check.result import CheckResult
 from workloads.pipelines import dedup
 
 
-def replay(truth: pd.DataFrame, batches: list[Batch], delay_ms: int):
+def mirror(truth: pd.DataFrame, batches: list[Batch], delay_ms: int):
     """(the records that come out, with their batch; the number of late records)."""
     recs = truth.assign(batch=assign_batches(truth, batches))
     late_mark = late_watermarks(batches)
@@ -49,7 +49,7 @@ def replay(truth: pd.DataFrame, batches: list[Batch], delay_ms: int):
 
 
 def check(truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch], params: dict) -> CheckResult:
-    emitted, spark_late = replay(truth, batches, params["watermark_ms"])
+    emitted, spark_late = mirror(truth, batches, params["watermark_ms"])
     control_ids = truth.loc[truth["control"], "event_id"]
     ours = sink["event_id"].isin(control_ids) & sink["event_id"].isin(emitted["event_id"])
     real = truth[~truth["control"]].assign(batch=lambda t: assign_batches(t, batches))

@@ -1,11 +1,11 @@
-"""The oracle of `failed_logins`: its processor's rule replayed batch by batch.
+"""The oracle of `failed_logins`: its processor's rule mirrored batch by batch.
 
 Spark 4.2 drops a row as late before the processor sees it when its event time <= the
 previous batch's watermark (transformWithState in EventTime mode), and counts it in
 numRowsDroppedByWatermark. The survivors of each committed batch, per user, go through
 the same scan as the processor (workloads.pipelines.failed_logins.alerts), with the
 failures kept from earlier batches. Forgetting a failure at its time + `within` changes
-no output (a failure that is not late cannot join it), so the replay keeps them all.
+no output (a failure that is not late cannot join it), so the mirror keeps them all.
 A fresh checkpoint (an at-most-once restart) starts with nothing kept.
 """
 
@@ -22,7 +22,7 @@ from workloads.pipelines.failed_logins import COLUMNS, FAILED, alerts
 KEY = ["user_id", "alert_seq"]
 
 
-def replay(truth: pd.DataFrame, batches: list[Batch], attempts: int, within_ms: int):
+def mirror(truth: pd.DataFrame, batches: list[Batch], attempts: int, within_ms: int):
     """(the alerts, with the batch that raised them; the late failures)."""
     fails = truth[(truth["event_type"] == FAILED) & ~truth["control"]]
     fails = fails.assign(batch=assign_batches(fails, batches))
@@ -58,7 +58,7 @@ def replay(truth: pd.DataFrame, batches: list[Batch], attempts: int, within_ms: 
 
 
 def check(truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch], params: dict) -> CheckResult:
-    emitted, late = replay(truth, batches, params["attempts"], params["within_ms"])
+    emitted, late = mirror(truth, batches, params["attempts"], params["within_ms"])
     produced = int((~truth["control"]).sum())
     dropped = int(late["event_id"].nunique())
     result = rows.check(emitted.drop(columns="batch"), sink, KEY, produced, dropped,

@@ -5,7 +5,7 @@ Each builds the rows its query must write, with Spark's semantics where they dif
 SQL text:
   - a windowed query drops the bids Spark drops as late: an (event, window) pair whose window
     ended at or before the watermark of the batch that read it (the one rule of
-    harness/check/windows.py); a session window replays Spark's session rules
+    harness/check/windows.py); a session window mirrors Spark's session rules
     (harness/check/sessions.py);
   - output is append mode: a window the last watermark had not passed when the run ended,
     and that is not in the sink, is open, not lost;
@@ -295,7 +295,7 @@ def q8(real, batches, params) -> Expected:
 
 def q11(real, batches, params) -> Expected:
     b = bids(real)
-    # Spark's session rules replayed (harness/check/sessions.py), the bidder as the key
+    # Spark's session rules mirrored (harness/check/sessions.py), the bidder as the key
     as_keys = pd.DataFrame(
         {
             "key": b["bidder"].astype(str),
@@ -305,7 +305,7 @@ def q11(real, batches, params) -> Expected:
             "offset": b["offset"],
         }
     )
-    emitted, stored, late, _ = sessions.replay(as_keys, batches, params["gap_ms"])
+    emitted, stored, late, _ = sessions.mirror(as_keys, batches, params["gap_ms"])
 
     def shaped(s: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(

@@ -1,7 +1,7 @@
-"""The oracle of `session_count`: Spark's session windows replayed batch by batch.
+"""The oracle of `session_count`: Spark's session windows mirrored batch by batch.
 
 Spark 4.2's rules (SessionWindowStateStoreRestoreExec, MergingSessionsExec,
-SessionWindowStateStoreSaveExec), replayed on the events each committed batch read:
+SessionWindowStateStoreSaveExec), applied to the events each committed batch read:
   - each event starts a session [t, t + gap);
   - it is dropped as late when t + gap <= the previous batch's watermark (before any merge);
   - the survivors merge with the stored sessions of their key, sorted by start: a session
@@ -49,7 +49,7 @@ def merge(sessions: pd.DataFrame) -> pd.DataFrame:
             .reset_index(drop=True)[_STATE])
 
 
-def replay(truth: pd.DataFrame, batches: list[Batch], gap_ms: int):
+def mirror(truth: pd.DataFrame, batches: list[Batch], gap_ms: int):
     """(emitted sessions with the batch that emitted them, sessions still stored at the end,
     late events, Spark's count of late rows, events read by each batch)."""
     events = truth[["key", "event_time_ms", "amount", "partition", "offset"]].copy()
@@ -86,7 +86,7 @@ def replay(truth: pd.DataFrame, batches: list[Batch], gap_ms: int):
 
 
 def check(truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch], params: dict) -> CheckResult:
-    emitted, stored, late, spark_dropped = replay(truth, batches, params["gap_ms"])
+    emitted, stored, late, spark_dropped = mirror(truth, batches, params["gap_ms"])
     ours = emitted["key"] == CONTROL_KEY
     own = pd.MultiIndex.from_frame(emitted.loc[ours, KEY].astype({"session_start_ms": "int64",
                                                                    "session_end_ms": "int64"}))

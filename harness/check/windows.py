@@ -1,7 +1,7 @@
 """Compare what the sink holds with ground truth: lost, duplicated, unexpected, late.
 
 Ground truth is what the generator actually sent (partition and offset of every
-event). The checker replays Spark's own rules on it: which micro-batch read each
+event). The checker applies Spark's own rules to it: which micro-batch read each
 event (from the checkpoint's offset log) and which watermark that batch filtered
 late rows with, so an event that Spark rightly dropped as late is counted as
 `dropped_late`, not as lost. The unit of accounting is an (event, window) pair: for

@@ -1,7 +1,7 @@
 """Anomalies of Spark's own doing, seen beside the output:
 
-  dropped-late-wrongly  Spark dropped more rows by its watermark than the oracle, replaying
-                        Spark's rule on ground truth, counts as late (Spark's way: one per
+  dropped-late-wrongly  Spark dropped more rows by its watermark than the oracle, applying
+                        Spark's rule to ground truth, counts as late (Spark's way: one per
                         batch, key and window); the witnesses are events of the batches where
                         it did, on time by the oracle, whose windows came out short or not at all
   deleted-before-read   offsets Kafka deleted before the query read them (a fault's

@@ -21,7 +21,7 @@ numbered version of an updating result, so that every row it writes stays true:
               micro-batches emit it.
 
 transformWithState runs on the RocksDB state store only (PySpark 4.2 refuses others). The
-oracles in harness/check/nexmark.py replay the same rules.
+oracles in harness/check/nexmark.py mirror the same rules.
 """
 
 from __future__ import annotations

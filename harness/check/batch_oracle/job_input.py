@@ -9,7 +9,7 @@ record only a batch that never committed read was never part of any output. As S
 own Kafka batch reader takes them: `ranges`, [partition, from, until) per run of offsets.
 
 Late: a record whose event time is at or below the watermark its batch filtered late rows
-with (the previous batch's, replay.late_watermarks: Spark 3.4's rule) may have been dropped
+with (the previous batch's, batch_reads.late_watermarks: Spark 3.4's rule) may have been dropped
 by a stateful operator. Whether it was depends on the operator (the plan: job.plan_facts):
   none        no record is late, or the query keeps no state (nothing drops a record):
               the comparison is whole, over every record read
