@@ -28,7 +28,7 @@ def _truth(times: list[int], partitions: int = 1) -> pd.DataFrame:
 
 
 class TestInput:
-    def test_a_replayed_batch_s_records_are_read_once(self):
+    def test_a_batch_run_again_reads_its_records_once(self):
         """Batch 1 planned twice (a restart re-ran it): each record in it counts once; an
         uncommitted batch's records are not read."""
         truth = _truth([1000] * 6)

@@ -57,14 +57,14 @@ class TestCheck:
         assert (c["lost"], c["delivered"]) == (2, 1)
 
     def test_a_window_written_twice_counts_its_events_as_duplicated(self):
-        """A replayed, non-idempotent write shows every event of the window twice."""
+        """A batch run again, written non-idempotently, shows every event of the window twice."""
         truth = _truth([100, 200])
         row = ("a", 0, 5000, 2, 4, 106_000)
         c = check(truth, _sink([row, row]), _one_batch(2), P).counts
         assert (c["lost"], c["duplicated"], c["delivered"]) == (0, 2, 4)
 
-    def test_a_replayed_window_with_its_full_count_is_duplicated_not_lost(self):
-        """At-least-once after a replay: the window twice, each time complete."""
+    def test_a_window_run_again_with_its_full_count_is_duplicated_not_lost(self):
+        """At-least-once after a batch ran again: the window twice, each time complete."""
         truth = _truth([100, 200, 300])
         row = ("a", 0, 5000, 3, 6, 106_000)
         c = check(truth, _sink([row, row]), _one_batch(3), P).counts

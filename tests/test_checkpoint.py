@@ -25,7 +25,7 @@ class TestReadBatches:
         assert batches[1].end_offsets == {0: 9, 1: 7} and batches[1].watermark_ms == 500
 
     def test_a_batch_without_commit_file_is_not_committed(self, tmp_path):
-        """An offsets entry without a commits entry is a batch that will be replayed."""
+        """An offsets entry without a commits entry is a batch that will run again."""
         _write_batch(tmp_path, 0, 0, {0: 1})
         _write_batch(tmp_path, 1, 900, {0: 2}, committed=False)
         assert [b.committed for b in read_batches(tmp_path, "t")] == [True, False]

@@ -89,7 +89,7 @@ def _only(findings: list[Finding], cls: str) -> Finding:
     return found[0]
 
 
-def _replay(tmp_path: Path) -> Inputs:
+def _run_again(tmp_path: Path) -> Inputs:
     """Batch 1 writes its window, the driver dies before commits/1, the new driver runs it again."""
     truth = _truth([0.1, 0.2, 0.3, 4.0, 4.1, 4.2])
     batches = [Batch(0, 0, {0: 4}, True, {0: 0}, committed_ms=_ms(1.0)),
@@ -105,10 +105,10 @@ def _replay(tmp_path: Path) -> Inputs:
                    faults=[kill], incidents=[died])
 
 
-class TestDuplicatedAfterAReplay:
+class TestDuplicatedAfterABatchRunAgain:
     def test_the_window_written_twice_by_one_batch_id_is_the_witness(self, tmp_path):
         """The witness is the window, with both sink rows written by batch 1."""
-        f = _only(build(_replay(tmp_path)), "duplicated")
+        f = _only(build(_run_again(tmp_path)), "duplicated")
         assert f.count == 3
         assert len(f.witness) == 1
         assert f.witness[0]["window"] == [_ms(0), _ms(2)]
@@ -116,7 +116,7 @@ class TestDuplicatedAfterAReplay:
 
     def test_the_story_tells_the_write_the_death_and_the_rerun_in_time_order(self, tmp_path):
         """Offsets, the sink's commit, the death before commits/1, the rerun and the commit, in order."""
-        story = _only(build(_replay(tmp_path)), "duplicated").story
+        story = _only(build(_run_again(tmp_path)), "duplicated").story
         parts = ["batch 1 read offsets 4-5 of partition 0 (offsets/1 at 2.0 s)",
                  "its 1 row was committed to the sink at 3.0 s",
                  "kill-driver killed the driver (pid 42), gone at 3.5 s, before commits/1 was written",
@@ -128,7 +128,7 @@ class TestDuplicatedAfterAReplay:
     def test_a_commit_the_fault_deleted_is_told_as_deleted_not_as_never_written(self, tmp_path):
         """corrupt-checkpoint at after-commit: commits/1 was written, the driver killed, the
         file deleted; the story said "before commits/1 was written", which was not so."""
-        inputs = _replay(tmp_path)
+        inputs = _run_again(tmp_path)
         cc = FaultRecord("corrupt-checkpoint", 3.2, 3.2, 12.0, "checkpoint/commits/1 of driver (pid 42)",
                          True,
                          spec={"kind": "corrupt-checkpoint", "extra": {"file": "commits", "action": "delete",
@@ -138,9 +138,9 @@ class TestDuplicatedAfterAReplay:
         assert "just after commits/1 was written, and the fault deleted commits/1" in story, story
         assert "before commits/1 was written" not in story, story
 
-    def test_faults_and_checkpoint_files_name_the_replayed_batch(self, tmp_path):
+    def test_faults_and_checkpoint_files_name_the_batch_run_again(self, tmp_path):
         """The fault in effect over batch 1 and its offsets/1 and commits/1 are listed."""
-        f = _only(build(_replay(tmp_path)), "duplicated")
+        f = _only(build(_run_again(tmp_path)), "duplicated")
         assert f.faults == ["kill-driver at 3.2s (driver (pid 42))"]
         assert {"checkpoint/offsets/1", "checkpoint/commits/1"} <= set(f.checkpoint_files)
 
@@ -148,7 +148,7 @@ class TestDuplicatedAfterAReplay:
         """summary.json gets class, count, witness, faults, checkpoint_files and story, in JSON types."""
         import json
 
-        out = json.loads(json.dumps(_only(build(_replay(tmp_path)), "duplicated").to_json()))
+        out = json.loads(json.dumps(_only(build(_run_again(tmp_path)), "duplicated").to_json()))
         assert set(out) == {"class", "count", "witness", "faults", "checkpoint_files", "story"}
 
 
@@ -205,7 +205,7 @@ class TestUnexpected:
         assert "no event with key zz was ever sent" in f.story
 
     def test_a_count_twice_what_was_sent_says_the_write_was_applied_twice(self, tmp_path):
-        """An upsert that added a replayed batch's counts again (delta-io/delta#1421): one row,
+        """An upsert that added a batch run again's counts again (delta-io/delta#1421): one row,
         twice the count, from a sink that records no batch id."""
         truth = _truth([0.1, 0.2])
         batches = [Batch(0, 0, {0: 2}, True, {0: 0}), Batch(1, _ms(3.0), {0: 2}, True, {0: 2})]
@@ -368,7 +368,7 @@ class TestStoriesFromEvidence:
             self, tmp_path):
         """No batch id in the sink: the batch whose watermark closed the window (batch 1) wrote it;
         the driver died while batch 1 was under way, so its two copies came from two runs."""
-        f = self._no_ids(_replay(tmp_path), [3.0, 10.5])
+        f = self._no_ids(_run_again(tmp_path), [3.0, 10.5])
         assert "its watermark was the first to reach the end of the window" in f.story, f.story
         assert ("the copies came from two runs of batch 1, visible at 3.0 s and 10.5 s, before and after the "
                 "driver died at 3.5 s") in f.story, f.story
@@ -378,23 +378,23 @@ class TestStoriesFromEvidence:
     def test_one_commit_time_for_both_copies_is_said_not_taken_at_its_word(self, tmp_path):
         """The sink gave both copies one time (13.3 s and 13.3 s, one of them written by the new
         driver 15 s later): the story says the runs, and that the sink's times cannot tell them."""
-        f = self._no_ids(_replay(tmp_path), [3.0, 3.0])
+        f = self._no_ids(_run_again(tmp_path), [3.0, 3.0])
         assert "two runs of batch 1, before and after the driver died at 3.5 s" in f.story, f.story
         assert "one commit time, 3.0 s, so it cannot tell them apart" in f.story, f.story
 
     def test_without_a_death_in_the_batch_the_copies_are_one_write_applied_twice(self, tmp_path):
         """No fault, no death: one run wrote both copies (a write applied twice), whether or not
         the sink records the batch id."""
-        inputs = _replay(tmp_path)
+        inputs = _run_again(tmp_path)
         alone = replace(inputs, faults=[], incidents=[])
         for f in (self._no_ids(alone, [3.0, 3.1]), _only(build(alone), "duplicated")):
             said = "batch 1 ran once, and its one run wrote the row of window [0.0 s, 2.0 s) of key k1 twice"
             assert said in f.story, f.story
             assert "a write applied twice" in f.story and "killed" not in f.story, f.story
 
-    def test_a_batch_written_twice_is_not_blamed_on_a_replay_of_another(self, tmp_path):
-        """A sink that writes each batch twice, under a replay of a later batch: batch 1 ran once,
-        at 3.3 s, before any death (the story said the replay at 17.6 s re-ran batch 1, out of
+    def test_a_batch_written_twice_is_not_blamed_on_another_run_again(self, tmp_path):
+        """A sink that writes each batch twice, under a replay-batch of a later batch: batch 1 ran once,
+        at 3.3 s, before any death (the story said the replay-batch at 17.6 s re-ran batch 1, out of
         time order, and the finding listed no fault)."""
         truth = _truth([0.1, 0.2, 0.3, 4.0, 4.1, 4.2, 8.0, 8.1])
         batches = [Batch(0, 0, {0: 3}, True, {0: 0}, committed_ms=_ms(1.0)),
@@ -419,7 +419,7 @@ class TestCountTiedToRows:
     def test_the_duplicated_pairs_are_tied_to_the_rows_the_story_tells(self, tmp_path):
         """3 duplicated (event, window) pairs, one window's row written twice: the story says how
         the count is made of the rows it tells."""
-        story = _only(build(_replay(tmp_path)), "duplicated").story
+        story = _only(build(_run_again(tmp_path)), "duplicated").story
         assert story.startswith("The 3 duplicated (event, window) pairs are the events that the extra copies "
                                 "of 1 window's row count again; "), story
 
@@ -427,22 +427,22 @@ class TestCountTiedToRows:
 class TestWhatToFix:
     """A story ends with what to fix, chosen by the cause its evidence showed, not by its class."""
 
-    def test_a_replayed_batch_appended_again_hears_to_record_the_batch_id_in_one_transaction(self, tmp_path):
+    def test_a_batch_run_again_and_appended_hears_to_record_the_batch_id_in_one_transaction(self, tmp_path):
         """paimon-9666's shape: the batch wrote, the driver died before commits/1, the re-run appended."""
-        f = _only(build(_replay(tmp_path)), "duplicated")
+        f = _only(build(_run_again(tmp_path)), "duplicated")
         assert f.story.endswith("To fix: record Spark's batch id with the rows in one transaction, and skip "
                                 "a batch id the sink already holds: after a restart Spark runs a batch "
                                 "again with the same id and offsets."), f.story
 
     def test_a_write_applied_twice_in_one_run_hears_something_else(self, tmp_path):
         """No death while the batch ran: no batch id would have helped; the write itself was applied twice."""
-        alone = replace(_replay(tmp_path), faults=[], incidents=[])
+        alone = replace(_run_again(tmp_path), faults=[], incidents=[])
         story = _only(build(alone), "duplicated").story
         assert "To fix: write each batch's rows once" in story and "transaction" not in story, story
 
     def test_a_committed_batch_the_sink_holds_nothing_of_hears_about_the_sink_s_write(self, tmp_path):
         """Batch 1 committed, yet no row of its window is in the sink."""
-        inputs = _replay(tmp_path)
+        inputs = _run_again(tmp_path)
         f = _only(build(_inputs(WINDOWS, inputs.truth, _window_sink([]), inputs.batches,
                                 checkpoints=inputs.checkpoints, progress=inputs.progress)), "lost")
         assert "To fix: make the sink hold a batch's rows before foreachBatch returns" in f.story, f.story
@@ -451,8 +451,8 @@ class TestWhatToFix:
         """fix.FIXES covers each (class, cause) the builders hand it: none falls back to nothing."""
         from harness.findings import fix
 
-        named = {("duplicated", c) for c in ("replay", "no-batch-id", "own-ids", "applied-twice", "several",
-                                             "unknown", "replanned")}
+        named = {("duplicated", c) for c in ("run-again", "no-batch-id", "own-ids", "applied-twice",
+                                             "several", "unknown", "replanned")}
         named |= {("lost", c) for c in ("fresh-restart", "ended", "unwritten", "replanned")}
         named |= {("unexpected", c) for c in ("too-many", "late", "never-sent", "no-event-in-window",
                                              "not-expected")}
@@ -465,7 +465,7 @@ class TestSinkOwnCommitIds:
     def test_copies_under_ids_no_checkpoint_lists_are_told_and_say_why(self, tmp_path):
         """A sink that commits under its own id (a time, as hudi#6098's) still gets a story: each
         copy with its id and time, and that no checkpoint lists those ids."""
-        inputs = _replay(tmp_path)
+        inputs = _run_again(tmp_path)
         sink = inputs.sink.assign(batch_id=[1_700_000_000_111, 1_700_000_000_999],
                                   committed_ms=[_ms(3.0), _ms(10.5)])
         f = _only(build(_inputs(WINDOWS, inputs.truth, sink, inputs.batches, checkpoints=inputs.checkpoints,
@@ -524,7 +524,7 @@ class TestKeyedRows:
 class TestInputs:
     def test_inputs_are_frozen(self, tmp_path):
         """Inputs cannot be changed after they are made."""
-        inputs = _replay(tmp_path)
+        inputs = _run_again(tmp_path)
         with pytest.raises(FrozenInstanceError):
             inputs.t0_s = 0.0  # type: ignore[misc]
 

@@ -206,7 +206,7 @@ def test_q4_and_q6_s_versions_do_not_depend_on_the_batches(query, by, out, last,
 
 
 @pytest.mark.parametrize("sizes", CUTS, ids=["ten", "uneven", "one"])
-def test_q18_s_changelog_replays_batch_by_batch(sizes):
+def test_q18_s_changelog_is_mirrored_batch_by_batch(sizes):
     truth = _truth(4000, 200.0, 4, jitter_ms=3_000)
     cuts = _cut(truth, sizes)
     batches = [b for b, _ in cuts]

@@ -1,7 +1,7 @@
 """The foreachBatch sink's delivery modes, against the real PostgreSQL server.
 
-Steps: write a batch, write the same batch id again (what Spark does when it replays a
-batch after a restart), read the table back as the checker does.
+Steps: write a batch, write the same batch id again (what Spark does when it runs a
+batch again after a restart), read the table back as the checker does.
 """
 
 import pytest
@@ -27,16 +27,16 @@ def _sink(postgres, mode, name):
 
 
 class TestPostgresSink:
-    def test_exactly_once_skips_a_replayed_batch(self, postgres):
-        """The batch id is committed with the rows, so a replay of batch 0 writes nothing."""
+    def test_exactly_once_skips_a_batch_run_again(self, postgres):
+        """The batch id is committed with the rows, so batch 0 run again writes nothing."""
         sink = _sink(postgres, "exactly-once", "eo")
         sink.write_rows(ROWS, 0)
         sink.write_rows(ROWS, 0)
         rows = sink.read()
         assert sorted(rows["key"]) == ["k1", "k2"] and (rows["batch_id"] == 0).all()
 
-    def test_at_least_once_writes_a_replayed_batch_again(self, postgres):
-        """Plain INSERTs: the replayed batch lands twice, which the checker counts as duplicates."""
+    def test_at_least_once_writes_a_batch_run_again_twice(self, postgres):
+        """Plain INSERTs: the batch run again lands twice, which the checker counts as duplicates."""
         sink = _sink(postgres, "at-least-once", "alo")
         sink.write_rows(ROWS, 0)
         sink.write_rows(ROWS, 0)

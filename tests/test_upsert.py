@@ -1,7 +1,7 @@
 """Upserts: the PostgreSQL upsert sink against the real server, and the check that no row
 went back to an older batch's value.
 
-Steps: upsert batches of running totals, apply an older batch again (a replay, or a planted
+Steps: upsert batches of running totals, apply an older batch again (Spark ran it again, or a planted
 sink's late write), read the final table and its history back as the oracle does.
 """
 
@@ -33,8 +33,8 @@ def _sink(postgres, name: str, guarded: bool = True) -> PostgresUpsertSink:
 
 @pytest.mark.integration
 class TestPostgresUpsert:
-    def test_the_newest_batch_s_row_wins_and_a_replay_changes_nothing(self, postgres):
-        """Batch 1 then 2 upsert totals; batch 2 again (a replay) and batch 1 late are no change:
+    def test_the_newest_batch_s_row_wins_and_a_batch_run_again_changes_nothing(self, postgres):
+        """Batch 1 then 2 upsert totals; batch 2 again (run again) and batch 1 late are no change:
         the guard keeps each key at its newest batch, and history holds only real writes."""
         sink = _sink(postgres, "guarded")
         sink.write_rows(_batch({"a": 1, "b": 5}), 1)
@@ -65,7 +65,7 @@ class TestPostgresUpsert:
 class TestWentBackwards:
     def test_a_key_s_batch_ids_must_not_fall_in_the_order_applied(self):
         """Per key, a write of an older batch after a newer one went back; other keys and equal
-        batch ids (a replay) did not."""
+        batch ids (a batch run again) did not."""
         history = pd.DataFrame({"seq": range(6), "user": ["a", "b", "a", "a", "b", "a"],
                                 "total": [1, 5, 3, 3, 6, 1], "batch_id": [1, 1, 2, 2, 3, 1],
                                 "committed_ms": [10, 10, 20, 21, 30, 40]})

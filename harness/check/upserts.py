@@ -1,9 +1,10 @@
-"""An upsert's own failure under replay: a row that went back to an older batch's value.
+"""An upsert's own failure when a batch runs again: a row that went back to an older batch's
+value.
 
 Spark runs a batch again only when its commit is missing, and never after a newer one; so
 in the order an upsert sink applied its writes, each key's batch ids must never fall. A key
 whose write carries an older batch id than one applied before it went backwards: a newer
-value was overwritten by an older one (a sink that replays its own log on recovery, or
+value was overwritten by an older one (a sink that applies its own log again on recovery, or
 applies a write late, without comparing batch ids). The final table may even be right again
 by the end of the run; a reader in between saw the old value.
 

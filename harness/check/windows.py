@@ -251,7 +251,7 @@ def final_watermark_ms(max_event_time_ms: int, params: dict) -> int:
 def _counts(produced: int, dropped_late: int, both: pd.DataFrame) -> dict:
     """Per window: e expected events, copies of counts c1..ck in the sink (total T, largest M).
 
-    A replay after a restart on the same checkpoint (at-least-once) writes full copies:
+    A batch run again after a restart on the same checkpoint (at-least-once) writes full copies:
     e, e gives T = 2e. A restart without state (at-most-once) writes disjoint partial
     copies: a, b with a + b <= e. Counts alone cannot tell how far copies overlap, so the
     checker reports the smallest loss and duplication consistent with them:
@@ -259,7 +259,7 @@ def _counts(produced: int, dropped_late: int, both: pd.DataFrame) -> dict:
       duplicated = max(0, T - max(e, M))   effects beyond one full set
       unexpected = max(0, M - e)           one copy holds more than was ever sent
     lost - duplicated is then exact (e - T); each is a lower bound when copies overlap
-    partly (a replay of a window whose state was partly lost).
+    partly (a window run again whose state was partly lost).
     """
     e, total, largest = both["e_count"], both["d_total"], both["d_max"]
     return {

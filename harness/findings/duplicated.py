@@ -1,7 +1,7 @@
 """duplicated: output the sink holds more than once.
 
 Witnesses are grouped by the batches that wrote their copies. Copies from one batch id
-are a replay: the batch wrote its rows, the driver died before commits/N, and the new
+are a batch run again: the batch wrote its rows, the driver died before commits/N, and the new
 driver ran the batch again with the same offsets. Copies from different batches are told
 batch by batch. A sink without batch_id gives only the copies' visibility times.
 """
@@ -57,7 +57,7 @@ def _told(inputs: Inputs, history: History, r: dict, told: set[int], causes: lis
         if f.earlier:   # one id over two ranges: each run wrote the rows the ranges share
             causes.append("replanned")
             return [*replanned(history, f), f"{what} is one of the rows both runs wrote"]
-        causes.append("replay" if history.deaths_within(f) else "applied-twice")
+        causes.append("run-again" if history.deaths_within(f) else "applied-twice")
         return _one_batch(history, f, r, what, recorded=True)
     if ids and all(b >= 0 for b in ids):
         causes.append("own-ids" if any(history.batch(b) is None for b in ids) else "several")
@@ -112,7 +112,7 @@ def _one_batch(history: History, f: BatchFacts, r: dict, what: str, recorded: bo
         why = [clause for fault, clause in history.explained(f) if not kills_driver(fault)]
         return [batch_read(f), how, *why, f"the driver did not die while it ran, so {name(f)} ran once, and "
                 f"its one run wrote {what} {times}{seen}: a write applied {times}", commit(f)]
-    return _replay(history, f, copies, deaths, what, recorded)
+    return _run_again(history, f, copies, deaths, what, recorded)
 
 
 def _visible_at(known: list[float]) -> str:
@@ -126,8 +126,8 @@ def _visible_at(known: list[float]) -> str:
     return ", visible at " + text.join(t if n == 1 else f"{t} ({n} times)" for t, n in counts.items())
 
 
-def _replay(history: History, f: BatchFacts, copies: list, deaths: list, what: str,
-            recorded: bool) -> list[str]:
+def _run_again(history: History, f: BatchFacts, copies: list, deaths: list, what: str,
+               recorded: bool) -> list[str]:
     """The batch wrote, the driver died before commits/N, the new driver ran it again."""
     at, death = deaths[0]
     distinct, same = _copies(history, f) if recorded else (0, False)

@@ -1,13 +1,13 @@
 """What to fix, for each cause a story tells: the sentence a finding ends with.
 
 A story says how the anomaly came about; its last sentence says what would have prevented
-it, chosen by the cause the evidence showed (a replay of a batch id, a write applied twice in
+it, chosen by the cause the evidence showed (a batch id run again, a write applied twice in
 one run, a batch planned again over other offsets...), never one sentence per class. The
 sentences are those of the fixes in examples/known-bugs/ (each entry's `fixed` case does what
 its sentence says).
 
-    advice("duplicated", ["replay"]) -> "To fix: record Spark's batch id with the rows in one
-                                        transaction, and skip a batch id the sink already holds..."
+    advice("duplicated", ["run-again"]) -> "To fix: record Spark's batch id with the rows in one
+                                           transaction, and skip a batch id the sink already holds..."
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Iterable
 # (class, cause) -> what to fix; a cause of None is the class's own (Spark's anomalies)
 FIXES: dict[tuple[str, str | None], str] = {
     # duplicated
-    ("duplicated", "replay"):
+    ("duplicated", "run-again"):
         "record Spark's batch id with the rows in one transaction, and skip a batch id the sink already "
         "holds: after a restart Spark runs a batch again with the same id and offsets",
     ("duplicated", "no-batch-id"):

@@ -6,7 +6,7 @@ first differences in `<case>/oracle/tables.json`; this finding names each table 
 differs (keys in another final state, rows written twice, lost), and the batches write_batch was
 called for more than once (the sink's <case>/tables/calls.jsonl: each call, when it ended, in
 which driver, and what it raised), with the faults: how a MERGE that is not idempotent under a
-replayed batch, or a first table written before a second one failed, shows.
+batch run again, or a first table written before a second one failed, shows.
 """
 
 from __future__ import annotations

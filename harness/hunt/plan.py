@@ -5,7 +5,7 @@ A run of the hunt costs minutes, so the plans cover the space systematically bef
 of choices the case can run appears in some plan, where a choice is a kind with a value of the
 key the hunt covers (kill-driver at after-write, fail-task handing over 1 row: Key.cover), and
 a plan of 2 or 3 faults covers the pairs of its faults in their order. Bugs that need two
-faults need them in an order: partitions added, then a batch replayed.
+faults need them in an order: partitions added, then a batch run again.
 
 The pairs are covered in tiers, most telling first: those whose second fault restarts the
 driver (a batch run again is where a sink's exactly-once breaks), then those whose first does,
@@ -61,7 +61,7 @@ class Choice:
         return f"{self.kind} {joined} {self.value}"
 
     @property
-    def replays(self) -> bool:
+    def runs_again(self) -> bool:
         """Whether it kills the driver, which starts again and runs a batch again (or skips it)."""
         return KINDS[self.kind].kills_driver
 
@@ -77,7 +77,7 @@ def choice_of(table: dict) -> Choice:
 
 def tier(pair: Pair) -> int:
     """0: its second fault restarts the driver; 1: its first does; 2: neither."""
-    return 0 if pair[1].replays else 1 if pair[0].replays else 2
+    return 0 if pair[1].runs_again else 1 if pair[0].runs_again else 2
 
 
 def pairs_of(plan: list[Choice] | tuple[Choice, ...]) -> set[Pair]:

@@ -299,7 +299,7 @@ class Case:
         """A new driver after a fault killed the last one. at-least-once and exactly-once
         resume from the same checkpoint (Spark re-executes a batch it had not committed);
         at-most-once starts a fresh checkpoint at the latest offsets: what was in flight is
-        skipped and nothing is replayed. `changes` (restart-with): {"conf": {...}, "pipeline":
+        skipped and nothing is run again. `changes` (restart-with): {"conf": {...}, "pipeline":
         {...}}, applied to this driver and every later one."""
         for part, values in (changes or {}).items():
             self.changes.setdefault(part, {}).update(values)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 
 def read(path: Path) -> list[dict]:
-    """The records in the order they ran (batch ids repeat when a restarted query replays a
-    batch, and start again at 0 on a fresh checkpoint)."""
+    """The records in the order they ran (batch ids repeat when a restarted query runs a
+    batch again, and start again at 0 on a fresh checkpoint)."""
     if not Path(path).exists():
         return []
     records = []

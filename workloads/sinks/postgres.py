@@ -1,10 +1,10 @@
 """A `foreachBatch` sink into PostgreSQL, exactly-once or at-least-once, and its reader.
 
 exactly-once: the batch's rows and its batch id are written in one transaction, and a
-batch id that is already committed is skipped, so Spark's replay of a batch after a
-restart changes nothing. at-least-once: plain INSERTs, so a replayed batch lands twice.
+batch id that is already committed is skipped, so a batch Spark runs again after a
+restart changes nothing. at-least-once: plain INSERTs, so a batch run again lands twice.
 at-most-once: plain INSERTs too; the driver is restarted on a fresh checkpoint at the
-latest offsets, so no batch is replayed and whatever was in flight is skipped.
+latest offsets, so no batch is run again and whatever was in flight is skipped.
 Each batch's commit time is recorded: it is when its rows became visible to readers.
 """
 
@@ -26,7 +26,7 @@ class PostgresSink:
 
     guarantees: tuple[str, ...] = ("exactly-once", "at-least-once", "at-most-once")
     # exactly-once: a batch id is committed once (the batches table's primary key), and a
-    # replay of a committed one is skipped; a subclass may drop both (examples/known-bugs/)
+    # committed one run again is skipped; a subclass may drop both (examples/known-bugs/)
     skips_committed = True
 
     def __init__(self, ctx: SinkContext):
@@ -63,7 +63,7 @@ class PostgresSink:
         conn = self._connection()
         with conn.transaction():
             if self.ctx.guarantee == "exactly-once" and self.skips_committed and self._committed(batch_id):
-                return  # committed before a restart: Spark is replaying it
+                return  # committed before a restart: Spark is running it again
             names = ", ".join(["batch_id", *(f'"{c}"' for c in self.columns)])
             if isinstance(rows, list):
                 with conn.cursor().copy(f"COPY {self.table} ({names}) FROM STDIN") as copy:

@@ -4,7 +4,7 @@ their key. PostgreSQL's `INSERT ... ON CONFLICT DO UPDATE` and Delta's `MERGE IN
 Both keep the batch id of the row's last write beside it, and replace a row only with a
 row of a batch at least as new (`WHERE t.batch_id <= s.batch_id`): a batch Spark runs again
 after a restart writes the same values, and an older batch applied late never overwrites a
-newer value. That guard is what makes an upsert idempotent under replay; without it (the
+newer value. That guard is what makes an upsert idempotent when a batch runs again; without it (the
 planted bug of tests/scenarios/job_planted.py) a row can go backwards.
 
 `read()` is the final table (one row per key), with `attrs["history"]` (history_of): every row each batch
@@ -106,7 +106,7 @@ class PostgresUpsertSink(PostgresSink):
         with psycopg.connect(self.url) as conn:
             final = conn.execute(f"SELECT {cols}, batch_id, b.committed_ms FROM {self.table} "
                                  f"JOIN {last} USING (batch_id)").fetchall()
-            # each write's own time: a batch applied again (a replay, a recovery) has two
+            # each write's own time: a batch applied again (Spark ran it again, a recovery) has two
             history = conn.execute(f"SELECT seq, {cols}, batch_id, applied_ms FROM {self.table}_history "
                                    "ORDER BY seq").fetchall()
         out = pd.DataFrame(final, columns=[*self.columns, "batch_id", "committed_ms"])

@@ -1,14 +1,14 @@
 """The batch oracle for `sink = "foreach_batch"`: each table the user's `write_batch` wrote,
 against its twin, the same function run once over the batch answer.
 
-The stream's tables are what `write_batch(df, batch_id)` made of every batch Spark ran, replays
-included. Their twins are what it makes of the whole answer in one call (the batch oracle's
-`expected`, run by workloads/sinks/foreach_twin.py in a Spark process of its own, into another
-PostgreSQL schema or Delta path). A correct, idempotent function leaves the same tables
+The stream's tables are what `write_batch(df, batch_id)` made of every batch Spark ran, the
+batches it ran again included. Their twins are what it makes of the whole answer in one call
+(the batch oracle's `expected`, run by workloads/sinks/foreach_twin.py in a Spark process of its
+own, into another PostgreSQL schema or Delta path). A correct, idempotent function leaves the same tables
 either way:
   - an appended table (no `key`): the same rows, as multisets (multiset.py): a batch appended
     twice is `duplicated`;
-  - a merged table (`key`): the same final row per key: a MERGE a replayed batch applied twice
+  - a merged table (`key`): the same final row per key: a MERGE a batch run again applied twice
     (`SET total = total + s.n`) leaves another value, a lost and an unexpected row that pair up
     on the key.
 Columns in `ignore` (batch ids, write times: the run's own values) are left out.

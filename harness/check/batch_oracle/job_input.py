@@ -4,7 +4,7 @@ Spark was entitled to drop as late.
     Input.of(truth, batches, plan) -> Input
 
 Read: every record in the offset range of a committed batch (checkpoint.py's batches, the
-journal's purged ones included), each once however often a replayed batch read it; a
+journal's purged ones included), each once however often a batch run again read it; a
 record only a batch that never committed read was never part of any output. As Spark's
 own Kafka batch reader takes them: `ranges`, [partition, from, until) per run of offsets.
 
