@@ -227,7 +227,7 @@ class TestQueryOwnsItsFacts:
         ruled = {n for n, q in queries.QUERIES.items() if q.watermark_rule}
         assert ruled == {"q4", "q5", "q6", "q7", "q8", "q9", "q11", "q12", "q15", "q16", "q17", "q19"}
 
-    def test_each_query_says_how_far_past_the_newest_event_its_results_close(self):
+    def test_each_query_says_how_far_past_the_newest_event_its_outputs_close(self):
         """Windows by the window, q11 by its gap, the day-long counts by a day; stateless queries and
         the joins without a time bound never close."""
         reach = {n: q.reach_ms(PARAMS) for n, q in queries.QUERIES.items()}

@@ -400,7 +400,7 @@ def send_control(bootstrap_servers: str, topic: str, partitions: int, first_id: 
     Before the run, at event time 0, they warm the pipeline up (its first batch pays
     for JVM class loading and JIT) without moving the watermark; after the run, far
     ahead in event time, they move the watermark past every window of the real events
-    so that their results are emitted. The checker ignores their output.
+    so that their windows are emitted. The checker ignores their output.
     """
     rows: list[dict] = []
     errors: list[str] = []

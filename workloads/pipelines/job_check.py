@@ -49,9 +49,9 @@ def main(argv: list[str]) -> int:
     started = time.perf_counter() - began
     with tempfile.TemporaryDirectory(prefix="job-check-") as empty:
         kafka = spark.readStream.schema(KAFKA_COLUMNS).format("json").load(empty)
-        results = [check(kafka, spec) for spec in request["jobs"]]
+        checked = [check(kafka, spec) for spec in request["jobs"]]
     spark.stop()
-    Path(request["out"]).write_text(json.dumps({"jobs": results, "session_s": round(started, 3),
+    Path(request["out"]).write_text(json.dumps({"jobs": checked, "session_s": round(started, 3),
                                                 "total_s": round(time.perf_counter() - began, 3)}, indent=2))
     return 0
 

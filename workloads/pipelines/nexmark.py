@@ -78,7 +78,7 @@ class Query:
     oracle: str = ""
 
     def reach_ms(self, params: dict) -> int | None:
-        """How far past the newest event time its results close (None: they never all do)."""
+        """How far past the newest event time its outputs close (None: they never all do)."""
         if self.stateless or self.closes is None:
             return None
         return int(params[self.closes]) if isinstance(self.closes, str) else self.closes
@@ -721,7 +721,7 @@ def q19(v: Views, params: dict):
     )
 
 
-# -- transformWithState: Nexmark's updating results as rows that stay true ------------------------
+# -- transformWithState: Nexmark's updating outputs as rows that stay true ------------------------
 def _winners(v: Views):
     """q9's winning bid of each auction, emitted at its expiry (nexmark_state.Winner)."""
     from pyspark.sql import functions as F

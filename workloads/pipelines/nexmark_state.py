@@ -1,6 +1,6 @@
 """The `transformWithState` processors of Nexmark's updating queries (q4, q6, q9, q18).
 
-Nexmark writes these as Top-1s and averages over all time, results that change as bids come;
+Nexmark writes these as Top-1s and averages over all time, outputs that change as bids come;
 append mode cannot retract a row. Each processor emits a row only when it is final, or as one
 numbered version of an updating result, so that every row it writes stays true:
 
