@@ -2,7 +2,7 @@
 says of them (docs/measurement.md, "Findings"): the story must name the right cause and batch.
 
   WritesTwice    writes every batch twice, keeping Spark's batch id: duplicates with no fault
-  NaiveAppend    appends every batch, keeping no batch id: a replayed batch lands twice, and only
+  NaiveAppend    appends every batch, keeping no batch id: a batch run again lands twice, and only
                  the harness can tell which batch wrote which copy
   PerPartition   writes each partition from its own tasks (foreachPartition, one autocommitted
                  INSERT per row) and checks the batch id on the driver only: a task Spark retries
@@ -76,7 +76,7 @@ class WritesTwice(_Table):
 
 
 class NaiveAppend(_Table):
-    """Every batch's rows appended once, with no batch id: Spark's replay of a batch lands twice."""
+    """Every batch's rows appended once, with no batch id: a batch Spark runs again lands twice."""
 
     keeps_batch_id = False
 
@@ -119,7 +119,7 @@ class GuardsFirstPartitions(_Table):
     """Idempotent per (batch, Kafka partition): a partition's rows of a batch already written are
     skipped, in the same transaction as the write. But the partitions it guards are those the
     topic had when the sink first started: rows of a partition added later are appended with no
-    check. Each fault alone leaves it exact; partitions added, then any replay of a batch with
+    check. Each fault alone leaves it exact; partitions added, then any batch run again with
     rows of the new partition, duplicates them (issue 27's bug: it needs two faults, in order)."""
 
     def setup(self):

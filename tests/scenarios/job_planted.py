@@ -2,7 +2,7 @@
 its shape that must PASS (benchmarks/test_jobs.py at 6,000 clicks, three runs; small in tox -e
 e2e, tests/test_job_plants_e2e.py):
 
-  AppendingSink           a sink that claims exactly-once and inserts a replayed batch again:
+  AppendingSink           a sink that claims exactly-once and inserts a batch run again twice:
                           under a kill after its write, the batch lands twice (duplicated).
                           Its twin, SkippingSink, skips a batch id it has committed
   RecoveringUpsertSink    an upsert sink that, on recovery, re-applies its last staged batches
@@ -133,7 +133,7 @@ class RecoveringUpsertSink(PostgresUpsertSink):
 
 
 class SkippingSink(PostgresSink):
-    """AppendingSink's twin: the same INSERTs, and a replayed batch id it has committed is skipped."""
+    """AppendingSink's twin: the same INSERTs, and a batch id run again that it has committed is skipped."""
 
     skips_committed = True
 

@@ -34,7 +34,7 @@ def big_spenders_expected(truth_df, batches, params):
 
 class JsonLinesSink:
     """A user's sink: one JSON-lines file per batch, written atomically (rename), and a
-    marker per batch so that a replayed batch is skipped: the author claims exactly-once."""
+    marker per batch so that a batch run again is skipped: the author claims exactly-once."""
 
     def __init__(self, ctx):
         self.ctx = ctx
