@@ -7,7 +7,7 @@ event_id in the map state, counts once) join the ones kept in the list state, so
 `within` (last - first < within), they raise an alert and are consumed. The value state
 numbers the user's alerts. An event-time timer at each failure's time + `within` forgets
 it: no later failure that is not late could join it any more, so the timers bound the
-state and never change the output (harness/check/logins.py replays the same rule). Each
+state and never change the output (harness/check/logins.py mirrors the same rule). Each
 firing is recorded when the harness gives the build a timer log (timer_log.py), for the
 timers' check (harness/check/timers.py).
 
