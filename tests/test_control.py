@@ -137,4 +137,4 @@ class TestEachRequestItsOwnHold:
         gate(_NoJobs(), 8)
         (pause,) = control.held_since(where, control.PAUSE_BATCH, mark)
         assert (pause["batch_id"], pause["point"]) == (8, control.BEFORE_WRITE)
-        assert [h["batch_id"] for h in control.held_since(where, DELAY_COMMIT, control.held_files(where))] == []
+        assert control.held_since(where, DELAY_COMMIT, control.held_files(where)) == []
