@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.check import state_check
+from harness.check import dedup, state_check
 from harness.check.checkpoint import Batch
 from harness.check.result import CheckResult
 from harness.findings import CLASSES, Inputs, build
@@ -79,6 +79,32 @@ class TestExpectedWindows:
         batches = [*BATCHES, Batch(3, _ms(3.0), {0: 7}, True, committed_ms=_ms(4.0))]
         got = state_check.expected_windows(truth, batches, 3, 2000, 2000)
         assert "c" not in set(got["key"])
+
+
+class TestExpectedDedup:
+    """dedup's state (dropDuplicatesWithinWatermark, a delay of 1 s): each event id let through,
+    kept until the batch's watermark is at or past its event time plus the delay."""
+
+    def _state(self, truth, batch: int) -> dict[int, int]:
+        got = dedup.state_after(truth, BATCHES, 1000, batch)
+        return dict(zip(got["event_id"], got["expiresAtMicros"], strict=True))
+
+    def test_the_ids_up_to_a_batch_are_kept_with_their_expiry_in_microseconds(self):
+        """After batch 1 (watermark 0) all four ids read so far are kept; expiry = event time +
+        1 s, in microseconds as Spark stores it."""
+        times = (0.1, 0.2, 0.5, 2.5)
+        assert self._state(TRUTH, 1) == {i: (_ms(t) + 1000) * 1000 for i, t in enumerate(times)}
+
+    def test_an_id_whose_expiry_the_watermark_reached_is_evicted_and_a_resent_copy_adds_nothing(self):
+        """Batch 2 runs with a watermark of 3.0 s: ids expiring at 1.1-1.5 s are gone, 2.5 s + 1 s
+        = 3.5 s stays; a copy of id 3 re-sent in batch 2 (same id, same time) is not kept twice."""
+        resent = pd.concat([TRUTH.iloc[:4], TRUTH.iloc[[3]], TRUTH.iloc[4:]], ignore_index=True)
+        resent["offset"] = np.arange(len(resent))
+        batches_ = [BATCHES[0], BATCHES[1], Batch(2, _ms(3.0), {0: 7}, True, committed_ms=_ms(3.5))]
+        got = dedup.state_after(resent, batches_, 1000, 2)
+        assert sorted(got["event_id"]) == [3, 4, 5] and len(got) == 3
+        exact = dedup.state_after(TRUTH, [BATCHES[0], BATCHES[1], Batch(2, _ms(3.5), {0: 6}, True)], 1000, 2)
+        assert 3 not in set(exact["event_id"])   # expiry 3.5 s, watermark 3.5 s: Spark removes it (>=)
 
 
 class TestCompare:

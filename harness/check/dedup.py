@@ -25,27 +25,52 @@ from workloads.pipelines import dedup
 def mirror(truth: pd.DataFrame, batches: list[Batch], delay_ms: int):
     """(the records that come out, with their batch; the number of late records)."""
     recs = truth.assign(batch=assign_batches(truth, batches))
+    out, late_total = [], 0
+    for _batch, first, late, _seen in _steps(recs, batches, delay_ms):
+        late_total += late
+        if first is not None:
+            out.append(first)
+    emitted = pd.concat(out, ignore_index=True) if out else recs.iloc[:0]
+    return emitted, late_total
+
+
+def state_after(truth: pd.DataFrame, batches: list[Batch], delay_ms: int, batch_id: int) -> pd.DataFrame:
+    """The operator's state after committed batch `batch_id`, by the same rules: one row per
+    event_id it keeps, with `expiresAtMicros` (the event time plus the delay, in microseconds,
+    as Spark stores it; a row leaves once the batch's watermark is at or past it)."""
+    recs = truth.assign(batch=assign_batches(truth, batches))
+    for batch, _first, _late, seen in _steps(recs, batches, delay_ms):
+        if batch.batch_id == batch_id:
+            return pd.DataFrame({"event_id": seen.index.to_numpy(dtype=np.int64),
+                                 "expiresAtMicros": seen.to_numpy(dtype=np.int64) * 1000})
+    return pd.DataFrame({"event_id": pd.Series(dtype=np.int64), "expiresAtMicros": pd.Series(dtype=np.int64)})
+
+
+def _steps(recs: pd.DataFrame, batches: list[Batch], delay_ms: int):
+    """Per committed batch: (the batch, the records it let out or None, how many it dropped as
+    late, the state after it: event_id -> expires at, in ms)."""
     late_mark = late_watermarks(batches)
     by_batch = dict(tuple(recs[recs["batch"] >= 0].groupby("batch", sort=False)))
     seen = pd.Series(dtype=np.int64)          # event_id -> expires at (ms)
-    out, late_total, query = [], 0, None
+    query = None
     for batch in batches:
         if not batch.committed:
             continue
         if batch.query != query:
             seen, query = pd.Series(dtype=np.int64), batch.query
         read = by_batch.get(batch.batch_id)
+        first, late_count = None, 0
         if read is not None:
             late = read["event_time_ms"].to_numpy() <= late_mark[batch.batch_id]
-            late_total += int(late.sum())
+            late_count = int(late.sum())
             fresh = read[~late & ~read["event_id"].isin(seen.index).to_numpy()]
             first = fresh.drop_duplicates("event_id")
-            out.append(first)
             seen = pd.concat([seen, pd.Series(first["event_time_ms"].to_numpy() + delay_ms,
                                               index=first["event_id"].to_numpy())])
+        # Spark (StreamingDeduplicateWithinWatermarkExec) removes an id once the batch's
+        # eviction watermark >= its expiry
         seen = seen[seen > batch.watermark_ms]
-    emitted = pd.concat(out, ignore_index=True) if out else recs.iloc[:0]
-    return emitted, late_total
+        yield batch, first, late_count, seen
 
 
 def check(truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch], params: dict) -> CheckResult:

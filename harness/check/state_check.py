@@ -10,6 +10,10 @@ committed batch, and the first batch committed after each fault. Then:
         the events the batches up to N read, less those dropped as late, counted and summed
         per (key, window), for the windows batch N's watermark had not closed (Spark evicts a
         window once its end <= the watermark): every batch chosen is checked
+  dedup (dropDuplicatesWithinWatermark)      the same rules as its oracle (dedup.py): the event
+        ids the batches up to N let through, each kept with its event time plus the delay (in
+        microseconds, as Spark stores it) until batch N's watermark is at or past that: every
+        batch chosen is checked
   a job whose one stateful operator is an aggregation (groupBy().agg())   the batch oracle's
         answer over every record the stream read (`<case>/oracle/with-flush.parquet`): its
         aggregate per key is what the final state must hold, for each output column that is a
@@ -48,6 +52,8 @@ TIMEOUT_S = 600.0
 COLUMNS = ["operator", "store", "batch", "after", "key", "key_values", "column", "expected", "held"]
 KEEP = 200                         # divergences kept in DIVERGED (all are counted)
 AGGREGATE = "stateStoreSave"       # the state-metadata name of a streaming aggregation's operator
+DEDUP = "dedupeWithinWatermark"    # dropDuplicatesWithinWatermark's
+DEDUP_KEY, DEDUP_VALUE = {"key.event_id": "event_id"}, {"value.expiresAtMicros": "expiresAtMicros"}
 # tumbling_count's state: the grouping (window, key) and the aggregation buffer (count, sum)
 WINDOW_KEY = {"key.key": "key", "key.window.start": "window_start_ms", "key.window.end": "window_end_ms"}
 WINDOW_VALUE = {"value.count": "count", "value.sum": "sum_amount"}
@@ -85,8 +91,13 @@ class Outcome:
 # -- which case, which batches ------------------------------------------------------------------
 def applies(pipeline) -> bool:
     """Whether the case's pipeline keeps state this check can judge."""
-    return pipeline.kind == "tumbling_count" or (
+    return pipeline.kind in ("tumbling_count", "dedup") or (
         pipeline.kind == "job" and getattr(pipeline, "oracle", "batch") == "batch")
+
+
+def modelled(pipeline) -> str:
+    """The state-metadata name of the operator whose state the check has a model of."""
+    return DEDUP if pipeline.kind == "dedup" else AGGREGATE
 
 
 def chosen(batches: list[Batch], faults, t0_s: float) -> dict[int, str]:
@@ -252,14 +263,15 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
     outcome.seconds = {"read_s": answer.get("process_s"), "spark_session_s": answer.get("session_s")}
     outcome.notes += [f"operator {f['operator']} ({f['store']}) after batch {f['batch']} not read: {f['why']}"
                       for f in answer.get("failed", [])]
-    aggregations = metadata[metadata["operatorName"] == AGGREGATE]
-    others = sorted(set(metadata["operatorName"]) - {AGGREGATE})
+    name = modelled(pipeline)
+    operators = metadata[metadata["operatorName"] == name]
+    others = sorted(set(metadata["operatorName"]) - {name})
     if others:
         outcome.notes.append(f"not checked: the state of {', '.join(others)} (no model of it here yet)")
-    if len(aggregations) != 1:
-        outcome.notes.append(f"not checked: {len(aggregations)} aggregation operators (one is modelled)")
+    if len(operators) != 1:
+        outcome.notes.append(f"not checked: {len(operators)} {name} operators (one is modelled)")
     else:
-        operator = int(aggregations.iloc[0]["operatorId"])
+        operator = int(operators.iloc[0]["operatorId"])
         found = [_one_batch(out, answer, operator, batch, why, pipeline, truth, batches, outcome)
                  for batch, why in wanted.items()]
         outcome.diverged = pd.concat([f for f in found if f is not None and len(f)] or [outcome.diverged],
@@ -279,6 +291,8 @@ def _one_batch(out: Path, answer: dict, operator: int, batch: int, why: str, pip
         return None
     if pipeline.kind == "tumbling_count":
         mapped = _windows(held, pipeline, truth, batches, batch, outcome)
+    elif pipeline.kind == "dedup":
+        mapped = _dedup(held, pipeline, truth, batches, batch, outcome)
     else:
         mapped = _job(out, answer, held, pipeline, outcome)
     if mapped is None:
@@ -302,6 +316,20 @@ def _windows(held: pd.DataFrame, pipeline, truth, batches, batch: int, outcome: 
     got = held.rename(columns=names)
     got["key"] = got["key"].astype(str)
     return expected, got, list(WINDOW_KEY.values()), list(WINDOW_VALUE.values())
+
+
+def _dedup(held: pd.DataFrame, pipeline, truth, batches, batch: int, outcome: Outcome):
+    """dedup's state: the event ids kept within the watermark, each with its expiry."""
+    from harness.check import dedup
+
+    names = {**DEDUP_KEY, **DEDUP_VALUE}
+    if set(held.columns) - {"partition_id"} != set(names):
+        outcome.notes.append(f"not checked: the dedup state's columns are {sorted(held.columns)}, not the "
+                             f"built-in pipeline's {sorted(names)}")
+        return None
+    expected = dedup.state_after(truth, batches, pipeline.params()["watermark_ms"], batch)
+    got = held.rename(columns=names)
+    return expected, got, list(DEDUP_KEY.values()), list(DEDUP_VALUE.values())
 
 
 def _too_large(truth: pd.DataFrame) -> str | None:
