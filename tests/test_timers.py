@@ -200,7 +200,16 @@ class TestFindings:
         inputs = self._inputs(case)
         inputs.faults[0].landed_s = 4.0
         (found,) = [f for f in build(inputs) if f.cls == "timer-fired-twice"]
-        assert "kill-driver at 4.0 s, which it had planned before the fault and ran again" in found.story
+        assert "kill-driver at 4.0 s, which was planned before the fault and ran again" in found.story
+
+    def test_a_later_batch_is_not_said_to_be_the_first_after_the_fault(self, tmp_path):
+        """Batches 1, 2 and 3 committed after a kill at 1.1 s: batch 3 is one of them, not the first."""
+        case = _case(tmp_path, [_firing(1, 2.1, 2), _firing(1, 2.1, 3)])
+        timers.check(case, LOGINS, None, BATCHES)
+        inputs = self._inputs(case)
+        inputs.faults[0].landed_s = 1.1
+        (found,) = [f for f in build(inputs) if f.cls == "timer-fired-twice"]
+        assert "then again in batch 3, a batch committed after kill-driver at 1.1 s;" in found.story
 
     def test_never_fired_names_the_batch_it_was_due_in(self, tmp_path):
         case = _case(tmp_path, [])

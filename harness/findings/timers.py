@@ -15,8 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.findings import fix, text
-from harness.findings.state import _fault_before
-from harness.results.model import Finding
+from harness.results.model import FaultRecord, Finding
 
 MAX_WITNESSES = 5
 
@@ -33,11 +32,9 @@ def fired_twice(inputs) -> Finding | None:
         fault = _fault_before(inputs, again)
         witnesses.append({"key": json.loads(row["key"]), "timer_ms": int(row["timer_ms"]),
                           "timer_s": _rel(inputs, row["timer_ms"]), "batches": ids,
-                          "watermarks_ms": [int(w) for w in row["watermarks"]], "fault": fault})
+                          "watermarks_ms": [int(w) for w in row["watermarks"]], "fault": _said(fault)})
         clauses.append(f"{_key(row['key'])}'s timer at {text.event_time(int(row['timer_ms']), inputs.t0_s)} "
-                       f"fired in batch {ids[0]}, then again in batch {again}"
-                       + (f", the first batch committed after {fault}{_rerun(inputs, again, fault)}" if fault
-                          else "")
+                       f"fired in batch {ids[0]}, then again in batch {again}{_after(inputs, again, fault)}"
                        + (f" (and in {text.ids(ids[2:])})" if len(ids) > 2 else ""))
     more = total - len(witnesses)
     summary = f"{text.plural(total, 'timer')} fired more than once" + (f" ({more:,} not shown)" if more > 0
@@ -59,11 +56,10 @@ def never_fired(inputs) -> Finding | None:
         fault = _fault_before(inputs, due)
         witnesses.append({"key": json.loads(row["key"]), "timer_ms": int(row["timer_ms"]),
                           "timer_s": _rel(inputs, row["timer_ms"]), "registered": int(row["registered"]),
-                          "due": due, "fault": fault})
+                          "due": due, "fault": _said(fault)})
         clauses.append(f"{_key(row['key'])}'s timer at {text.event_time(int(row['timer_ms']), inputs.t0_s)}, "
                        f"registered in batch {int(row['registered'])}, was due in batch {due} "
-                       f"(the first whose watermark passed it)"
-                       + (f", the first batch committed after {fault}" if fault else "")
+                       f"(the first whose watermark passed it){_after(inputs, due, fault)}"
                        + f", and no committed batch fired it by the last watermark, "
                          f"{text.event_time(int(row['last_watermark_ms']), inputs.t0_s)}")
     more = total - len(witnesses)
@@ -105,12 +101,35 @@ def _rel(inputs, ms) -> float:
     return round(int(ms) / 1000.0 - inputs.t0_s, 3)
 
 
-def _rerun(inputs, batch: int, fault: str) -> str:
-    """", which the killed driver had planned and the new one ran again" when the batch's offsets
-    were logged before the fault landed ("" otherwise, or when not known)."""
+def _landed(f: FaultRecord) -> float | None:
+    return f.landed_s if f.landed_s is not None else f.started_s
+
+
+def _fault_before(inputs, batch: int) -> FaultRecord | None:
+    """The last fault that landed before `batch` committed."""
     b = next((x for x in inputs.batches if x.batch_id == batch), None)
-    landed = [f.landed_s for f in inputs.faults if f.landed_s is not None and fault.startswith(f.kind)]
-    if b is None or b.planned_ms is None or not landed:
+    committed_s = inputs.rel_s(b.committed_ms) if b is not None and b.committed_ms is not None else None
+    landed = [(at, f) for f in inputs.faults if (at := _landed(f)) is not None]
+    before = [(at, f) for at, f in landed if committed_s is None or at <= committed_s]
+    return max(before, key=lambda pair: pair[0])[1] if before else None
+
+
+def _said(fault: FaultRecord | None) -> str | None:
+    """"kill-driver at 23.7 s", as the other findings name a fault."""
+    return None if fault is None else f"{fault.kind} at {text.seconds(_landed(fault))}"
+
+
+def _after(inputs, batch: int, fault: FaultRecord | None) -> str:
+    """How `batch` stands to the fault before it: ", the first batch committed after kill-driver at
+    23.7 s, which it had planned before the fault and ran again", or ", committed after ..."."""
+    at = _landed(fault) if fault is not None else None
+    if at is None:
         return ""
-    planned_s = inputs.rel_s(b.planned_ms)
-    return ", which it had planned before the fault and ran again" if planned_s < max(landed) else ""
+    after = [b for b in inputs.batches if b.committed and b.committed_ms is not None
+             and inputs.rel_s(b.committed_ms) >= at]
+    first = min(after, key=lambda b: b.committed_ms, default=None)
+    b = next((x for x in inputs.batches if x.batch_id == batch), None)
+    rerun = b is not None and b.planned_ms is not None and inputs.rel_s(b.planned_ms) < at
+    return ((", the first batch committed after " if first is not None and first.batch_id == batch
+             else ", a batch committed after ") + (_said(fault) or "")
+            + (", which was planned before the fault and ran again" if rerun else ""))
