@@ -59,6 +59,21 @@ def test_a_user_build_beside_the_scenario_is_found(tmp_path):
     assert s.pipeline.build == "plug_mod:build" and s.pipeline.kind == "tumbling_count"
 
 
+def test_two_scenarios_with_a_module_of_one_name_each_get_their_own(tmp_path):
+    """A team's pytest suite loads examples/balances and examples/dedup in one process, each
+    with its own job.py: the second must get its own module, not the first one's (it was refused:
+    "module 'job' (examples/balances/job.py) has no 'transform'"), and the first its own again."""
+    first, second = tmp_path / "balances", tmp_path / "dedup"
+    for where, fn in ((first, "totals"), (second, "transform")):
+        where.mkdir()
+        _load(where, TUMBLING + f'build = "job:{fn}"\n' + CASE,
+              module=f"def {fn}(events_df, params):\n    return events_df\n", name="job")
+    for where, fn in ((first, "totals"), (second, "transform")):   # and back again
+        s = _load(where, TUMBLING + f'build = "job:{fn}"\n' + CASE,
+                  module=f"def {fn}(events_df, params):\n    return events_df\n", name="job")
+        assert s.pipeline.build == f"job:{fn}"
+
+
 @pytest.mark.parametrize("body, words", [
     ('[pipeline]\nkind = "nope"\n' + CASE, ["pipeline.kind", "nope"]),
     (TUMBLING + 'build = "missing_mod:build"\n' + CASE, ["pipeline.build", "no module named 'missing_mod'"]),

@@ -9,6 +9,7 @@ key, what is wrong and the fix; nothing has started when it is raised.
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import inspect
 import sys
 import traceback
@@ -21,11 +22,20 @@ from workloads.errors import SpecError
 SINK_METHODS = ("setup", "write", "read", "close")
 
 
+_ADDED: list[str] = []   # the directories add_import_paths put on sys.path: the user's code
+
+
 def add_import_paths(paths: Iterable[str]) -> None:
-    """Put `paths` first on sys.path (once each)."""
+    """Put `paths` first on sys.path, in their order (once each: one already on it moves to the
+    front, so that the scenario loaded last finds its own modules first)."""
     for path in reversed(list(paths)):
-        if path and path not in sys.path:
-            sys.path.insert(0, path)
+        if not path:
+            continue
+        if path in sys.path:
+            sys.path.remove(path)
+        sys.path.insert(0, path)
+        if path not in _ADDED:
+            _ADDED.append(path)
 
 
 def load(target: str, field: str, where: Path | None = None) -> Any:
@@ -36,6 +46,7 @@ def load(target: str, field: str, where: Path | None = None) -> Any:
         raise SpecError(f"{field} = {target!r} is not of the form \"module:name\"",
                         f'write it as {field} = "my_module:my_function", module my_module.py '
                         "beside the scenario file")
+    _forget_shadowed(module_name)
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
@@ -52,6 +63,29 @@ def load(target: str, field: str, where: Path | None = None) -> Any:
     except AttributeError:
         raise SpecError(f"{field} = {target!r}: module {module_name!r} ({module.__file__}) has no {name!r}",
                         f"define {name} in it, or name one it has") from None
+
+
+def _forget_shadowed(module_name: str) -> None:
+    """Forget a module of the user's that an earlier scenario imported from its own directory
+    when the import path now finds one of that name elsewhere: two scenarios loaded in one
+    process (a pytest suite running examples/balances and examples/dedup, each with its job.py)
+    must each get their own, not the first one's (the second was refused: "module 'job'
+    (examples/balances/job.py) has no 'transform'"). Only modules loaded from the directories
+    add_import_paths added are forgotten: the harness's own and installed ones never are."""
+    top = module_name.partition(".")[0]
+    cached = sys.modules.get(top)
+    origin = getattr(cached, "__file__", None)
+    if not origin or not any(_inside(origin, d) for d in _ADDED):
+        return
+    spec = importlib.machinery.PathFinder.find_spec(top, sys.path)
+    if spec is None or spec.origin is None or Path(spec.origin).resolve() == Path(origin).resolve():
+        return
+    for name in [n for n in sys.modules if n == top or n.startswith(f"{top}.")]:
+        del sys.modules[name]
+
+
+def _inside(path: str, directory: str) -> bool:
+    return Path(path).resolve().is_relative_to(Path(directory).resolve())
 
 
 def _import_failed(field: str, target: str, exc: BaseException) -> SpecError:
