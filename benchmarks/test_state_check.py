@@ -88,3 +88,53 @@ class TestStateRollback:
         assert read == {"after state-rollback", "final"}, check
         assert not [f for f in case.get("findings", []) if f["class"] == "state-diverged"]
         assert case["verdict"]["status"] == "PASS", case["verdict"]
+
+
+def _let_through(case_dir: Path, topic: str, batch: int) -> set[int]:
+    """The event ids the committed batch `batch` read: those the rolled-back delta kept."""
+    from harness.check import checkpoint
+    from harness.check.batch_reads import assign_batches
+    from workloads.generator import truth
+
+    events = truth.read(case_dir / "truth", ["event_id", "event_time_ms", "partition", "offset"])
+    batches = checkpoint.read_queries([case_dir / "checkpoint"], topic)
+    return set(events.loc[assign_batches(events, batches).to_numpy() == batch, "event_id"].astype(int))
+
+
+class TestStateRollbackOnDedup:
+    """The same plant and twin on dropDuplicatesWithinWatermark's state
+    (tests/scenarios/state_rollback_dedup*.toml): the model is the dedup oracle's own rules."""
+
+    def test_the_planted_loss_of_kept_ids_is_caught(self, tmp_path):
+        """The ids the rolled-back batch let through are missing from the state read after the
+        first batch after the fault (held none, expected their expiry); nothing else diverges
+        there; the case FAILs with state-diverged."""
+        run_dir, summary, output = _run(tmp_path, "state_rollback_dedup")
+        (case,) = summary["cases"]
+        (fault,) = case["faults"]
+        if not fault.get("landed"):
+            pytest.fail(f"the plant did not bite: {fault.get('detail')}")
+        check = case.get("state_check") or {}
+        after = [c for c in check.get("checked", []) if c["after"].startswith("after state-rollback")]
+        assert after, f"the state was not read after the fault: {check}\n{output}"
+        first = after[0]["batch"]
+        diverged = pd.read_parquet(run_dir / "cases" / case["name"] / "state-check" / "diverged.parquet")
+        at_first = diverged[diverged["batch"] == first]
+        assert len(at_first), f"no divergence at batch {first}: {check}"
+        lost = _let_through(run_dir / "cases" / case["name"], case["topic"], fault["batch"])
+        ids = {int(json.loads(v)["event_id"]) for v in at_first["key_values"]}
+        assert ids <= lost, f"divergent ids batch {fault['batch']} never read: {sorted(ids - lost)[:5]}"
+        assert set(at_first["held"]) == {"none"}, at_first.to_string()
+        assert case["verdict"]["status"] == "FAIL", case["verdict"]
+        assert any(f["class"] == "state-diverged" for f in case["findings"]), case["findings"]
+
+    def test_its_correct_twin_gives_no_finding(self, tmp_path):
+        """The same kill and restart, no file touched: the dedup state after the first batch
+        after the fault and after the last is what the oracle's rules say; PASS."""
+        _, summary, output = _run(tmp_path, "state_rollback_dedup_twin")
+        (case,) = summary["cases"]
+        check = case.get("state_check") or {}
+        assert check.get("diverged") == 0, f"{check}\n{output}"
+        read = {c["after"].split(" at ")[0] for c in check["checked"]}
+        assert read == {"after state-rollback", "final"}, check
+        assert case["verdict"]["status"] == "PASS", case["verdict"]
