@@ -1,5 +1,5 @@
 """The state check (harness/check/state_check.py) and its finding, state-diverged
-(harness/findings/state.py), on state frames faked as workloads/state_read.py writes them:
+(harness/findings/state.py), on state frames faked as workloads/pipelines/state_read.py writes them:
 what the state must hold at a batch, which batches are read, what counts as a divergence and how
 its story reads; and the planted state loss's choice of file (tests/scenarios/state_rollback.py).
 No Spark: the reader's Spark run is tested end to end in benchmarks/test_state_check.py."""
@@ -292,3 +292,47 @@ class TestNothingToRead:
         case = self._case(tmp_path, [])
         assert state_check.check(case, Pipeline(kind="passthrough"), TRUTH, BATCHES, [], T0_S,
                                  [case / "checkpoint"]) is None
+
+
+class TestReadInTheDriver:
+    """The driver reads the state at its end when asked (workloads/pipelines/state_read.py serve);
+    the check uses those reads only when they cover every batch it wants."""
+
+    def _commits(self, checkpoint: Path, at: dict[int, float]) -> None:
+        import os
+
+        (checkpoint / "commits").mkdir(parents=True)
+        for batch, t_s in at.items():
+            path = checkpoint / "commits" / str(batch)
+            path.write_text("v1\n{}")
+            os.utime(path, (t_s, t_s))
+
+    def test_the_driver_picks_the_first_batch_after_each_landing_and_the_last(self, tmp_path):
+        from workloads.pipelines.state_read import batches_after
+
+        self._commits(tmp_path, {0: 100.0, 1: 101.0, 2: 102.0, 3: 103.0, 4: 104.0})
+        assert batches_after(tmp_path, [100_500.0, 102_000.0]) == [1, 3, 4]   # 102.0 s is not after 102.0 s
+        assert batches_after(tmp_path, []) == [4]
+        assert batches_after(tmp_path, [200_000.0]) == [4]   # nothing after it: the last only
+
+    def test_its_reads_count_only_when_they_cover_every_batch_wanted(self, tmp_path):
+        from workloads.pipelines.state_read import ANSWER
+
+        out = tmp_path / state_check.STATE_DIR
+        out.mkdir()
+        pd.DataFrame({"operatorId": [0]}).to_parquet(out / "metadata.parquet")
+        (out / ANSWER).write_text(json.dumps({"in_driver": True, "batches": [3, 9], "files": []}))
+        assert state_check.in_driver(out, [3, 9]) is not None
+        assert state_check.in_driver(out, [9]) is not None
+        assert state_check.in_driver(out, [3, 8, 9]) is None   # batch 8 wanted, not read: its own reader
+        (out / ANSWER).write_text(json.dumps({"batches": [3, 9], "files": []}))   # the reader's own answer
+        assert state_check.in_driver(out, [3, 9]) is None
+
+    def test_the_ask_names_the_live_checkpoint_the_landings_and_where_to_write(self, tmp_path):
+        from workloads.pipelines.state_read import REQUEST
+
+        state_check.ask(tmp_path, tmp_path / "case", tmp_path / "case" / "checkpoint", [1_000.5], job=True)
+        asked = json.loads((tmp_path / REQUEST).read_text())
+        assert asked == {"checkpoint": str(tmp_path / "case" / "checkpoint"), "after_ms": [1000.5],
+                         "last_only": True, "driver": str(tmp_path / "case" / "driver.json"),
+                         "out": str(tmp_path / "case" / state_check.STATE_DIR)}

@@ -4,6 +4,7 @@ with the three it takes."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -17,9 +18,10 @@ pytestmark = pytest.mark.unit
 LONG_ENOUGH_S = STATE_READ_S / STATE_CHECK_SHARE
 
 
-def _case(state_check, lasted_s: float):
+def _case(state_check, lasted_s: float, where: Path = Path("/nonexistent-case")):
     measure = SimpleNamespace(state_check=state_check)
-    return SimpleNamespace(scenario=SimpleNamespace(measure=measure), started_at=1000.0), 1000.0 + lasted_s
+    case = SimpleNamespace(scenario=SimpleNamespace(measure=measure), started_at=1000.0, dir=where)
+    return case, 1000.0 + lasted_s
 
 
 @pytest.mark.parametrize("value, expected", [('"auto"', None), ("true", True), ("false", False)])
@@ -41,6 +43,17 @@ def test_another_value_is_refused_naming_the_three(tmp_path):
     with pytest.raises(ScenarioError) as err:
         load(path)
     assert "state_check" in str(err.value) and '"auto"' in str(err.value.fix)
+
+
+def test_auto_checks_a_short_case_whose_driver_read_its_state_at_its_end(tmp_path):
+    """The read is paid already, in the case's own driver (no JVM of its own): checked."""
+    from harness.check.state_check import STATE_DIR
+    from workloads.pipelines.state_read import ANSWER
+
+    (tmp_path / STATE_DIR).mkdir()
+    (tmp_path / STATE_DIR / ANSWER).write_text("{}")
+    assert _state_skipped(*_case(None, LONG_ENOUGH_S - 10, tmp_path)) is None
+    assert _state_skipped(*_case(False, LONG_ENOUGH_S - 10, tmp_path)) is not None   # false stays false
 
 
 def test_auto_skips_a_short_case_and_says_why():
@@ -65,7 +78,7 @@ def _state_case(tmp_path, kind: str, with_state: bool, lasted_s: float = 30.0):
     checkpoint = tmp_path / "checkpoint"
     (checkpoint / "state" if with_state else checkpoint).mkdir(parents=True)
     measure = SimpleNamespace(state_check=None)
-    return SimpleNamespace(pipeline=SimpleNamespace(kind=kind), checkpoints=[checkpoint],
+    return SimpleNamespace(pipeline=SimpleNamespace(kind=kind), checkpoints=[checkpoint], dir=tmp_path,
                            scenario=SimpleNamespace(measure=measure), started_at=time.monotonic() - lasted_s)
 
 
@@ -74,7 +87,7 @@ def test_a_case_with_no_state_it_judges_says_nothing_of_it(tmp_path, kind, with_
     from harness.run.collect import _state
 
     result, checked = SimpleNamespace(sections={}), object()
-    assert _state(_state_case(tmp_path, kind, with_state), result, None, None, checked) is checked
+    assert _state(_state_case(tmp_path, kind, with_state), result, None, None, checked, 0.0) is checked
     assert "state_check" not in result.sections
 
 
@@ -82,6 +95,6 @@ def test_a_short_stateful_case_says_it_was_not_checked_and_why(tmp_path):
     from harness.run.collect import _state
 
     result, checked = SimpleNamespace(sections={}), object()
-    assert _state(_state_case(tmp_path, "tumbling_count", True), result, None, None, checked) is checked
+    assert _state(_state_case(tmp_path, "tumbling_count", True), result, None, None, checked, 0.0) is checked
     (note,) = result.sections["state_check"]["notes"]
     assert note.startswith("not checked: the case lasted 30 s"), note

@@ -1,9 +1,9 @@
 """A Spark program of the checker's, run in a process of its own (the harness never runs Spark
 itself): the batch oracle (workloads/pipelines/job_batch.py) and the state reader
-(workloads/state_read.py), each over a request file in its output directory, on local[2], its
+(workloads/pipelines/state_read.py), each over a request file in its output directory, on local[2], its
 scratch directories made for it and removed after it.
 
-    code, seconds = run("workloads.state_read", out / "request.json", out / "state-read.log")
+    code, seconds = run("workloads.pipelines.state_read", out / "request.json", out / "state-read.log")
 """
 
 from __future__ import annotations

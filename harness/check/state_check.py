@@ -3,7 +3,7 @@ what the oracle says it must hold at that batch (issue 49, part 1).
 
 After a case, the case's checkpoint is copied (the query has stopped; the copy is what Spark's
 state data source reads, so nothing of the case's own is touched) and `python -m
-workloads.state_read` reads the state after the batches chosen here (`chosen`): the last
+workloads.pipelines.state_read` reads the state after the batches chosen here (`chosen`): the last
 committed batch, and the first batch committed after each fault. Then:
 
   tumbling_count (and its sliding windows)   ground truth, by Spark's rules (batch_reads.py):
@@ -128,12 +128,43 @@ def copy_checkpoint(checkpoint: Path, to: Path) -> Path:
     return to
 
 
+def ask(control_dir: Path, case_dir: Path, checkpoint: Path, after_ms: list[float], job: bool) -> None:
+    """Ask the case's driver to read the state once its query has stopped (written just before
+    the harness asks it to stop; workloads/pipelines/state_read.py `serve`): the first batch
+    committed after each of `after_ms` (each fault's landing, wall-clock ms) and the last, or the
+    last alone for a job. Its reads cost no JVM of their own; `read` uses them when they cover
+    what `chosen` wants."""
+    from workloads.pipelines.state_read import REQUEST
+
+    request = {"checkpoint": str(checkpoint), "after_ms": [float(t) for t in after_ms], "last_only": job,
+               "driver": str(Path(case_dir) / "driver.json") if job else None,
+               "out": str(Path(case_dir) / STATE_DIR)}
+    (Path(control_dir) / REQUEST).write_text(json.dumps(request, indent=2) + "\n")
+
+
+def in_driver(out: Path, batch_ids: list[int]) -> tuple[dict, pd.DataFrame] | None:
+    """The driver's own reads in `out`, when it read every batch of `batch_ids`; else None."""
+    from workloads.pipelines.state_read import ANSWER
+
+    try:
+        answer = json.loads((out / ANSWER).read_text())
+    except (OSError, ValueError):
+        return None
+    if not answer.get("in_driver") or not set(batch_ids) <= set(answer.get("batches", [])):
+        return None
+    return answer, pd.read_parquet(out / "metadata.parquet")
+
+
 def read(out: Path, checkpoint: Path, batch_ids: list[int], driver: Path | None = None,
          timeout_s: float = TIMEOUT_S) -> tuple[dict, pd.DataFrame]:
-    """Run workloads/state_read.py over a copy of `checkpoint` in `out`; returns its answer
-    (state.json: files, failed reads, times) and the state-metadata rows."""
+    """The state after `batch_ids`: the case's driver's own reads when they cover them (`ask`),
+    else workloads/pipelines/state_read.py run over a copy of `checkpoint` in `out`; returns the
+    answer (state.json: files, failed reads, times) and the state-metadata rows."""
     from harness.check import spark_program
 
+    done = in_driver(out, batch_ids)
+    if done is not None:
+        return done
     out.mkdir(parents=True, exist_ok=True)
     copy = copy_checkpoint(checkpoint, out / "checkpoint")
     request = {"checkpoint": copy.name, "batches": [int(b) for b in batch_ids], "out": "."}
@@ -141,7 +172,7 @@ def read(out: Path, checkpoint: Path, batch_ids: list[int], driver: Path | None 
         request["driver"] = os.path.relpath(driver, out)
     (out / "request.json").write_text(json.dumps(request, indent=2) + "\n")
     try:
-        code, seconds = spark_program.run("workloads.state_read", out / "request.json",
+        code, seconds = spark_program.run("workloads.pipelines.state_read", out / "request.json",
                                           out / "state-read.log", timeout_s=timeout_s)
     finally:
         shutil.rmtree(copy, ignore_errors=True)   # read: the copy has served
@@ -260,7 +291,10 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
     out = Path(case_dir) / STATE_DIR
     driver = Path(case_dir) / "driver.json" if is_job else None
     answer, metadata = read(out, checkpoints[0], sorted(wanted), driver)
-    outcome.seconds = {"read_s": answer.get("process_s"), "spark_session_s": answer.get("session_s")}
+    if answer.get("in_driver"):   # read by the case's driver at its end: no JVM of its own
+        outcome.seconds = {"in_driver_s": answer.get("total_s"), "spark_session_s": 0.0}
+    else:
+        outcome.seconds = {"read_s": answer.get("process_s"), "spark_session_s": answer.get("session_s")}
     outcome.notes += [f"operator {f['operator']} ({f['store']}) after batch {f['batch']} not read: {f['why']}"
                       for f in answer.get("failed", [])]
     name = modelled(pipeline)
@@ -342,8 +376,8 @@ def _too_large(truth: pd.DataFrame) -> str | None:
             "state's model holds in memory")
 
 
-def _job_unknowable(case_dir: Path) -> str | None:
-    """Why a job's state cannot be checked, known from its files alone; None when it may be."""
+def job_plan_unknowable(case_dir: Path) -> str | None:
+    """Why a job's state cannot be checked, known from its plan alone (before its oracle ran)."""
     try:
         plan = json.loads((case_dir / "plan.json").read_text())
     except (OSError, ValueError):
@@ -352,6 +386,14 @@ def _job_unknowable(case_dir: Path) -> str | None:
     if operators != ["aggregate"]:
         return (f"not checked: the job's stateful operators are {', '.join(operators) or 'none'}; one "
                 "aggregation is modelled so far")
+    return None
+
+
+def _job_unknowable(case_dir: Path) -> str | None:
+    """Why a job's state cannot be checked, known from its files alone; None when it may be."""
+    said_so = job_plan_unknowable(case_dir)
+    if said_so:
+        return said_so
     oracle = case_dir / "oracle"
     said = json.loads((oracle / "oracle.json").read_text()) if (oracle / "oracle.json").exists() else {}
     if said.get("mode") != "whole" or not (oracle / "with-flush.parquet").exists():

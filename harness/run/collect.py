@@ -17,7 +17,7 @@ import numpy as np
 
 from harness import check as checker
 from harness import findings, metrics
-from harness.check import checkpoint
+from harness.check import checkpoint, state_check
 from harness.check import registry as pipeline_registry
 from harness.check.large import RunFiles
 from harness.check.result import CheckResult
@@ -32,6 +32,7 @@ from harness.run import incidents
 from harness.run.case import Case
 from harness.run.schedule import FaultRunner
 from workloads.errors import Problem
+from workloads.pipelines.state_read import ANSWER
 
 
 @dataclass
@@ -73,7 +74,8 @@ def case_result(case: Case, schedule: FaultRunner, resources: dict | None) -> Ca
         return result
     if deleted:   # sent and acknowledged, then deleted before any batch read them (the findings say so)
         checked.counts.update(produced=checked.counts["produced"] + deleted, deleted_before_read=deleted)
-    checked = _state(case, result, truth, out, checked)
+    checked = _state(case, result, truth, out, checked,
+                     schedule.t0 if schedule.t0 is not None else _first_send_ms(truth) / 1000)
     checked = _timers(case, result, truth, out, checked)
     result.findings = _explain(case, result, truth, out, checked)
     _judge(case, result, schedule, checked)
@@ -186,12 +188,11 @@ def _check(case: Case, result: CaseResult, truth, out: Output) -> CheckResult | 
     return checked
 
 
-def _state(case: Case, result: CaseResult, truth, out: Output, checked: CheckResult) -> CheckResult:
+def _state(case: Case, result: CaseResult, truth, out: Output, checked: CheckResult,
+           t0_s: float) -> CheckResult:
     """The state check (harness/check/state_check.py), on a copy of the checkpoint: a state
     that diverged from the oracle's is a problem of the case; a check that could not run is
     written down (state-check-error.txt) and decides nothing."""
-    from harness.check import state_check
-
     began = time.monotonic()
     kept_state = any(os.path.isdir(os.path.join(c, "state")) for c in case.checkpoints)
     if not state_check.applies(case.pipeline) or not kept_state:
@@ -201,8 +202,10 @@ def _state(case: Case, result: CaseResult, truth, out: Output, checked: CheckRes
         result.sections["state_check"] = {"diverged": 0, "checked": [], "notes": [skipped], "seconds": {}}
         return checked
     try:
-        seen = state_check.check(case.dir, case.pipeline, truth, out.batches, result.faults,
-                                 _first_send_ms(truth) / 1000, list(case.checkpoints))
+        # t0_s: the faults' own zero (their records' seconds count from it), so that the batches
+        # chosen are those the driver read at its end (stages.ask_state_read)
+        seen = state_check.check(case.dir, case.pipeline, truth, out.batches, result.faults, t0_s,
+                                 list(case.checkpoints))
     except Exception as exc:  # noqa: BLE001 - evidence beside the verdict: its crash is no verdict
         case.files.path.joinpath("state-check-error.txt").write_text(traceback.format_exc())
         result.sections["state_check"] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
@@ -247,6 +250,8 @@ def _state_skipped(case: Case, now: float) -> str | None:
     wanted = case.scenario.measure.state_check
     if wanted is False:
         return "not checked: [measure] state_check = false"
+    if (case.dir / state_check.STATE_DIR / ANSWER).exists():
+        return None   # the driver read it at its end: the cost is paid, and small
     case_s = now - case.started_at if case.started_at else None
     if wanted is None and case_s is not None and case_s * STATE_CHECK_SHARE < STATE_READ_S:
         return (f"not checked: the case lasted {case_s:.0f} s, and a read of its state costs "

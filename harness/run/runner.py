@@ -29,6 +29,11 @@ from harness.services.spark import DriverDied
 from workloads.progress import Progress
 from workloads.sinks import sink_needs
 
+# how long a driver asked to stop may take before it is killed: its query's stop, and with the
+# state check's reads asked of it (stages.ask_state_read) those too: a few seconds a read, more on
+# a loaded machine; a driver killed before it read leaves the check to its own reader
+STOP_S, STOP_WITH_STATE_READ_S = 60.0, 180.0
+
 log = logging.getLogger(__name__)
 
 __all__ = ["preflight", "run", "run_case", "start_stack"]
@@ -178,7 +183,8 @@ def run_case(case: Case, restore: bool = True) -> CaseResult:
         if case.failure is None:
             stages.drain(case)
             case.stopping_ms = time.time() * 1000
-            case.spark.request_stop()
+            asked = stages.ask_state_read(case, schedule)
+            case.spark.request_stop(timeout_s=STOP_WITH_STATE_READ_S if asked else STOP_S)
     except DriverDied as exc:
         stages.driver_died(case, exc)
     except BaseException:

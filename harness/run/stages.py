@@ -255,3 +255,23 @@ def drain(case: Case) -> None:
                             f"({timeout_s:.0f}s): it waited for {waited}, and {where}; "
                             f"read {case.spark.log_path}")
         case.progress.step(f"the drain ran out: {case.drain_short}; the sink's rows decide")
+
+
+def ask_state_read(case: Case, schedule: FaultRunner) -> bool:
+    """Before the driver is asked to stop: ask it to read its state once its query has stopped
+    (harness/check/state_check.py `ask`), after each fault's landing and at the end, when the
+    state check will want it: a read in the case's own warm driver costs the reads alone, where
+    a reader of its own first starts a JVM. Whether it asked (then the stop may take longer)."""
+    from harness.check import state_check
+
+    if case.scenario.measure.state_check is False or not state_check.applies(case.pipeline):
+        return False
+    if len(case.checkpoints) != 1 or not (Path(case.checkpoints[0]) / "state").is_dir():
+        return False   # no state kept, or a fresh query's that the check does not model
+    is_job = case.pipeline.kind == "job"
+    if is_job and state_check.job_plan_unknowable(case.dir):
+        return False
+    landed = [run.fault.landed_at or run.fault.injected_at for run in schedule.runs if run.fault is not None]
+    state_check.ask(case.files.control, case.dir, case.checkpoints[0],
+                    [t * 1000 for t in landed if t is not None], job=is_job)
+    return True

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from workloads import plugins
-from workloads.pipelines import control, timer_log
+from workloads.pipelines import control, state_read, timer_log
 from workloads.pipelines.config import DriverConfig
 from workloads.pipelines.control import CommitGate
 from workloads.pipelines.executors import ExecutorWatch
@@ -88,6 +88,7 @@ def run(config: DriverConfig, status: Path) -> int:
         raise RuntimeError(str(query.exception()))
     query.stop()
     sink.close()
+    state_read.serve(spark, Path(config.control_dir))   # the state check's reads, if the harness asked
     spark.stop()
     _write_status(status, state="stopped", query_id=str(query.id))
     return 0

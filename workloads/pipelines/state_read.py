@@ -1,4 +1,6 @@
-"""A query's state, read offline from a copy of its checkpoint: `python -m workloads.state_read REQUEST.json`.
+"""A query's state, read offline from a copy of its checkpoint:
+`python -m workloads.pipelines.state_read REQUEST.json`, or in the case's own driver at its end
+(`serve`).
 
 The harness never runs Spark itself; after a case whose query keeps state, the state check
 (harness/check/state_check.py) copies the case's checkpoint, writes a request and starts this
@@ -33,6 +35,7 @@ the check says what it could not see.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 import traceback
@@ -41,19 +44,34 @@ from pathlib import Path
 MASTER = "local[1]"
 
 
+REQUEST = "state-read.json"   # in the driver's control directory: the harness's ask at a case's end
+ANSWER = "state.json"
+
+
 def main(argv: list[str]) -> int:
     at = Path(argv[1]).resolve().parent
     request = json.loads(Path(argv[1]).read_text())
     out = at / request.get("out", ".")
-    out.mkdir(parents=True, exist_ok=True)
-    checkpoint = str(at / request["checkpoint"])
     began = time.perf_counter()
     spark = session(request.get("jars", []))
-    answer: dict = {"session_s": round(time.perf_counter() - began, 3), "files": [], "failed": []}
+    session_s = round(time.perf_counter() - began, 3)
+    answer = read_into(spark, str(at / request["checkpoint"]), request["batches"], out,
+                       at / request["driver"] if request.get("driver") else None)
+    spark.stop()
+    answer.update(session_s=session_s, total_s=round(time.perf_counter() - began, 3))
+    (out / ANSWER).write_text(json.dumps(answer, indent=2) + "\n")
+    return 0
+
+
+def read_into(spark, checkpoint: str, batches: list[int], out: Path, driver: Path | None) -> dict:
+    """Every stateful operator's state after each of `batches`, into `out` (see the module's
+    docstring); the answer without its times."""
+    out.mkdir(parents=True, exist_ok=True)
+    answer: dict = {"files": [], "failed": []}
     metadata = spark.read.format("state-metadata").load(checkpoint).toPandas()
     metadata.to_parquet(out / "metadata.parquet", index=False)
     for op in metadata.itertuples(index=False):
-        for batch in request["batches"]:
+        for batch in batches:
             if batch < op.minBatchId or batch > op.maxBatchId:
                 answer["failed"].append({"operator": int(op.operatorId), "store": op.stateStoreName,
                                          "batch": batch, "why": f"the operator kept batches {op.minBatchId} "
@@ -61,12 +79,68 @@ def main(argv: list[str]) -> int:
                 continue
             answer["files"].append(read_one(spark, checkpoint, op, batch, out, answer["failed"]))
     answer["files"] = [f for f in answer["files"] if f is not None]
-    if request.get("driver"):
-        answer["aggregates"] = aggregates(spark, at / request["driver"], out)
-    spark.stop()
-    answer["total_s"] = round(time.perf_counter() - began, 3)
-    (out / "state.json").write_text(json.dumps(answer, indent=2) + "\n")
-    return 0
+    if driver is not None:
+        answer["aggregates"] = aggregates(spark, driver, out)
+    return answer
+
+
+def serve(spark, control_dir: Path) -> None:
+    """In a case's driver, once its query has stopped: the harness's ask (REQUEST, written just
+    before it asked the driver to stop), read with the driver's own session, so that a state
+    check costs no JVM of its own (a start of 13-32 s, docs/state.md) but the reads. The request:
+
+      {"checkpoint": "/abs/checkpoint",   the query's own: copied to <out>/checkpoint and read there
+       "after_ms": [t, ...],              the first batch committed after each (its commit file's
+                                          mtime), and the last committed batch, are read
+       "last_only": false,                only the last (a job's: see harness/check/state_check.py)
+       "driver": "/abs/driver.json" | null, "out": "/abs/state-check"}
+
+    The answer is `<out>/state.json` with "in_driver": true; a read that fails leaves
+    `<out>/in-driver-error.txt` and no answer (the check then starts its own reader): the driver's
+    end never fails for it."""
+    path = Path(control_dir) / REQUEST
+    if not path.exists():
+        return
+    began = time.perf_counter()
+    copy: Path | None = None
+    out = Path(control_dir)
+    try:
+        request = json.loads(path.read_text())
+        out = Path(request["out"])
+        out.mkdir(parents=True, exist_ok=True)
+        live = Path(request["checkpoint"])
+        batches = batches_after(live, [] if request.get("last_only") else request.get("after_ms", []))
+        if not batches:
+            return
+        copy = out / "checkpoint"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(live, copy, ignore=shutil.ignore_patterns("*.tmp"))
+        driver = Path(request["driver"]) if request.get("driver") else None
+        answer = read_into(spark, str(copy), batches, out, driver)
+        answer.update(in_driver=True, batches=batches, session_s=0.0,
+                      total_s=round(time.perf_counter() - began, 3))
+        (out / ANSWER).write_text(json.dumps(answer, indent=2) + "\n")
+    except Exception:  # noqa: BLE001 - the harness's own reader then reads it; the driver ends as it would
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "in-driver-error.txt").write_text(traceback.format_exc())
+    finally:
+        if copy is not None:
+            shutil.rmtree(copy, ignore_errors=True)
+
+
+def batches_after(checkpoint: Path, after_ms: list[float]) -> list[int]:
+    """The first committed batch whose commit file was written after each of `after_ms`, and the
+    last committed batch, in order (as harness/check/state_check.py's `chosen` picks them)."""
+    commits = sorted((int(p.name), p.stat().st_mtime * 1000) for p in (checkpoint / "commits").iterdir()
+                     if p.name.isdigit())
+    if not commits:
+        return []
+    picked = {commits[-1][0]}
+    for t in after_ms:
+        later = [b for b, mtime in commits if mtime > t]
+        if later:
+            picked.add(later[0])
+    return sorted(picked)
 
 
 def session(jars: list[str]):
