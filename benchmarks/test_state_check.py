@@ -46,24 +46,32 @@ def _touched(case_dir: Path, topic: str, batch: int) -> set[tuple[str, int]]:
     return {(str(k), int(t - t % 2000)) for k, t in zip(read["key"], read["event_time_ms"], strict=True)}
 
 
+def _diverged_after_the_fault(tmp_path: Path, name: str):
+    """A plant's run: (its directory, its case, the fault's record, the first batch read after
+    the fault, the divergences found there); fails the test as "the plant did not bite" when the
+    fault did not land, and when the state was not read after it or held no divergence there."""
+    run_dir, summary, output = _run(tmp_path, name)
+    (case,) = summary["cases"]
+    (fault,) = case["faults"]
+    if not fault.get("landed"):
+        pytest.fail(f"the plant did not bite: {fault.get('detail')}")
+    check = case.get("state_check") or {}
+    after = [c for c in check.get("checked", []) if c["after"].startswith("after state-rollback")]
+    assert after, f"the state was not read after the fault: {check}\n{output}"
+    first = after[0]["batch"]
+    diverged = pd.read_parquet(run_dir / "cases" / case["name"] / "state-check" / "diverged.parquet")
+    at_first = diverged[diverged["batch"] == first]
+    assert len(at_first), f"no divergence at batch {first}: {check}"
+    return run_dir, case, fault, first, at_first
+
+
 class TestStateRollback:
     def test_the_planted_state_loss_is_caught_at_the_first_batch_after_the_fault(self, tmp_path):
         """state_rollback.toml: the fault's record names the batch whose updates it threw away
         (batch N, version N + 1); the state check reads the state after the first batch the new
         driver committed and finds values held below what ground truth says, for keys batch N
         read and nothing else, on operator 0, at that batch; the case FAILs with state-diverged."""
-        run_dir, summary, output = _run(tmp_path, "state_rollback")
-        (case,) = summary["cases"]
-        (fault,) = case["faults"]
-        if not fault.get("landed"):
-            pytest.fail(f"the plant did not bite: {fault.get('detail')}")
-        check = case.get("state_check") or {}
-        after = [c for c in check.get("checked", []) if c["after"].startswith("after state-rollback")]
-        assert after, f"the state was not read after the fault: {check}\n{output}"
-        first = after[0]["batch"]
-        diverged = pd.read_parquet(run_dir / "cases" / case["name"] / "state-check" / "diverged.parquet")
-        at_first = diverged[diverged["batch"] == first]
-        assert len(at_first), f"no divergence at batch {first}: {check}"
+        run_dir, case, fault, first, at_first = _diverged_after_the_fault(tmp_path, "state_rollback")
         assert set(at_first["operator"]) == {fault["operator"]} == {0}
         lost = _touched(run_dir / "cases" / case["name"], case["topic"], fault["batch"])
         keys = {(v["key"], v["window_start_ms"]) for v in map(json.loads, at_first["key_values"])}
@@ -109,18 +117,7 @@ class TestStateRollbackOnDedup:
         """The ids the rolled-back batch let through are missing from the state read after the
         first batch after the fault (held none, expected their expiry); nothing else diverges
         there; the case FAILs with state-diverged."""
-        run_dir, summary, output = _run(tmp_path, "state_rollback_dedup")
-        (case,) = summary["cases"]
-        (fault,) = case["faults"]
-        if not fault.get("landed"):
-            pytest.fail(f"the plant did not bite: {fault.get('detail')}")
-        check = case.get("state_check") or {}
-        after = [c for c in check.get("checked", []) if c["after"].startswith("after state-rollback")]
-        assert after, f"the state was not read after the fault: {check}\n{output}"
-        first = after[0]["batch"]
-        diverged = pd.read_parquet(run_dir / "cases" / case["name"] / "state-check" / "diverged.parquet")
-        at_first = diverged[diverged["batch"] == first]
-        assert len(at_first), f"no divergence at batch {first}: {check}"
+        run_dir, case, fault, first, at_first = _diverged_after_the_fault(tmp_path, "state_rollback_dedup")
         lost = _let_through(run_dir / "cases" / case["name"], case["topic"], fault["batch"])
         ids = {int(json.loads(v)["event_id"]) for v in at_first["key_values"]}
         assert ids <= lost, f"divergent ids batch {fault['batch']} never read: {sorted(ids - lost)[:5]}"
