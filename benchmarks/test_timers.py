@@ -93,3 +93,26 @@ class TestTimerRearm:
         assert (seen["fired_twice"], seen["never_fired"]) == (0, 0), seen
         assert not [f for f in case.get("findings", []) if f["class"].startswith("timer-")]
         assert case["verdict"]["status"] == "PASS", case["verdict"]
+
+
+class TestTimersUnderFaults:
+    def test_each_timer_fires_once_under_each_fault(self, tmp_path):
+        """timer_faults.toml: failed_logins' own processor, 70 s at 100 events/s, under
+        kill-executor, fail-task after the state commit, a +30 s jump of the driver's clock and
+        kill-driver at after-write, one after another: each lands, and every timer the watermark
+        passed fired once in a committed batch (a retried task's and a batch run again's firings
+        counted once); the case PASSes."""
+        run_dir, summary, output = _run(tmp_path, "timer_faults")
+        (case,) = summary["cases"]
+        faults = {f["kind"]: f for f in case["faults"]}
+        assert set(faults) == {"kill-executor", "fail-task", "clock-jump", "kill-driver"}, output
+        missed = {k: f.get("landed_detail") or f.get("detail") for k, f in faults.items()
+                  if not f.get("landed")}
+        assert not missed, f"faults that did not land: {missed}\n{output}"
+        kill = faults["kill-driver"]
+        assert (kill.get("recovery") or {}).get("batches_reexecuted", 0) > 0, kill
+        seen = case.get("timers") or {}
+        assert seen.get("expected", 0) > 0 and seen["counted"] >= seen["expected"], seen
+        assert (seen["fired_twice"], seen["never_fired"]) == (0, 0), seen
+        assert not [f for f in case.get("findings", []) if f["class"].startswith("timer-")]
+        assert case["verdict"]["status"] == "PASS", case["verdict"]
