@@ -1,6 +1,8 @@
-"""transformWithState's timers under a driver kill, end to end (issue 49, part 2): a planted
+"""transformWithState's timers under faults, end to end (issue 49, part 2): a planted
 processor that registers its timers again on recovery FAILs with timer-fired-twice, and its
-correct twin PASSes with no timer finding.
+correct twin PASSes with no timer finding; failed_logins' own processor fires each timer once
+under kill-executor, fail-task after the state commit, clock-jump and kill-driver
+(tests/scenarios/timer_faults.toml).
 
 Setup: nothing; each run starts its own Kafka, PostgreSQL and Spark local-cluster. Both runs are
 tests/scenarios/timer_rearm*.toml: failed_logins (20 users, 100 events/s for 30 s) with the
