@@ -212,7 +212,8 @@ def _state(case: Case, result: CaseResult, truth, out: Output, checked: CheckRes
         return checked
     if seen is None:
         return checked
-    spent = time.monotonic() - began
+    # the driver's reads at its end are in the case's time already, and the check's cost too
+    spent = time.monotonic() - began + float(seen.seconds.get("in_driver_s") or 0.0)
     case_s = began - case.started_at if case.started_at else None
     result.sections["state_check"] = {**seen.to_json(), "case_s": round(case_s, 1) if case_s else None,
                                       "share": round(spent / (case_s + spent), 3) if case_s else None}
