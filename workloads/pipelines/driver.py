@@ -229,9 +229,8 @@ def _start_query(spark, config: DriverConfig, sink):
         params["source_table"] = config.delta_table
     elif config.source != "rate":
         params["source_topic"], params["bootstrap_servers"] = config.topic, config.bootstrap_servers
-    if config.timers_path:   # for a processor that records its timers' firings (pipelines/timer_log.py)
-        Path(config.timers_path).mkdir(parents=True, exist_ok=True)
-        params.update(timer_log.params_for(config.timers_path, config.batch_base))
+    # for a processor that records its timers' firings (pipelines/timer_log.py): it makes the directory
+    params.update(timer_log.params_for(config.timers_path, config.batch_base))
     out = _checked_output(build(events, params), config)
     own = getattr(sink, "streaming_format", False)   # Spark's own sink: it reads the stage's rows itself
     if config.task_faults:   # the scenario has a fail-task fault: the stage it fails tasks in
