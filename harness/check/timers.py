@@ -96,7 +96,8 @@ def expected_timers(truth: pd.DataFrame, batches: list[Batch], within_ms: int) -
     a failure of it), one row per (query, key, timer)."""
     from workloads.pipelines.failed_logins import FAILED
 
-    fails = truth[(truth["event_type"] == FAILED) & ~truth["control"]]
+    control = truth["control"].to_numpy(bool) if "control" in truth.columns else False
+    fails = truth[(truth["event_type"] == FAILED).to_numpy() & ~control]
     batch = assign_batches(fails, batches).to_numpy()
     late_mark = late_watermarks(batches)
     query = {b.batch_id: b.query for b in batches}
@@ -148,21 +149,19 @@ def _due(expected: pd.DataFrame, batches: list[Batch]) -> pd.DataFrame:
         ran = [b for b in batches if b.committed and b.query == query]
         if not ran:
             continue
+        ran.sort(key=lambda b: b.batch_id)
         ids = np.array([b.batch_id for b in ran], dtype=np.int64)
-        marks = np.array([b.watermark_ms for b in ran], dtype=np.int64)
+        # a query's watermark never goes back: the first batch above a timer is a binary search
+        marks = np.maximum.accumulate(np.array([b.watermark_ms for b in ran], dtype=np.int64))
         # the first batch, at or after the one that registered it, whose watermark is above it
-        pairs = zip(timers["timer_ms"], timers["registered"], strict=True)
-        due = [_first_above(ids, marks, int(t), int(r)) for t, r in pairs]
-        parts.append(timers.assign(due=due, last_watermark_ms=int(marks.max()))[[d is not None for d in due]])
+        at = np.maximum(np.searchsorted(marks, timers["timer_ms"].to_numpy(np.int64), side="right"),
+                        np.searchsorted(ids, timers["registered"].to_numpy(np.int64)))
+        passed = at < len(ids)
+        parts.append(timers[passed].assign(due=ids[at[passed]], last_watermark_ms=int(marks[-1])))
     if not parts:
         empty = pd.Series(dtype="int64")
         return expected.iloc[:0].assign(due=empty, last_watermark_ms=empty)
     return pd.concat(parts, ignore_index=True).astype({"due": "int64"})
-
-
-def _first_above(ids: np.ndarray, marks: np.ndarray, timer_ms: int, registered: int) -> int | None:
-    at = np.flatnonzero((ids >= registered) & (marks > timer_ms))
-    return int(ids[at[0]]) if len(at) else None
 
 
 def check(case_dir: Path, pipeline, truth: pd.DataFrame | None, batches: list[Batch]) -> Outcome | None:
