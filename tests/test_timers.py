@@ -150,6 +150,14 @@ class TestJudge:
         assert (out.expected, out.problem()) == (1, "transformWithState's timers: 1 timer(s) the "
                                                     "watermark passed never fired")
 
+    def test_a_fresh_query_does_not_owe_the_timers_of_the_query_before(self):
+        """At-most-once restarts on a fresh checkpoint: user 2's timer at 5.0 s, registered by
+        query 0 (last watermark 3.5 s), is not due in query 1 (watermark 9.0 s), which started
+        with no timers."""
+        batches = [*BATCHES[:3], Batch(1_000_000, _ms(9.0), {0: 8}, True, {0: 6}, query=1)]
+        out = timers.judge(self._firings([]), batches, self._expected([(2, 5.0, 1)]))
+        assert (out.expected, len(out.never)) == (0, 0)
+
     def test_without_a_model_of_the_timers_only_double_firings_are_judged(self):
         out = timers.judge(self._firings([_firing(1, 2.1, 2)]), BATCHES, None)
         assert (out.expected, len(out.never), len(out.twice)) == (None, 0, 0)
