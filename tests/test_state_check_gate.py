@@ -98,3 +98,17 @@ def test_a_short_stateful_case_says_it_was_not_checked_and_why(tmp_path):
     assert _state(_state_case(tmp_path, "tumbling_count", True), result, None, None, checked, 0.0) is checked
     (note,) = result.sections["state_check"]["notes"]
     assert note.startswith("not checked: the case lasted 30 s"), note
+
+
+def test_a_job_whose_state_has_no_model_says_so_not_that_it_was_short(tmp_path):
+    """A short case of an applyInPandasWithState job: the note names its operator (nothing would
+    check it however long it ran), not the case's length."""
+    import json
+
+    from harness.run.collect import _state
+
+    (tmp_path / "plan.json").write_text(json.dumps({"operators": ["applyInPandasWithState"]}))
+    result, checked = SimpleNamespace(sections={}), object()
+    assert _state(_state_case(tmp_path, "job", True), result, None, None, checked, 0.0) is checked
+    (note,) = result.sections["state_check"]["notes"]
+    assert "applyInPandasWithState" in note and "lasted" not in note, note

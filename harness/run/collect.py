@@ -197,7 +197,8 @@ def _state(case: Case, result: CaseResult, truth, out: Output, checked: CheckRes
     kept_state = any(os.path.isdir(os.path.join(c, "state")) for c in case.checkpoints)
     if not state_check.applies(case.pipeline) or not kept_state:
         return checked   # no state this check judges: nothing to say
-    skipped = _state_skipped(case, began)
+    skipped = (state_check.job_plan_unknowable(case.dir) if case.pipeline.kind == "job" else None
+               ) or _state_skipped(case, began)   # no model of its state says more than "too short"
     if skipped:
         result.sections["state_check"] = {"diverged": 0, "checked": [], "notes": [skipped], "seconds": {}}
         return checked
