@@ -11,7 +11,8 @@ warm-up between a batch's sink write and Spark's commit, and started again 1 s l
 driver runs that batch again. Steps: run the scenario; check from the run's evidence that the
 kill bit (it landed, the batch ran again, the query started twice on the checkpoint); then the
 timers' check (summary.json's `timers`), its findings and the verdict. Full bench only
-(tox -e bench).
+(tox -e bench): under flock at a load average of 5 to 7, the pair took 579 s and the faults'
+case 334 s.
 """
 
 from __future__ import annotations
