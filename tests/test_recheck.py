@@ -72,3 +72,19 @@ class TestBadInput:
     def test_a_directory_without_a_summary_exits_2_naming_it(self, tmp_path):
         proc = run_cli("check", str(tmp_path))
         assert proc.returncode == 2 and "no summary.json there" in proc.stderr, proc.stderr
+
+
+class TestCarried:
+    def test_a_state_or_timers_failure_of_the_run_fails_the_re_check_too(self):
+        """The re-check does not run the state check or the timers' check again: what the run's
+        found is carried into its verdict, never dropped (the timers plant's re-check said PASS)."""
+        from dataclasses import replace
+
+        clean = _case("c")
+        assert recheck.carried_problems(clean) == []
+        diverged = replace(clean, sections={"state_check": {"diverged": 162}, "timers": {"fired_twice": 0}})
+        (said,) = recheck.carried_problems(diverged)
+        assert said.startswith("the state diverged") and "162" in said
+        twice = replace(clean, sections={"timers": {"fired_twice": 5, "never_fired": 0}})
+        (said,) = recheck.carried_problems(twice)
+        assert "5 fired in more than one committed batch" in said

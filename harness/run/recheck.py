@@ -13,6 +13,9 @@ scenario.effective.json's, not the scenario file's (whose replayed records and m
 not be beside its copy). The user's code (a job, a custom oracle) is where the run had it, or
 under `imports`.
 
+The state check and the timers' check are not run again: what the run's found is carried into
+the verdict (`carried_problems`).
+
 The re-check writes RUN_DIR/check/<stamp>/: check.json (each case's verdict in the run and in
 the re-check, and whether they agree) and cases/<case>/oracle/ (a job oracle's files). It
 never writes over the run's own files: summary.json stays as the run wrote it.
@@ -182,6 +185,24 @@ class _Recorded:
         return self.faults
 
 
+def carried_problems(case: CaseResult) -> list[str]:
+    """What the run's state check and timers' check found (summary.json's `state_check` and
+    `timers`), carried into the re-check's verdict: their evidence (the state the driver read,
+    the firings the workers wrote) is in the run's directory, but they are not run again here,
+    and a re-check that left them out said PASS of a run they had failed."""
+    said = []
+    state = case.sections.get("state_check") or {}
+    if state.get("diverged"):
+        said.append(f"the state diverged from the oracle's: {state['diverged']:,} values (the run's state "
+                    "check; not read again)")
+    timers = case.sections.get("timers") or {}
+    if timers.get("fired_twice") or timers.get("never_fired"):
+        said.append(f"transformWithState's timers: {timers.get('fired_twice') or 0:,} fired in more than "
+                    f"one committed batch, {timers.get('never_fired') or 0:,} the watermark passed never "
+                    "fired (the run's timers check; not run again)")
+    return said
+
+
 def _judge(case: CaseResult, checked: CheckResult):
     """The verdict by run/collect.py's rules (_judge): the counts, the oracle's problems and
     unknowns, and what the run recorded of the case: a driver that died, faults not observed,
@@ -191,6 +212,7 @@ def _judge(case: CaseResult, checked: CheckResult):
     c = checked.counts
     problems = [case.error] if case.error else []
     problems += FaultRunner.problems(cast(FaultRunner, _Recorded(case.faults))) + checked.problems
+    problems += carried_problems(case)
     unknowns = [f"fault {f.kind} at {f.asked} never came: {f.missed}" for f in case.missed]
     unknowns += list(getattr(checked, "unknowns", ()))
     verdict = verdicts.verdict(case.guarantee, c["lost"], c["duplicated"], c["unexpected"],
