@@ -21,5 +21,11 @@ def test_q0_q5_and_q7_write_exactly_their_oracles_rows(harness_run):
         assert case.verdict.holds, case
         assert e["lost"] == e["duplicated"] == e["unexpected"] == 0 and e["expected"] > 0, (name, e)
         assert e["delivered"] == e["expected"], (name, e)
-    # the late bids: the windowed queries drop exactly the (bid, window) pairs Spark drops
-    assert result.case("q5").events["dropped_late"] > 0, result.case("q5").events
+    # the late bids: the windowed queries drop exactly the (bid, window) pairs Spark drops; that
+    # needs a late bid read by a batch after the watermark passed it, which a loaded machine whose
+    # first batch read everything never gives: said so, not as a wrong count
+    q5 = result.case("q5").events
+    if not q5["dropped_late"] and not q5.get("dropped_late_spark"):
+        pytest.fail(f"the plant did not bite: no late bid reached a batch after the watermark passed it "
+                    f"(Spark dropped none, the oracle none): {q5}", pytrace=False)
+    assert q5["dropped_late"] > 0, q5
