@@ -112,3 +112,21 @@ def test_a_job_whose_state_has_no_model_says_so_not_that_it_was_short(tmp_path):
     assert _state(_state_case(tmp_path, "job", True), result, None, None, checked, 0.0) is checked
     (note,) = result.sections["state_check"]["notes"]
     assert "applyInPandasWithState" in note and "lasted" not in note, note
+
+
+def test_a_case_restarted_on_a_fresh_checkpoint_says_so_not_that_it_was_short(tmp_path):
+    """At-most-once's restart on a fresh checkpoint: the note is the check's own (no model of a
+    fresh query's state), not the case's length (the quick bench's at-most-once case said 'the
+    case lasted 115 s')."""
+    from harness.run.collect import _state
+
+    case = _state_case(tmp_path, "tumbling_count", True)
+    fresh = tmp_path / "checkpoint-1"
+    (fresh / "state").mkdir(parents=True)
+    case.checkpoints.append(fresh)
+    case.dir = tmp_path
+    result, checked = SimpleNamespace(sections={}, faults=[]), object()
+    out = SimpleNamespace(batches=[])
+    assert _state(case, result, None, out, checked, 0.0) is checked
+    (note,) = result.sections["state_check"]["notes"]
+    assert "more than one checkpoint" in note and "lasted" not in note, note
