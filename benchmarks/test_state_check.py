@@ -17,20 +17,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.helpers import REPO, run_cli
+from tests.helpers import run_scenario
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e_variation]
 
-SCENARIOS = REPO / "tests" / "scenarios"
-
-
-def _run(tmp_path: Path, name: str) -> tuple[Path, dict, str]:
-    run_dir = tmp_path / name
-    proc = run_cli("run", str(SCENARIOS / f"{name}.toml"), "--out", str(run_dir))
-    output = proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert (run_dir / "summary.json").exists(), output
-    summary = json.loads((run_dir / "summary.json").read_text())
-    return run_dir, summary, output
+_run = run_scenario   # tests/scenarios/<name>.toml, run into tmp_path/<name>
 
 
 def _touched(case_dir: Path, topic: str, batch: int) -> set[tuple[str, int]]:

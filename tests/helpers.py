@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -41,6 +42,16 @@ def run_cli(*args: str, timeout: float = 900, env: dict | None = None) -> subpro
     env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     return subprocess.run(harness_cmd(*args), capture_output=True, text=True, env=env,
                           cwd=REPO, timeout=timeout)
+
+
+def run_scenario(tmp_path: Path, name: str) -> tuple[Path, dict, str]:
+    """`python -m harness run tests/scenarios/<name>.toml` into `tmp_path/<name>`: the run
+    directory, its summary.json and the end of what the run printed (for a failing assertion)."""
+    run_dir = tmp_path / name
+    proc = run_cli("run", str(REPO / "tests" / "scenarios" / f"{name}.toml"), "--out", str(run_dir))
+    output = proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (run_dir / "summary.json").exists(), output
+    return run_dir, json.loads((run_dir / "summary.json").read_text()), output
 
 
 def processes_of_run(run_id: str) -> list[str]:
