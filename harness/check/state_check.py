@@ -120,14 +120,6 @@ def chosen(batches: list[Batch], faults, t0_s: float) -> dict[int, str]:
 
 
 # -- the read -----------------------------------------------------------------------------------
-def copy_checkpoint(checkpoint: Path, to: Path) -> Path:
-    """A copy of the case's checkpoint for Spark's state data source to read (Spark's temporary
-    files left out): the reader opens the stores as a query would, and never the case's own."""
-    shutil.rmtree(to, ignore_errors=True)
-    shutil.copytree(checkpoint, to, ignore=shutil.ignore_patterns("*.tmp"))
-    return to
-
-
 def ask(control_dir: Path, case_dir: Path, checkpoint: Path, after_ms: list[float], job: bool) -> None:
     """Ask the case's driver to read the state once its query has stopped (written just before
     the harness asks it to stop; workloads/pipelines/state_read.py `serve`): the first batch
@@ -166,6 +158,8 @@ def read(out: Path, checkpoint: Path, batch_ids: list[int], driver: Path | None 
     if done is not None:
         return done
     out.mkdir(parents=True, exist_ok=True)
+    from workloads.pipelines.state_read import copy_checkpoint
+
     copy = copy_checkpoint(checkpoint, out / "checkpoint")
     request = {"checkpoint": copy.name, "batches": [int(b) for b in batch_ids], "out": "."}
     if driver is not None:

@@ -112,9 +112,7 @@ def serve(spark, control_dir: Path) -> None:
         batches = batches_after(live, [] if request.get("last_only") else request.get("after_ms", []))
         if not batches:
             return
-        copy = out / "checkpoint"
-        shutil.rmtree(copy, ignore_errors=True)
-        shutil.copytree(live, copy, ignore=shutil.ignore_patterns("*.tmp"))
+        copy = copy_checkpoint(live, out / "checkpoint")
         driver = Path(request["driver"]) if request.get("driver") else None
         answer = read_into(spark, str(copy), batches, out, driver)
         answer.update(in_driver=True, batches=batches, session_s=0.0,
@@ -126,6 +124,14 @@ def serve(spark, control_dir: Path) -> None:
     finally:
         if copy is not None:
             shutil.rmtree(copy, ignore_errors=True)
+
+
+def copy_checkpoint(checkpoint: Path, to: Path) -> Path:
+    """A copy of the case's checkpoint for Spark's state data source to read (Spark's temporary
+    files left out): the reader opens the stores as a query would, and never the case's own."""
+    shutil.rmtree(to, ignore_errors=True)
+    shutil.copytree(checkpoint, to, ignore=shutil.ignore_patterns("*.tmp"))
+    return to
 
 
 def batches_after(checkpoint: Path, after_ms: list[float]) -> list[int]:
