@@ -95,6 +95,20 @@ def applies(pipeline) -> bool:
         pipeline.kind == "job" and getattr(pipeline, "oracle", "batch") == "batch")
 
 
+FRESH_QUERY = ("not checked: the case ran its query on more than one checkpoint (a restart on a fresh "
+               "one), and the oracle has no model of what a fresh query's state holds")
+
+
+def unmodelled(case_dir: Path, pipeline, checkpoints) -> str | None:
+    """Why the check has no model of this case's state, known before anything is read or run (a
+    query restarted on a fresh checkpoint, a job whose plan is not one aggregation); None when it
+    may have one. The harness asks the driver for no read then, and says this, not the case's
+    length."""
+    if len(checkpoints) != 1:
+        return FRESH_QUERY
+    return job_plan_unknowable(Path(case_dir)) if pipeline.kind == "job" else None
+
+
 def modelled(pipeline) -> str:
     """The state-metadata name of the operator whose state the check has a model of."""
     return DEDUP if pipeline.kind == "dedup" else AGGREGATE
@@ -262,8 +276,7 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
     began = time.perf_counter()
     outcome = Outcome()
     if len(checkpoints) != 1:
-        outcome.notes.append("not checked: the case ran its query on more than one checkpoint (a restart on "
-                             "a fresh one), and the oracle has no model of what a fresh query's state holds")
+        outcome.notes.append(FRESH_QUERY)
         return outcome
     wanted = chosen(batches, faults, t0_s)
     if not wanted:

@@ -197,11 +197,9 @@ def _state(case: Case, result: CaseResult, truth, out: Output, checked: CheckRes
     kept_state = any(os.path.isdir(os.path.join(c, "state")) for c in case.checkpoints)
     if not state_check.applies(case.pipeline) or not kept_state:
         return checked   # no state this check judges: nothing to say
-    # no model of its state (a job's operators, a fresh query's) says more than "too short": the
-    # check says it at once, without a read
-    unmodelled = len(case.checkpoints) != 1
-    skipped = (state_check.job_plan_unknowable(case.dir) if case.pipeline.kind == "job" else None
-               ) or (None if unmodelled else _state_skipped(case, began))
+    # no model of its state (a job's operators, a fresh query's) says more than "too short"
+    skipped = (state_check.unmodelled(case.dir, case.pipeline, case.checkpoints)
+               or _state_skipped(case, began))
     if skipped:
         result.sections["state_check"] = {"diverged": 0, "checked": [], "notes": [skipped], "seconds": {}}
         return checked

@@ -266,11 +266,11 @@ def ask_state_read(case: Case, schedule: FaultRunner) -> bool:
 
     if case.scenario.measure.state_check is False or not state_check.applies(case.pipeline):
         return False
-    if len(case.checkpoints) != 1 or not (Path(case.checkpoints[0]) / "state").is_dir():
-        return False   # no state kept, or a fresh query's that the check does not model
+    if state_check.unmodelled(case.dir, case.pipeline, case.checkpoints):
+        return False   # a fresh query's state, a job's operators: the check has no model of them
+    if not (Path(case.checkpoints[0]) / "state").is_dir():
+        return False   # no state kept
     is_job = case.pipeline.kind == "job"
-    if is_job and state_check.job_plan_unknowable(case.dir):
-        return False
     landed = [run.fault.landed_at or run.fault.injected_at for run in schedule.runs if run.fault is not None]
     state_check.ask(case.files.control, case.dir, case.checkpoints[0],
                     [t * 1000 for t in landed if t is not None], job=is_job)
