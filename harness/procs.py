@@ -96,13 +96,23 @@ def kill_group(pgid: int, timeout_s: float = 10.0) -> list[int]:
 def kill_stragglers(members: list[psutil.Process], timeout_s: float = 10.0) -> None:
     """SIGKILL the processes of `members` that still run (the same processes: psutil
     checks the start time, so a reused pid is left alone)."""
-    left = [p for p in members if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    left = [p for p in members if _live(p)]
     for proc in left:
         try:
             proc.kill()
         except psutil.NoSuchProcess:
             pass
     psutil.wait_procs(left, timeout=timeout_s, callback=_reaped)
+
+
+def _live(proc: psutil.Process) -> bool:
+    """Whether `proc` still runs and is not a zombie: False for one that ends while we ask (a
+    driver's Python worker, killed with its group a moment before, reaped between is_running()
+    and status(): that race failed a kill-driver in CI with NoSuchProcess)."""
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def alive(pid: int, create_time: float | None = None) -> bool:

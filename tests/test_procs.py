@@ -57,3 +57,42 @@ class TestHowItEnded:
         watch.poll()
         (line,) = [json.loads(x) for x in files.processes.read_text().splitlines()]
         assert incidents._exit(line["returncode"]) == "killed by SIGKILL"
+
+
+class _EndsWhileAsked:
+    """A process handle whose process is reaped between is_running() and status(): the race a
+    kill-driver met in CI when a killed driver's Python worker went a moment after its group."""
+
+    pid = 4242
+
+    def is_running(self) -> bool:
+        return True
+
+    def status(self) -> str:
+        import psutil
+
+        raise psutil.NoSuchProcess(self.pid)
+
+    def kill(self) -> None:   # pragma: no cover - never called for a gone process
+        raise AssertionError("killed a process that was gone")
+
+
+class TestKillStragglers:
+    def test_a_process_that_ends_while_asked_is_left_alone(self):
+        """Before the fix the kill-driver of a plant's case failed: "the fault could not be carried
+        out: NoSuchProcess: process no longer exists"."""
+        from harness import procs
+
+        procs.kill_stragglers([_EndsWhileAsked()])   # type: ignore[list-item]
+
+    def test_a_live_straggler_is_still_killed(self, tmp_path):
+        import subprocess
+
+        import psutil
+
+        from harness import procs
+
+        child = psutil.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                             stdout=subprocess.DEVNULL)
+        procs.kill_stragglers([child])
+        assert child.wait(timeout=5) == -signal.SIGKILL
