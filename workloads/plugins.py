@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 import inspect
+import site
 import sys
 import traceback
 from collections.abc import Iterable
@@ -82,6 +83,29 @@ def _forget_shadowed(module_name: str) -> None:
         return
     for name in [n for n in sys.modules if n == top or n.startswith(f"{top}.")]:
         del sys.modules[name]
+
+
+def forget_added() -> list[str]:
+    """Forget every module loaded from a directory add_import_paths added (the user's code), so
+    that the next import runs it again and its module-level values start afresh, as in a new
+    process: the batch oracle's server runs many cases' jobs in one (oracle_server.py). The
+    harness's own and installed modules are never forgotten. Returns the names forgotten."""
+    gone = []
+    for name, module in list(sys.modules.items()):
+        origin = getattr(module, "__file__", None)
+        if name.partition(".")[0] in _OURS or not origin or _installed(origin):
+            continue
+        if any(_inside(origin, d) for d in _ADDED):
+            del sys.modules[name]
+            gone.append(name)
+    return gone
+
+
+_OURS = ("harness", "workloads", "faults")   # an import path of the checkout's root holds them too
+
+
+def _installed(path: str) -> bool:
+    return any(_inside(path, p) for p in {sys.prefix, sys.base_prefix, *site.getsitepackages()})
 
 
 def _inside(path: str, directory: str) -> bool:

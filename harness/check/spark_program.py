@@ -25,15 +25,10 @@ def run(module: str, request: Path, log: Path, imports: Sequence[str] = (), quic
     """`python -m <module> <request>` in the request's directory, its output in `log`, with
     `imports` and this checkout on PYTHONPATH; `quick`: its JVM with the client compiler alone
     (harness.jvm.QUICK_JVM), for a process that lives seconds. Its exit code and seconds."""
-    from harness.services.spark import make_local_dirs, scratch_env
+    from harness.services.spark import make_local_dirs
 
     scratch = make_local_dirs()
-    env = {**os.environ, **scratch_env(scratch)}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [*imports, str(REPO_ROOT), env.get("PYTHONPATH")]))
-    env.setdefault("PYSPARK_PYTHON", sys.executable)
-    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    if quick:
-        env.setdefault("PYSPARK_SUBMIT_ARGS", quick_submit_args())
+    env = environment(imports, quick, scratch)
     began = time.perf_counter()
     try:
         with log.open("w") as sink:
@@ -44,6 +39,20 @@ def run(module: str, request: Path, log: Path, imports: Sequence[str] = (), quic
         for made in scratch:
             shutil.rmtree(made, ignore_errors=True)
     return proc.returncode, time.perf_counter() - began
+
+
+def environment(imports: Sequence[str], quick: bool, scratch: list[Path]) -> dict[str, str]:
+    """A checker's Spark program's environment: `imports` and this checkout on PYTHONPATH, its
+    scratch in `scratch`, and with `quick` its JVM on the client compiler alone."""
+    from harness.services.spark import scratch_env
+
+    env = {**os.environ, **scratch_env(scratch)}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [*imports, str(REPO_ROOT), env.get("PYTHONPATH")]))
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if quick:
+        env.setdefault("PYSPARK_SUBMIT_ARGS", quick_submit_args())
+    return env
 
 
 def failed(what: str, code: int, log: Path, lines: int = 15) -> str:

@@ -12,6 +12,7 @@ import logging
 import time
 
 from harness import environment, jvm, toxiproxy_build
+from harness.check.batch_oracle import server as batch_oracle_server
 from harness.errors import RunAborted
 from harness.metrics import resources
 from harness.results import summary as summary_mod
@@ -49,20 +50,21 @@ def run(scenario, run_dir: RunDir, run_id: str, progress: Progress, registry: Re
         own = stack is None   # services of this run's own, stopped after its last case
         if stack is None:
             stack = start_stack(scenario, run_dir.services, registry, progress)
-        if cases is not None:
-            cases(stack, result)
-        for i, spec in enumerate(scenario.cases if cases is None else ()):
-            # oracle = "reference": the case without its faults first (harness/run/reference_run.py)
-            reference = reference_run.first(scenario, spec, lambda s, c: run_case(
-                Case.create(s, c, stack, run_dir, run_id, progress, registry)))
-            case = Case.create(scenario, spec, stack, run_dir, run_id, progress, registry)
-            # a node a fault left changed is put back for the next case (restart-broker's lease:
-            # a broker restart, about 6 s), not after the last one on services about to stop
-            done = run_case(case, restore=not (own and i == len(scenario.cases) - 1))
-            reference_run.attach(done, reference)
-            if scenario.measure.ceiling:   # a reference of the run's own, after the case
-                references.with_ceiling(case, done)
-            result.cases.append(done)
+        with batch_oracle_server.serving(registry, run_dir.services):   # one batch oracle session
+            if cases is not None:
+                cases(stack, result)
+            for i, spec in enumerate(scenario.cases if cases is None else ()):
+                # oracle = "reference": the case without its faults first (harness/run/reference_run.py)
+                reference = reference_run.first(scenario, spec, lambda s, c: run_case(
+                    Case.create(s, c, stack, run_dir, run_id, progress, registry)))
+                case = Case.create(scenario, spec, stack, run_dir, run_id, progress, registry)
+                # a node a fault left changed is put back for the next case (restart-broker's lease:
+                # a broker restart, about 6 s), not after the last one on services about to stop
+                done = run_case(case, restore=not (own and i == len(scenario.cases) - 1))
+                reference_run.attach(done, reference)
+                if scenario.measure.ceiling:   # a reference of the run's own, after the case
+                    references.with_ceiling(case, done)
+                result.cases.append(done)
         sweep = watermark_sweep(scenario, result.cases)
         if sweep:
             result.sections["watermark_sweep"] = sweep

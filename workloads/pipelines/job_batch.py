@@ -31,6 +31,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from workloads import plugins, records
 from workloads.pipelines import job
@@ -45,18 +46,32 @@ _STATE_STORE = "spark.sql.streaming.stateStore."
 
 
 def main(argv: list[str]) -> int:
-    at = Path(argv[1]).resolve().parent   # the request's paths are relative to its directory
-    request = json.loads(Path(argv[1]).read_text())
+    answer(Path(argv[1]))
+    return 0
+
+
+def _request(path: Path) -> tuple[Path, dict, DriverConfig]:
+    at = path.resolve().parent   # the request's paths are relative to its directory
+    request = json.loads(path.read_text())
     config = DriverConfig.read(at / request["driver"])
     config = replace(config, import_paths=list(request.get("imports", config.import_paths)),
                      jars=list(request.get("jars", config.jars)))
+    return at, request, config
+
+
+def answer(path: Path, spark=None) -> dict:
+    """Run the request at `path`: each run's output and batch.json in its `out`. In a session
+    of its own, stopped at the end; or in `spark`, a server's (serve()), left running."""
+    at, request, config = _request(path)
     out = at / request["out"]
     out.mkdir(parents=True, exist_ok=True)
     times: dict[str, float] = {}
     began = time.perf_counter()
     plugins.add_import_paths(config.import_paths)
     batch_meanings()
-    spark = session(config)
+    own = spark is None
+    if own:
+        spark = session(config)
     times["session_s"] = time.perf_counter() - began
     records_df = read(spark, at / request["records"])
     import pyarrow.parquet as pq
@@ -73,10 +88,18 @@ def main(argv: list[str]) -> int:
             result = job.build(frame, {**config.params, "workdir": str(out)})
         pq.write_table(result.toArrow(), out / f"{run['name']}.parquet")
         times[f"{run['name']}_s"] = time.perf_counter() - t
-    spark.stop()
+    if own:
+        spark.stop()
     times["total_s"] = time.perf_counter() - began
     (out / "batch.json").write_text(json.dumps(times, indent=2) + "\n")
-    return 0
+    return times
+
+
+def _settings(config: DriverConfig) -> dict[str, Any]:
+    """The case driver's settings a batch run takes (session() passes the same)."""
+    kept = {k: v for k, v in config.spark_conf.items()
+            if not k.startswith(_NOT_HERE) or k.startswith(_STATE_STORE)}
+    return {"spark.sql.session.timeZone": "UTC", **kept}
 
 
 def session(config: DriverConfig):
@@ -84,10 +107,9 @@ def session(config: DriverConfig):
 
     builder = (SparkSession.builder.appName(f"{config.app_name}-batch-oracle").master(MASTER)
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.session.timeZone", "UTC").config("spark.jars", ",".join(config.jars)))
-    for key, value in config.spark_conf.items():
-        if not key.startswith(_NOT_HERE) or key.startswith(_STATE_STORE):
-            builder = builder.config(key, value)
+               .config("spark.jars", ",".join(config.jars)))
+    for key, value in _settings(config).items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     # transformWithState runs in a batch on a state store of its own, which asks the driver's
@@ -117,6 +139,8 @@ def batch_meanings() -> None:
     from pyspark.sql.classic.dataframe import DataFrame
     from pyspark.sql.group import GroupedData
 
+    if getattr(DataFrame.dropDuplicatesWithinWatermark, "_batch_meaning", False):
+        return   # given already (a server's session runs many requests: oracle_server.py)
     within = DataFrame.dropDuplicatesWithinWatermark
 
     def drop_within(self, subset=None):
@@ -129,6 +153,7 @@ def batch_meanings() -> None:
             return with_state(self, func, outputStructType, stateStructType, outputMode, timeoutConf)
         return self.applyInPandas(_once(func, stateStructType, timeoutConf), outputStructType)
 
+    drop_within._batch_meaning = True   # type: ignore[attr-defined]
     DataFrame.dropDuplicatesWithinWatermark = drop_within   # type: ignore[method-assign]
     GroupedData.applyInPandasWithState = apply_with_state   # type: ignore[method-assign]
 

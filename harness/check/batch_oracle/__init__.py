@@ -5,6 +5,8 @@ Spark as a batch over the records the stream read, compared with the sink (issue
     spark_run.py       its Spark run, from the harness: the records the committed batches read,
                        taken from the case's recording, a request, and the program started in a
                        process of its own (`run`, `oracle_dir`, `rechecking`, `RecordsMissing`)
+    server.py          during a run, that program's Spark session kept across the run's cases
+                       (`serving`, `OracleServer`: workloads/pipelines/oracle_server.py)
     job_input.py       what the job runs on: the records the committed batches read, each once,
                        and which of them Spark was entitled to drop as late (`Input`)
     job_result.py      what a job's oracle (this one, or the reference one) returns: a

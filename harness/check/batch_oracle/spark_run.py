@@ -29,6 +29,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from harness.check import spark_program
+from harness.check.batch_oracle import server
 from workloads import records
 from workloads.pipelines.config import DriverConfig
 
@@ -133,14 +134,19 @@ def run(case_dir: Path, ranges: list[tuple[int, int, int]], runs: dict[str, pd.D
                "record_count": count, "ranges": [list(r) for r in ranges], "runs": listed, "out": ".",
                "imports": imports, "jars": [j for j in config.jars if Path(j).exists()]}
     (out / "request.json").write_text(json.dumps(request, indent=2) + "\n")
-    code, seconds = spark_program.run("workloads.pipelines.job_batch", out / "request.json",
-                                      out / "batch.log", imports, quick=count <= QUICK_RECORDS,
-                                      timeout_s=timeout_s)
+    served = server.current()   # a run's cases share one session (server.py); else one each
+    code, seconds = (served.run if served is not None else _own)(
+        out / "request.json", out / "batch.log", imports, count <= QUICK_RECORDS, timeout_s)
     if code != 0:
         raise BatchFailed(spark_program.failed("the batch oracle", code, out / "batch.log"))
     times = json.loads((out / "batch.json").read_text())
     times["process_s"] = round(seconds, 3)
     return {str(r["name"]): pd.read_parquet(out / f"{r['name']}.parquet") for r in listed}, times
+
+
+def _own(request: Path, log: Path, imports: list[str], quick: bool, timeout_s: float) -> tuple[int, float]:
+    return spark_program.run("workloads.pipelines.job_batch", request, log, imports, quick=quick,
+                             timeout_s=timeout_s)
 
 
 def _keys(frame: pd.DataFrame) -> pd.DataFrame:
