@@ -151,9 +151,10 @@ class Serving:
         self.server, self.key = server, key
         server.start().wait_ready()
 
-    def close(self) -> None:
+    def close(self, hard: bool = False) -> None:
+        """Stop the server (`hard`: kill it, as a crash would, in the middle of a request)."""
         if self.server is not None:
-            self.server.stop()
+            self.server.kill() if hard else self.server.stop()
             self.server, self.key = None, None
 
 
@@ -169,6 +170,9 @@ def serving(registry: Registry | None, where: Path) -> Iterator[Serving]:
     token = _SERVING.set(holder)
     try:
         yield holder
+    except BaseException:   # Ctrl-C, an aborted run: no wait for a request in flight to end
+        holder.close(hard=True)
+        raise
     finally:
         _SERVING.reset(token)
         holder.close()
