@@ -90,22 +90,22 @@ def forget_added() -> list[str]:
     that the next import runs it again and its module-level values start afresh, as in a new
     process: the batch oracle's server runs many cases' jobs in one (oracle_server.py). The
     harness's own and installed modules are never forgotten. Returns the names forgotten."""
+    added = [Path(d).resolve() for d in _ADDED]
+    installed = [Path(p).resolve() for p in {sys.prefix, sys.base_prefix, *site.getsitepackages()}]
     gone = []
     for name, module in list(sys.modules.items()):
         origin = getattr(module, "__file__", None)
-        if name.partition(".")[0] in _OURS or not origin or _installed(origin):
+        if not origin or name.partition(".")[0] in _OURS:
             continue
-        if any(_inside(origin, d) for d in _ADDED):
+        where = Path(origin).resolve()
+        users = any(where.is_relative_to(d) for d in added)
+        if users and not any(where.is_relative_to(p) for p in installed):
             del sys.modules[name]
             gone.append(name)
     return gone
 
 
 _OURS = ("harness", "workloads", "faults")   # an import path of the checkout's root holds them too
-
-
-def _installed(path: str) -> bool:
-    return any(_inside(path, p) for p in {sys.prefix, sys.base_prefix, *site.getsitepackages()})
 
 
 def _inside(path: str, directory: str) -> bool:

@@ -50,7 +50,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _request(path: Path) -> tuple[Path, dict, DriverConfig]:
+def read_request(path: Path) -> tuple[Path, dict, DriverConfig]:
     at = path.resolve().parent   # the request's paths are relative to its directory
     request = json.loads(path.read_text())
     config = DriverConfig.read(at / request["driver"])
@@ -61,8 +61,9 @@ def _request(path: Path) -> tuple[Path, dict, DriverConfig]:
 
 def answer(path: Path, spark=None) -> dict:
     """Run the request at `path`: each run's output and batch.json in its `out`. In a session
-    of its own, stopped at the end; or in `spark`, a server's (serve()), left running."""
-    at, request, config = _request(path)
+    of its own, stopped at the end; or in `spark`, the batch oracle server's (oracle_server.py),
+    left running."""
+    at, request, config = read_request(path)
     out = at / request["out"]
     out.mkdir(parents=True, exist_ok=True)
     times: dict[str, float] = {}
@@ -95,7 +96,7 @@ def answer(path: Path, spark=None) -> dict:
     return times
 
 
-def _settings(config: DriverConfig) -> dict[str, Any]:
+def settings(config: DriverConfig) -> dict[str, Any]:
     """The case driver's settings a batch run takes (session() passes the same)."""
     kept = {k: v for k, v in config.spark_conf.items()
             if not k.startswith(_NOT_HERE) or k.startswith(_STATE_STORE)}
@@ -108,7 +109,7 @@ def session(config: DriverConfig):
     builder = (SparkSession.builder.appName(f"{config.app_name}-batch-oracle").master(MASTER)
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .config("spark.jars", ",".join(config.jars)))
-    for key, value in _settings(config).items():
+    for key, value in settings(config).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

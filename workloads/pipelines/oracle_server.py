@@ -51,7 +51,7 @@ class Unsettable(Exception):
 def main(argv: list[str]) -> int:
     inbox, base = Path(argv[1]), Path(argv[2])
     parent = os.getppid()
-    _, _, config = job_batch._request(base)
+    _, _, config = job_batch.read_request(base)
     plugins.add_import_paths(config.import_paths)
     job_batch.batch_meanings()
     spark = job_batch.session(config)
@@ -80,13 +80,13 @@ def settings(config) -> dict[str, str]:
     """The request's settings as Spark's runtime config spells their values."""
     from pyspark.sql.utils import to_str
 
-    return {k: str(to_str(v)) for k, v in job_batch._settings(config).items()}
+    return {k: str(to_str(v)) for k, v in job_batch.settings(config).items()}
 
 
 def take(spark, path: Path, n: int, applied: dict[str, str]) -> tuple[dict, dict[str, str]]:
     """Run one request in `spark`: the answer, and the settings now in force."""
     try:
-        _, _, config = job_batch._request(path)
+        _, _, config = job_batch.read_request(path)
         wanted = settings(config)
         adjust(spark, applied, wanted)
     except Unsettable as exc:
