@@ -24,6 +24,8 @@ SPREAD_LEAD_S = 1.0
 # executors' eviction interval of fetched data (KAFKA_RETENTION_FAULT's driver_conf), so that no
 # record fetched before the deletion is left to serve the batch
 EVICTED_AFTER_S = 1.0
+# the file in a broker's log directory that holds its partitions' start offsets across a restart
+START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 
 
 @dataclass
@@ -71,6 +73,57 @@ def _end_offsets(admin, topic: str, partitions: list[int], which: str = "LATEST"
     spec = getattr(OffsetSpec, which)
     found = admin.list_partition_offsets({TopicPartition(topic, p): spec for p in partitions})
     return {tp.partition: int(o.offset) for tp, o in found.items()}
+
+
+def checkpointed_starts(log_dir: Path, topic: str) -> dict[int, int]:
+    """Partition -> the start offset the broker of `log_dir` has written to disk for each of
+    `topic`'s partitions it holds a replica of: where that replica starts after a crash. A
+    replica not in log-start-offset-checkpoint starts at its first segment's base offset (the
+    name of its oldest .log file)."""
+    held: dict[int, int] = {}
+    for replica in Path(log_dir).glob(f"{topic}-*"):
+        name, _, number = replica.name.rpartition("-")
+        if replica.is_dir() and name == topic and number.isdigit():
+            bases = [int(f.stem) for f in replica.glob("*.log") if f.stem.isdigit()]
+            held[int(number)] = min(bases, default=0)
+    written: dict[int, int] = {}
+    try:
+        lines = (Path(log_dir) / START_OFFSET_CHECKPOINT).read_text().splitlines()
+    except FileNotFoundError:
+        lines = []
+    for line in lines[2:]:   # the format's version, the count, then "topic partition offset"
+        fields = line.split()
+        if len(fields) == 3 and fields[0] == topic:
+            written[int(fields[1])] = int(fields[2])
+    return {p: written.get(p, base) for p, base in held.items()}
+
+
+def deletion_durable(admin, topic: str, moved: dict[int, int], log_dirs: list[Path]) -> bool:
+    """One look at whether delete-records' new start offsets (`moved`: partition -> offset)
+    will outlive a crash. A broker keeps a partition's start offset in memory and writes it to
+    log-start-offset-checkpoint only from time to time: one killed before that starts the
+    partition where its checkpoint says, and serves the deleted records again (a CI run's
+    restart-broker crashed the lone broker 6 s after kafka-retention, and the query read the
+    records the checker counted as deleted). True once every replica in `log_dirs` (the run's
+    own brokers; none for a Kafka of the user's) has written its start offset at or past
+    `moved`. A start offset found back before `moved` (a broker restarted before it wrote it)
+    is deleted again."""
+    from kafka import TopicPartition
+    from kafka.errors import KafkaError
+
+    try:
+        starts = _end_offsets(admin, topic, list(moved), "EARLIEST")
+        undone = {TopicPartition(topic, p): o for p, o in moved.items() if starts[p] < o}
+        if undone:
+            admin.delete_records(undone)
+            return False
+    except KafkaError:   # a broker restarting: look again
+        return False
+    for log_dir in log_dirs:
+        written = checkpointed_starts(log_dir, topic)
+        if any(written[p] < o for p, o in moved.items() if p in written):
+            return False
+    return True
 
 
 def _partitions(admin, topic: str) -> int:
@@ -145,6 +198,11 @@ class KafkaRetention(Fault):
                     short = {p: starts_now[p] for p in partitions if starts_now[p] < cut[p]}
                     if short:
                         raise RuntimeError(f"delete-records left partitions {short} starting before {cut}")
+                    moved = {tp.partition: offset for tp, offset in doomed.items()}
+                    log_dirs = [broker.log_dir for broker in self.targets.brokers().values()]
+                    self.targets.wait(lambda: deletion_durable(admin, topic, moved, log_dirs), "batch",
+                                      f"the brokers did not write the partitions' new start offsets {moved} "
+                                      f"to disk (log-start-offset-checkpoint)")
                     time.sleep(EVICTED_AFTER_S)
             planned = planned_offsets(self.targets.checkpoint(), topic, batch)
             self.planned = sum(max(0, planned.get(p, 0) - starts.get(p, 0)) for p in planned)

@@ -55,6 +55,8 @@ SINGLE_NODE = {"broker.session.timeout.ms": "120000"}
 # docs/faults.md, "restart-broker: what a crash costs"). restore_lease() puts the harness's
 # lease back with a clean restart (6.3 s) once the case is over.
 KAFKA_LEASE = {"broker.session.timeout.ms": "9000"}
+# how often a broker writes its partitions' start offsets to disk (see _props)
+START_OFFSET_CHECKPOINT_MS = 250
 
 
 class KafkaBroker(Service):
@@ -106,6 +108,11 @@ class KafkaBroker(Service):
     def bootstrap_servers(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def log_dir(self) -> Path:
+        """Where the node keeps its partitions' logs and checkpoints (log.dirs)."""
+        return self.workdir / "data"
+
     def properties(self) -> dict[str, str]:
         listeners = f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}"
         advertised = f"PLAINTEXT://127.0.0.1:{self.port}"
@@ -128,7 +135,7 @@ class KafkaBroker(Service):
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": protocols,
-            "log.dirs": str(self.workdir / "data"),
+            "log.dirs": str(self.log_dir),
             "num.partitions": "2",
             "offsets.topic.replication.factor": replicas,
             "offsets.topic.num.partitions": "4",
@@ -141,6 +148,10 @@ class KafkaBroker(Service):
             "min.insync.replicas": isr,
             "group.initial.rebalance.delay.ms": "0",
             "auto.create.topics.enable": "false",
+            # a partition's start offset (what delete-records moved) survives a crash only once
+            # written to log-start-offset-checkpoint, every 60 s by default: a crash before that
+            # brings deleted records back (kafka-retention waits for it: faults/kafka.py)
+            "log.flush.start.offset.checkpoint.interval.ms": str(START_OFFSET_CHECKPOINT_MS),
         }
 
     def _classpath(self) -> str:
