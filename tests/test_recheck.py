@@ -76,8 +76,9 @@ class TestBadInput:
 
 class TestCarried:
     def test_a_state_or_timers_failure_of_the_run_fails_the_re_check_too(self):
-        """The re-check does not run the state check or the timers' check again: what the run's
-        found is carried into its verdict, never dropped (the timers plant's re-check said PASS)."""
+        """When the state check or the timers' check cannot run again (no reads, no timer log),
+        what the run's found is carried into the re-check's verdict, never dropped (the timers
+        plant's re-check said PASS)."""
         from dataclasses import replace
 
         clean = _case("c")
@@ -88,3 +89,21 @@ class TestCarried:
         twice = replace(clean, sections={"timers": {"fired_twice": 5, "never_fired": 0}})
         (said,) = recheck.carried_problems(twice)
         assert "5 fired in more than one committed batch" in said
+
+    def test_checks_that_cannot_run_again_carry_the_run_s_findings(self, tmp_path):
+        """A case directory with no state read and no timer log: the run's findings are carried."""
+        from dataclasses import replace
+
+        from harness.check.batch_oracle import spark_run
+        from harness.results.rundir import RunDir
+        from harness.scenario.model import Pipeline
+
+        files = RunDir(tmp_path / "run").case("c")
+        files.path.mkdir(parents=True)
+        case = replace(_case("c"), sections={"state_check": {"diverged": 3, "checked": []},
+                                             "timers": {"fired_twice": 2, "never_fired": 0}})
+        with spark_run.rechecking(tmp_path / "check" / "cases"):
+            problems, notes = recheck.evidence_again(files, case, Pipeline(kind="tumbling_count"), None, [])
+        assert [p.split(":")[0] for p in problems] == ["the state diverged from the oracle's",
+                                                       "transformWithState's timers"], problems
+        assert notes == []

@@ -336,3 +336,58 @@ class TestReadInTheDriver:
         assert asked == {"checkpoint": str(tmp_path / "case" / "checkpoint"), "after_ms": [1000.5],
                          "last_only": True, "driver": str(tmp_path / "case" / "driver.json"),
                          "out": str(tmp_path / "case" / state_check.STATE_DIR)}
+
+
+class TestJudgedAgainUnderARecheck:
+    """`python -m harness check` judges the state the run read again (issue 49: a verdict
+    re-checkable from the run directory): from the run's reads, at the batches the run chose,
+    with no Spark process, writing its files in the re-check's directory, not over the run's."""
+
+    def _run_case(self, tmp_path: Path, held_count_a4: int) -> Path:
+        """A run's case whose driver read operator 0's state after batch 2: right but for key a's
+        window [4 s, 6 s), whose count is `held_count_a4` (1 is right)."""
+        from workloads.pipelines.state_read import ANSWER
+
+        case = tmp_path / "run" / "cases" / "windows"
+        (case / "checkpoint" / "state").mkdir(parents=True)
+        reads = case / state_check.STATE_DIR
+        reads.mkdir()
+        pd.DataFrame({"operatorId": [0], "operatorName": [state_check.AGGREGATE]}).to_parquet(
+            reads / "metadata.parquet")
+        rows = [("a", 2.0, 1, 7), ("b", 4.0, 1, 2), ("a", 4.0, held_count_a4, 3)]
+        pd.DataFrame({"key.key": [r[0] for r in rows], "key.window.start": [_ms(r[1]) for r in rows],
+                      "key.window.end": [_ms(r[1] + 2) for r in rows], "value.count": [r[2] for r in rows],
+                      "value.sum": [r[3] for r in rows], "partition_id": 0}).to_parquet(reads / "b2.parquet")
+        files = [{"operator": 0, "batch": 2, "file": "b2.parquet"}]
+        answer = {"in_driver": True, "batches": [2], "failed": [], "files": files}
+        (reads / ANSWER).write_text(json.dumps(answer))
+        return case
+
+    def _again(self, tmp_path: Path, case: Path) -> state_check.Outcome | None:
+        from harness.check.batch_oracle import spark_run
+
+        with spark_run.rechecking(tmp_path / "check" / "cases"):
+            return state_check.check(case, WINDOWS, TRUTH, BATCHES, [], 0.0, [case / "checkpoint"],
+                                     wanted={2: "final"})
+
+    def test_a_lost_update_in_the_run_s_reads_is_found_again(self, tmp_path):
+        case = self._run_case(tmp_path, held_count_a4=2)
+        outcome = self._again(tmp_path, case)
+        assert outcome is not None and outcome.count == 1, outcome
+        assert outcome.diverged.iloc[0][["column", "expected", "held"]].to_list() == ["count", "1", "2"]
+        assert outcome.checked == [{"operator": 0, "batch": 2, "after": "final", "keys": 3,
+                                    "columns": ["count", "sum_amount"]}]
+        assert any("judged again from the state the run read" in n for n in outcome.notes)
+        written = tmp_path / "check" / "cases" / "windows" / state_check.STATE_DIR
+        assert len(pd.read_parquet(written / state_check.DIVERGED)) == 1
+        assert not (case / state_check.STATE_DIR / state_check.DIVERGED).exists()   # the run's as they were
+
+    def test_the_right_state_has_no_divergence(self, tmp_path):
+        outcome = self._again(tmp_path, self._run_case(tmp_path, held_count_a4=1))
+        assert outcome is not None and outcome.count == 0 and outcome.checked
+
+    def test_reads_that_miss_a_batch_wanted_are_not_used(self, tmp_path):
+        case = self._run_case(tmp_path, held_count_a4=1)
+        assert state_check.kept_reads(case / state_check.STATE_DIR, [2]) is not None
+        assert state_check.kept_reads(case / state_check.STATE_DIR, [1, 2]) is None
+        assert state_check.kept_reads(tmp_path / "nowhere", [2]) is None

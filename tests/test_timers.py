@@ -178,6 +178,30 @@ class TestCheck:
         assert json.loads((case / timers.CHECK_DIR / timers.OUTCOME).read_text())["fired_twice"] == 1
 
 
+class TestJudgedAgainUnderARecheck:
+    def test_the_run_s_firings_are_judged_again_into_the_re_check_s_directory(self, tmp_path):
+        """`python -m harness check` runs the timers' check again from the firings the run's
+        workers wrote (it carried the run's count before), and writes its outcome in the
+        re-check's case directory, never over the run's."""
+        from harness.check.batch_oracle import spark_run
+        from harness.results.model import CaseResult, Verdict
+        from harness.results.rundir import CaseDir
+        from harness.run import recheck
+
+        case = _case(tmp_path, [_firing(1, 2.1, 2), _firing(1, 2.1, 3)])
+        said = CaseResult(name="case", guarantee="exactly-once", pipeline="failed_logins", sink="postgres",
+                          events={}, verdict=Verdict("exactly-once", "exactly-once", True, "", "PASS"),
+                          throughput_eps={}, latency_ms={}, backpressure={},
+                          sections={"timers": {"fired_twice": 0}})
+        truth = _truth([(1, "login-failed", 0.1)])
+        with spark_run.rechecking(tmp_path / "check" / "cases"):
+            problems, _ = recheck.evidence_again(CaseDir(case), said, LOGINS, truth, BATCHES)
+        assert problems == ["transformWithState's timers: 1 timer(s) fired in more than one committed batch"]
+        again = tmp_path / "check" / "cases" / "case" / timers.CHECK_DIR
+        assert json.loads((again / timers.OUTCOME).read_text())["fired_twice"] == 1
+        assert not (case / timers.CHECK_DIR).exists()
+
+
 class TestFindings:
     def _inputs(self, case: Path) -> Inputs:
         fault = FaultRecord("kill-driver", 3.0, 3.0, 4.0, "driver", True, landed_s=3.1)

@@ -161,16 +161,38 @@ def in_driver(out: Path, batch_ids: list[int]) -> tuple[dict, pd.DataFrame] | No
     return answer, pd.read_parquet(out / "metadata.parquet")
 
 
+def kept_reads(where: Path, batch_ids: list[int]) -> tuple[dict, pd.DataFrame] | None:
+    """The reads a run left in `where` (its driver's or its own reader's), when they cover every
+    batch of `batch_ids`: what a re-check judges again, with no Spark process; else None."""
+    from workloads.pipelines.state_read import ANSWER
+
+    try:
+        answer = json.loads((where / ANSWER).read_text())
+        metadata = pd.read_parquet(where / "metadata.parquet")
+    except (OSError, ValueError):
+        return None
+    read_ = {int(f["batch"]) for f in [*answer.get("files", []), *answer.get("failed", [])]}
+    if not set(batch_ids) <= (set(answer.get("batches", [])) | read_):
+        return None
+    return answer, metadata
+
+
 def read(out: Path, checkpoint: Path, batch_ids: list[int], driver: Path | None = None,
-         timeout_s: float = TIMEOUT_S) -> tuple[dict, pd.DataFrame]:
-    """The state after `batch_ids`: the case's driver's own reads when they cover them (`ask`),
-    else workloads/pipelines/state_read.py run over a copy of `checkpoint` in `out`; returns the
-    answer (state.json: files, failed reads, times) and the state-metadata rows."""
+         timeout_s: float = TIMEOUT_S, kept: Path | None = None) -> tuple[dict, pd.DataFrame, Path]:
+    """The state after `batch_ids`: the reads in `kept` (a re-check's: the run's) when they cover
+    them, else the case's driver's own reads when they do (`ask`), else
+    workloads/pipelines/state_read.py run over a copy of `checkpoint` in `out`; returns the
+    answer (state.json: files, failed reads, times), the state-metadata rows, and the directory
+    the answer's files are in."""
     from harness.check import spark_program
 
+    if kept is not None:
+        done = kept_reads(kept, batch_ids)
+        if done is not None:
+            return (*done, kept)
     done = in_driver(out, batch_ids)
     if done is not None:
-        return done
+        return (*done, out)
     out.mkdir(parents=True, exist_ok=True)
     from workloads.pipelines.state_read import copy_checkpoint
 
@@ -188,7 +210,7 @@ def read(out: Path, checkpoint: Path, batch_ids: list[int], driver: Path | None 
         raise ReadFailed(spark_program.failed("the state reader", code, out / "state-read.log"))
     answer = json.loads((out / "state.json").read_text())
     answer["process_s"] = round(seconds, 3)
-    return answer, pd.read_parquet(out / "metadata.parquet")
+    return answer, pd.read_parquet(out / "metadata.parquet"), out
 
 
 # -- what the state must hold ------------------------------------------------------------------
@@ -267,10 +289,16 @@ def held_state(out: Path, answer: dict, operator: int, batch: int) -> pd.DataFra
 
 # -- the check ----------------------------------------------------------------------------------
 def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], faults, t0_s: float,
-          checkpoints: list[Path]) -> Outcome | None:
+          checkpoints: list[Path], wanted: dict[int, str] | None = None) -> Outcome | None:
     """The state check of one finished case (see the module's docstring); None when its
     pipeline keeps no state this check judges. Writes `<case>/state-check/` (the reader's files,
-    DIVERGED). Raises ReadFailed when the reader's Spark process failed."""
+    DIVERGED). Raises ReadFailed when the reader's Spark process failed.
+
+    Under a re-check (`python -m harness check`), `wanted` is the batches the run checked, with
+    why; the run's reads are judged again when they cover them (no Spark process), and the
+    files are written in the re-check's case directory, never over the run's."""
+    from harness.check.batch_oracle.spark_run import written_dir
+
     if not applies(pipeline):
         return None
     began = time.perf_counter()
@@ -278,7 +306,7 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
     if len(checkpoints) != 1:
         outcome.notes.append(FRESH_QUERY)
         return outcome
-    wanted = chosen(batches, faults, t0_s)
+    wanted = dict(wanted) if wanted is not None else chosen(batches, faults, t0_s)
     if not wanted:
         outcome.notes.append("not checked: no batch was committed")
         return outcome
@@ -295,10 +323,13 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
         if skipped:
             outcome.notes.append(f"not checked mid-run ({_listed(skipped)}): the batch oracle runs the job "
                                  "over every record the stream read, not over the records up to a batch")
-    out = Path(case_dir) / STATE_DIR
+    out, run = written_dir(case_dir) / STATE_DIR, Path(case_dir) / STATE_DIR
     driver = Path(case_dir) / "driver.json" if is_job else None
-    answer, metadata = read(out, checkpoints[0], sorted(wanted), driver)
-    if answer.get("in_driver"):   # read by the case's driver at its end: no JVM of its own
+    answer, metadata, source = read(out, checkpoints[0], sorted(wanted), driver,
+                                    kept=run if run != out else None)
+    if source != out:   # a re-check: nothing read now
+        outcome.notes.append(f"judged again from the state the run read ({source})")
+    elif answer.get("in_driver"):   # read by the case's driver at its end: no JVM of its own
         outcome.seconds = {"in_driver_s": answer.get("total_s"), "spark_session_s": 0.0}
     else:
         outcome.seconds = {"read_s": answer.get("process_s"), "spark_session_s": answer.get("session_s")}
@@ -313,21 +344,22 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
         outcome.notes.append(f"not checked: {len(operators)} {name} operators (one is modelled)")
     else:
         operator = int(operators.iloc[0]["operatorId"])
-        found = [_one_batch(out, answer, operator, batch, why, pipeline, truth, batches, outcome)
-                 for batch, why in wanted.items()]
+        found = [_one_batch(Path(case_dir), source, answer, operator, batch, why, pipeline, truth, batches,
+                            outcome) for batch, why in wanted.items()]
         outcome.diverged = pd.concat([f for f in found if f is not None and len(f)] or [outcome.diverged],
                                      ignore_index=True)
     outcome.count = int(len(outcome.diverged))
     outcome.diverged = outcome.diverged.head(KEEP)
+    out.mkdir(parents=True, exist_ok=True)
     outcome.diverged.to_parquet(out / DIVERGED, index=False)
     (out / OUTCOME).write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
     outcome.seconds["total_s"] = round(time.perf_counter() - began, 3)
     return outcome
 
 
-def _one_batch(out: Path, answer: dict, operator: int, batch: int, why: str, pipeline, truth, batches,
-               outcome: Outcome) -> pd.DataFrame | None:
-    held = held_state(out, answer, operator, batch)
+def _one_batch(case_dir: Path, source: Path, answer: dict, operator: int, batch: int, why: str, pipeline,
+               truth, batches, outcome: Outcome) -> pd.DataFrame | None:
+    held = held_state(source, answer, operator, batch)
     if held is None:
         return None
     if pipeline.kind == "tumbling_count":
@@ -335,7 +367,7 @@ def _one_batch(out: Path, answer: dict, operator: int, batch: int, why: str, pip
     elif pipeline.kind == "dedup":
         mapped = _dedup(held, pipeline, truth, batches, batch, outcome)
     else:
-        mapped = _job(out, answer, held, pipeline, outcome)
+        mapped = _job(case_dir, answer, held, pipeline, outcome)
     if mapped is None:
         return None
     expected, got, key, values = mapped
@@ -398,10 +430,12 @@ def job_plan_unknowable(case_dir: Path) -> str | None:
 
 def _job_unknowable(case_dir: Path) -> str | None:
     """Why a job's state cannot be checked, known from its files alone; None when it may be."""
+    from harness.check.batch_oracle.spark_run import oracle_dir
+
     said_so = job_plan_unknowable(case_dir)
     if said_so:
         return said_so
-    oracle = case_dir / "oracle"
+    oracle = oracle_dir(case_dir)   # under a re-check, the re-check's own answer
     said = json.loads((oracle / "oracle.json").read_text()) if (oracle / "oracle.json").exists() else {}
     if said.get("mode") != "whole" or not (oracle / "with-flush.parquet").exists():
         return ("not checked: the batch oracle's answer is not over exactly the records the stream "
@@ -409,12 +443,14 @@ def _job_unknowable(case_dir: Path) -> str | None:
     return None
 
 
-def _job(out: Path, answer: dict, held: pd.DataFrame, pipeline, outcome: Outcome):
-    oracle = Path(out).parent / "oracle"
+def _job(case_dir: Path, answer: dict, held: pd.DataFrame, pipeline, outcome: Outcome):
+    from harness.check.batch_oracle.spark_run import oracle_dir
+
+    oracle = oracle_dir(case_dir)   # under a re-check, the re-check's own answer
     keys = [c for c in held.columns if c.startswith("key.")]
     columns = dict(pipeline.columns)
     plain = [c[4:] for c in keys if c[4:] in columns and "." not in c[4:]]
-    if len(plain) != len(keys) or _evicts(Path(out).parent, plain):
+    if len(plain) != len(keys) or _evicts(case_dir, plain):
         outcome.notes.append(f"not checked: the state's key ({', '.join(keys)}) is not the output's own "
                              "columns, or holds the event time (the state evicts such groups behind the "
                              "watermark)")

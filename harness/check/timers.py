@@ -165,8 +165,9 @@ def _due(expected: pd.DataFrame, batches: list[Batch]) -> pd.DataFrame:
 
 
 def check(case_dir: Path, pipeline, truth: pd.DataFrame | None, batches: list[Batch]) -> Outcome | None:
-    """The case's timers judged and written to `<case>/timers-check/`; None when its processor
-    recorded nothing (its build keeps no timer log)."""
+    """The case's timers judged and written to `<case>/timers-check/` (under a re-check, the
+    re-check's case directory); None when its processor recorded nothing (its build keeps no
+    timer log)."""
     directory = Path(case_dir) / "timers"
     if not (directory / timer_log.STARTS).exists():
         return None
@@ -180,5 +181,7 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame | None, batches: list[Ba
     if expected is None:
         outcome.notes.append("which timers must fire is not known for this pipeline: only timers fired "
                              "twice are judged")
-    outcome.write(Path(case_dir) / CHECK_DIR)
+    from harness.check.batch_oracle.spark_run import written_dir
+
+    outcome.write(written_dir(case_dir) / CHECK_DIR)   # under a re-check, the re-check's own
     return outcome

@@ -13,8 +13,11 @@ scenario.effective.json's, not the scenario file's (whose replayed records and m
 not be beside its copy). The user's code (a job, a custom oracle) is where the run had it, or
 under `imports`.
 
-The state check and the timers' check are not run again: what the run's found is carried into
-the verdict (`carried_problems`).
+The state check and the timers' check run again from what the run left (`evidence_again`): the
+state the run read after each batch it chose (its driver's reads, or its own reader's, in
+<case>/state-check/), judged against the oracle again at those batches, and the firings the
+workers wrote (<case>/timers/). What cannot be run again is carried from summary.json into the
+verdict with why (`carried_problems`), never dropped.
 
 The re-check writes RUN_DIR/check/<stamp>/: check.json (each case's verdict in the run and in
 the re-check, and whether they agree) and cases/<case>/oracle/ (a job oracle's files). It
@@ -155,14 +158,18 @@ def _case(files: CaseDir, case: CaseResult, pipeline) -> Rechecked:
     except Problem:
         raise   # the user's oracle returned the wrong shape: named with the fix, exit 2
     except Exception as exc:  # noqa: BLE001 - as the run: an oracle that raises leaves the case undecided
-        error = spark_run.oracle_dir(files.path).parent / "checker-error.txt"
+        error = spark_run.written_dir(files.path) / "checker-error.txt"
         error.parent.mkdir(parents=True, exist_ok=True)
         error.write_text(traceback.format_exc())
         why = f"the checker raised {type(exc).__name__}: {exc}; traceback in {error}"
         return Rechecked(replace(case, verdict=verdicts.undecided(case.guarantee, why, case.error)), before)
     if gone:
         checked.counts.update(produced=checked.counts["produced"] + gone, deleted_before_read=gone)
-    return Rechecked(replace(case, events=checked.counts, verdict=_judge(case, checked)), before)
+    problems, notes = evidence_again(files, case, pipeline, truth, batches)
+    verdict = _judge(case, checked, problems)
+    for note in notes:
+        verdict.detail += f"; {note}"
+    return Rechecked(replace(case, events=checked.counts, verdict=verdict), before)
 
 
 def _checkpoints(files: CaseDir) -> list[Path]:
@@ -185,25 +192,64 @@ class _Recorded:
         return self.faults
 
 
-def carried_problems(case: CaseResult) -> list[str]:
-    """What the run's state check and timers' check found (summary.json's `state_check` and
-    `timers`), carried into the re-check's verdict: their evidence (the state the driver read,
-    the firings the workers wrote) is in the run's directory, but they are not run again here,
-    and a re-check that left them out said PASS of a run they had failed."""
-    said = []
+def evidence_again(files: CaseDir, case: CaseResult, pipeline, truth, batches) -> tuple[list[str], list[str]]:
+    """The run's state check and timers' check, run again from the run's directory: the
+    problems they find now, and notes for the verdict. The state is judged at the batches the
+    run checked (summary.json's `state_check.checked`), from the reads the run left, and the
+    timers from the firings its workers wrote; a check that cannot run again carries the run's
+    finding (`carried_problems`), with why."""
+    from harness.check import state_check, timers
+
+    problems: list[str] = []
+    notes: list[str] = []
     state = case.sections.get("state_check") or {}
-    if state.get("diverged"):
-        said.append(f"the state diverged from the oracle's: {state['diverged']:,} values (the run's state "
-                    "check; not read again)")
-    timers = case.sections.get("timers") or {}
-    if timers.get("fired_twice") or timers.get("never_fired"):
-        said.append(f"transformWithState's timers: {timers.get('fired_twice') or 0:,} fired in more than "
-                    f"one committed batch, {timers.get('never_fired') or 0:,} the watermark passed never "
+    wanted = {int(c["batch"]): str(c.get("after") or "final") for c in state.get("checked") or []}
+    if wanted:
+        try:
+            seen = state_check.check(files.path, pipeline, truth, batches, case.faults, 0.0,
+                                     _checkpoints(files), wanted=wanted)
+        except Exception as exc:  # noqa: BLE001 - as the run: a check that cannot run decides nothing
+            seen = None
+            notes.append(f"the state check did not run again ({type(exc).__name__}: {str(exc)[:200]})")
+        if seen is not None:
+            problems += [p for p in [seen.problem()] if p]
+            notes.append(f"the state judged again after batch(es) {', '.join(map(str, sorted(wanted)))}: "
+                         f"{seen.count:,} value(s) diverged")
+        else:
+            problems += carried_problems(case, state=True, timers=False)
+    else:
+        problems += carried_problems(case, state=True, timers=False)
+    try:
+        fired = timers.check(files.path, pipeline, truth, batches)
+    except Exception as exc:  # noqa: BLE001 - as above
+        fired = None
+        notes.append(f"the timers' check did not run again ({type(exc).__name__}: {str(exc)[:200]})")
+    if fired is not None:
+        problems += [p for p in [fired.problem()] if p]
+    else:
+        problems += carried_problems(case, state=False, timers=True)
+    return problems, notes
+
+
+def carried_problems(case: CaseResult, state: bool = True, timers: bool = True) -> list[str]:
+    """What the run's state check and timers' check found (summary.json's `state_check` and
+    `timers`), carried into the re-check's verdict when they cannot run again (the run read no
+    state, its timer log is gone, a check failed now): a re-check that left them out said PASS
+    of a run they had failed."""
+    said = []
+    found = case.sections.get("state_check") or {}
+    if state and found.get("diverged"):
+        said.append(f"the state diverged from the oracle's: {found['diverged']:,} values (the run's state "
+                    "check; not judged again)")
+    fired = case.sections.get("timers") or {}
+    if timers and (fired.get("fired_twice") or fired.get("never_fired")):
+        said.append(f"transformWithState's timers: {fired.get('fired_twice') or 0:,} fired in more than "
+                    f"one committed batch, {fired.get('never_fired') or 0:,} the watermark passed never "
                     "fired (the run's timers check; not run again)")
     return said
 
 
-def _judge(case: CaseResult, checked: CheckResult):
+def _judge(case: CaseResult, checked: CheckResult, evidence: list[str]):
     """The verdict by run/collect.py's rules (_judge): the counts, the oracle's problems and
     unknowns, and what the run recorded of the case: a driver that died, faults not observed,
     not landed or refused, faults missed, a reference run that did not pass."""
@@ -212,7 +258,7 @@ def _judge(case: CaseResult, checked: CheckResult):
     c = checked.counts
     problems = [case.error] if case.error else []
     problems += FaultRunner.problems(cast(FaultRunner, _Recorded(case.faults))) + checked.problems
-    problems += carried_problems(case)
+    problems += evidence
     unknowns = [f"fault {f.kind} at {f.asked} never came: {f.missed}" for f in case.missed]
     unknowns += list(getattr(checked, "unknowns", ()))
     verdict = verdicts.verdict(case.guarantee, c["lost"], c["duplicated"], c["unexpected"],

@@ -72,12 +72,16 @@ def rechecking(out: Path, imports: tuple[str, ...] = ()) -> Iterator[None]:
         _RECHECK.reset(token)
 
 
+def written_dir(case_dir: Path) -> Path:
+    """Where the checks of a case write their files: the case's directory; under a re-check,
+    `<out>/<case>`, so that a re-check never writes over what the run left."""
+    again = _RECHECK.get()
+    return again.out / Path(case_dir).name if again is not None else Path(case_dir)
+
+
 def oracle_dir(case_dir: Path) -> Path:
     """Where a case's oracle writes: `<case>/oracle`; under a re-check, `<out>/<case>/oracle`."""
-    again = _RECHECK.get()
-    if again is not None:
-        return again.out / Path(case_dir).name / ORACLE_DIR
-    return Path(case_dir) / ORACLE_DIR
+    return written_dir(case_dir) / ORACLE_DIR
 
 
 FIELDS = "late-fields"
