@@ -126,3 +126,47 @@ class TestStateRollbackOnDedup:
         read = {c["after"].split(" at ")[0] for c in check["checked"]}
         assert read == {"after state-rollback", "final"}, check
         assert case["verdict"]["status"] == "PASS", case["verdict"]
+
+
+def _keys_read(case_dir: Path, topic: str, batch: int) -> set[str]:
+    """The keys of the events the committed batch `batch` read: those whose sessions the
+    rolled-back delta grew or opened."""
+    from harness.check import checkpoint
+    from harness.check.batch_reads import assign_batches
+    from workloads.generator import truth
+
+    events = truth.read(case_dir / "truth", ["key", "partition", "offset"])
+    batches = checkpoint.read_queries([case_dir / "checkpoint"], topic)
+    return set(events.loc[assign_batches(events, batches).to_numpy() == batch, "key"].astype(str))
+
+
+class TestStateRollbackOnSessions:
+    """The same plant and twin on a session_window aggregation's state
+    (tests/scenarios/state_rollback_sessions*.toml): the model is the sessions oracle's own
+    rules, batch by batch (harness/check/sessions.py, state_after)."""
+
+    def test_the_planted_loss_of_session_updates_is_caught(self, tmp_path):
+        """The sessions the rolled-back batch grew hold less than the model says after the first
+        batch after the fault (or are missing, or split), only for keys that batch read; the case
+        FAILs with state-diverged."""
+        run_dir, case, fault, first, at_first = _diverged_after_the_fault(tmp_path, "state_rollback_sessions")
+        assert set(at_first["operator"]) == {fault["operator"]} == {0}
+        read = _keys_read(run_dir / "cases" / case["name"], case["topic"], fault["batch"])
+        keys = {json.loads(v)["key"] for v in at_first["key_values"]}
+        assert keys <= read, f"divergent keys batch {fault['batch']} never read: {sorted(keys - read)[:5]}"
+        counts = at_first[at_first["column"] == "count"]
+        assert all(int(h) < int(e) for h, e in zip(counts["held"], counts["expected"], strict=True)), \
+            at_first.to_string()
+        assert case["verdict"]["status"] == "FAIL", case["verdict"]
+        assert any(f["class"] == "state-diverged" for f in case["findings"]), case["findings"]
+
+    def test_its_correct_twin_gives_no_finding(self, tmp_path):
+        """The same kill and restart, no file touched: the sessions held after the first batch
+        after the fault and after the last are the model's; PASS."""
+        _, summary, output = _run(tmp_path, "state_rollback_sessions_twin")
+        (case,) = summary["cases"]
+        check = case.get("state_check") or {}
+        assert check.get("diverged") == 0, f"{check}\n{output}"
+        read = {c["after"].split(" at ")[0] for c in check["checked"]}
+        assert read == {"after state-rollback", "final"}, check
+        assert case["verdict"]["status"] == "PASS", case["verdict"]

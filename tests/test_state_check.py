@@ -81,6 +81,62 @@ class TestExpectedWindows:
         assert "c" not in set(got["key"])
 
 
+SESSIONS = Pipeline(kind="session_count", values=MappingProxyType({"gap_ms": 1000, "watermark_ms": 1000}))
+
+
+def _session(key: str, start_s: float, end_s: float, count: int, total: int) -> tuple:
+    return (key, _ms(start_s), _ms(end_s), count, total)
+
+
+class TestExpectedSessions:
+    """session_count's state: the sessions open after a batch, merged as Spark merges them, and
+    gone once the batch's watermark passed their end (a 1 s gap here)."""
+
+    def _state(self, batch: int) -> set[tuple]:
+        from harness.check import sessions
+
+        found = sessions.state_after(TRUTH, BATCHES, 1000, batch)
+        return set(found[["key", "session_start_ms", "session_end_ms", "count", "sum_amount"]]
+                   .itertuples(index=False, name=None))
+
+    def test_an_event_within_the_gap_merges_into_its_key_s_session(self):
+        assert self._state(0) == {_session("a", 0.1, 1.1, 1, 10), _session("b", 0.2, 1.2, 1, 5)}
+        assert self._state(1) == {_session("a", 0.1, 1.5, 2, 11), _session("a", 2.5, 3.5, 1, 7),
+                                  _session("b", 0.2, 1.2, 1, 5)}
+
+    def test_a_session_the_batch_s_watermark_passed_is_evicted(self):
+        """Batch 2's watermark is 3.0 s: a's [0.1, 1.5) and b's [0.2, 1.2) are emitted and gone."""
+        assert self._state(2) == {_session("a", 2.5, 3.5, 1, 7), _session("a", 4.2, 5.2, 1, 3),
+                                  _session("b", 4.1, 5.1, 1, 2)}
+
+    def test_the_state_as_spark_s_reader_flattens_it_is_checked(self, tmp_path):
+        """The columns Spark 4.2's state data source gives a session_window aggregation (read from
+        a real checkpoint): the key and sessionStartTime, then the row; a count one short is found."""
+        from workloads.pipelines.state_read import ANSWER
+
+        case = tmp_path / "case"
+        (case / "checkpoint" / "state").mkdir(parents=True)
+        reads = case / state_check.STATE_DIR
+        reads.mkdir()
+        pd.DataFrame({"operatorId": [0], "operatorName": [state_check.SESSIONS]}).to_parquet(
+            reads / "metadata.parquet")
+        rows = [("a", 2.5, 3.5, 1, 7), ("a", 4.2, 5.2, 1, 3), ("b", 4.1, 5.1, 0, 2)]
+        pd.DataFrame({"key.key": [r[0] for r in rows], "key.sessionStartTime": [_ms(r[1]) for r in rows],
+                      "value.session_window.start": [_ms(r[1]) for r in rows],
+                      "value.session_window.end": [_ms(r[2]) for r in rows],
+                      "value.key": [r[0] for r in rows],
+                      "value.count": [r[3] for r in rows], "value.sum": [r[4] for r in rows],
+                      "partition_id": 0}).to_parquet(reads / "b2.parquet")
+        files = [{"operator": 0, "batch": 2, "file": "b2.parquet"}]
+        answer = {"in_driver": True, "batches": [2], "failed": [], "files": files}
+        (reads / ANSWER).write_text(json.dumps(answer))
+        outcome = state_check.check(case, SESSIONS, TRUTH, BATCHES, [], T0_S, [case / "checkpoint"])
+        assert outcome is not None and outcome.count == 1, (outcome.notes, outcome.diverged)
+        found = outcome.diverged.iloc[0]
+        assert (found["column"], found["expected"], found["held"]) == ("count", "1", "0")
+        assert found["key"] == f"key=b session_start_ms={_ms(4.1)}"
+
+
 class TestExpectedDedup:
     """dedup's state (dropDuplicatesWithinWatermark, a delay of 1 s): each event id let through,
     kept until the batch's watermark is at or past its event time plus the delay."""

@@ -49,26 +49,23 @@ def merge(sessions: pd.DataFrame) -> pd.DataFrame:
             .reset_index(drop=True)[_STATE])
 
 
-def mirror(truth: pd.DataFrame, batches: list[Batch], gap_ms: int):
-    """(emitted sessions with the batch that emitted them, sessions still stored at the end,
-    late events, Spark's count of late rows, events read by each batch)."""
-    events = truth[["key", "event_time_ms", "amount", "partition", "offset"]].copy()
-    events["batch"] = assign_batches(events, batches)
+def _steps(events: pd.DataFrame, batches: list[Batch], gap_ms: int):
+    """Per committed batch, by the rules above: (the batch, the events it dropped as late,
+    Spark's count of late rows in it, the sessions it emitted, the sessions stored after it)."""
     late_mark = late_watermarks(batches)
     by_batch = dict(tuple(events[events["batch"] >= 0].groupby("batch", sort=False)))
-    state = _no_sessions()
-    emitted, late_parts = [], []
-    spark_dropped, query = 0, None
+    state, query = _no_sessions(), None
     for batch in batches:
         if not batch.committed:
             continue
         if batch.query != query:
             state, query = _no_sessions(), batch.query
         read = by_batch.get(batch.batch_id)
+        late_rows, dropped = events.iloc[:0], 0
         if read is not None:
             late = read["event_time_ms"].to_numpy() + gap_ms <= late_mark[batch.batch_id]
-            late_parts.append(read[late])
-            spark_dropped += len(read[late].drop_duplicates(["partition", "key", "event_time_ms"]))
+            late_rows = read[late]
+            dropped = len(late_rows.drop_duplicates(["partition", "key", "event_time_ms"]))
             kept = read[~late]
             new = pd.DataFrame({"key": kept["key"].to_numpy(),
                                 "session_start_ms": kept["event_time_ms"].to_numpy(),
@@ -76,13 +73,46 @@ def mirror(truth: pd.DataFrame, batches: list[Batch], gap_ms: int):
                                 "count": 1, "sum_amount": kept["amount"].to_numpy()})
             state = merge(pd.concat([state, new], ignore_index=True)) if len(new) else state
         done = state["session_end_ms"].to_numpy() <= batch.watermark_ms
-        if done.any():
-            emitted.append(state[done].assign(batch=batch.batch_id))
-            state = state[~done]
+        emitted = state[done].assign(batch=batch.batch_id)
+        state = state[~done]
+        yield batch, late_rows, dropped, emitted, state
+
+
+def _events(truth: pd.DataFrame, batches: list[Batch]) -> pd.DataFrame:
+    events = truth[["key", "event_time_ms", "amount", "partition", "offset"]].copy()
+    events["batch"] = assign_batches(events, batches)
+    return events
+
+
+def mirror(truth: pd.DataFrame, batches: list[Batch], gap_ms: int):
+    """(emitted sessions with the batch that emitted them, sessions still stored at the end,
+    late events, Spark's count of late rows, events read by each batch)."""
+    events = _events(truth, batches)
+    state = _no_sessions()
+    emitted, late_parts = [], []
+    spark_dropped = 0
+    for _batch, late_rows, dropped, out, after in _steps(events, batches, gap_ms):
+        late_parts.append(late_rows)
+        spark_dropped += dropped
+        if len(out):
+            emitted.append(out)
+        state = after
     late = pd.concat(late_parts, ignore_index=True) if late_parts else events.iloc[:0]
     none = _no_sessions().assign(batch=pd.Series(dtype="int64"))
     out = pd.concat(emitted, ignore_index=True) if emitted else none
     return out, state, late, spark_dropped
+
+
+def state_after(truth: pd.DataFrame, batches: list[Batch], gap_ms: int, batch_id: int) -> pd.DataFrame:
+    """The sessions Spark's state holds after committed batch `batch_id`, by the same rules:
+    per (key, session_start_ms), its session_end_ms, count and sum_amount, for the sessions the
+    batches up to it opened or merged and its watermark has not closed (SessionWindowStateStoreSaveExec
+    emits and evicts a session once its end is at or before the batch's watermark). The
+    harness's control events are in it too: the query reads them."""
+    for batch, _late, _dropped, _out, state in _steps(_events(truth, batches), batches, gap_ms):
+        if batch.batch_id == batch_id:
+            return state.reset_index(drop=True).astype(_INTS)
+    return _no_sessions()
 
 
 def check(truth: pd.DataFrame, sink: pd.DataFrame, batches: list[Batch], params: dict) -> CheckResult:

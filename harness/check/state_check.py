@@ -10,6 +10,9 @@ committed batch, and the first batch committed after each fault. Then:
         the events the batches up to N read, less those dropped as late, counted and summed
         per (key, window), for the windows batch N's watermark had not closed (Spark evicts a
         window once its end <= the watermark): every batch chosen is checked
+  session_count (session_window)             the same rules as its oracle (sessions.py): per
+        key and session start, the end, count and sum of the sessions the batches up to N
+        opened or merged and batch N's watermark had not closed: every batch chosen is checked
   dedup (dropDuplicatesWithinWatermark)      the same rules as its oracle (dedup.py): the event
         ids the batches up to N let through, each kept with its event time plus the delay (in
         microseconds, as Spark stores it) until batch N's watermark is at or past that: every
@@ -53,10 +56,17 @@ COLUMNS = ["operator", "store", "batch", "after", "key", "key_values", "column",
 KEEP = 200                         # divergences kept in DIVERGED (all are counted)
 AGGREGATE = "stateStoreSave"       # the state-metadata name of a streaming aggregation's operator
 DEDUP = "dedupeWithinWatermark"    # dropDuplicatesWithinWatermark's
+SESSIONS = "sessionWindowStateStoreSaveExec"   # a session_window aggregation's
 DEDUP_KEY, DEDUP_VALUE = {"key.event_id": "event_id"}, {"value.expiresAtMicros": "expiresAtMicros"}
 # tumbling_count's state: the grouping (window, key) and the aggregation buffer (count, sum)
 WINDOW_KEY = {"key.key": "key", "key.window.start": "window_start_ms", "key.window.end": "window_end_ms"}
 WINDOW_VALUE = {"value.count": "count", "value.sum": "sum_amount"}
+# session_count's state: the key and the session's start, then the whole row (its window, the key
+# again, the buffer); the window's start and the key again are the key's, so they are not compared
+SESSION_KEY = {"key.key": "key", "key.sessionStartTime": "session_start_ms"}
+SESSION_VALUE = {"value.session_window.end": "session_end_ms", "value.count": "count",
+                 "value.sum": "sum_amount"}
+SESSION_ALSO = ("value.session_window.start", "value.key")
 # a buffer that is the output's value as it is (Spark's Count, Sum of a non-decimal, Min, Max)
 SAME_AS_OUTPUT = ("count", "sum", "min", "max")
 
@@ -91,7 +101,7 @@ class Outcome:
 # -- which case, which batches ------------------------------------------------------------------
 def applies(pipeline) -> bool:
     """Whether the case's pipeline keeps state this check can judge."""
-    return pipeline.kind in ("tumbling_count", "dedup") or (
+    return pipeline.kind in ("tumbling_count", "session_count", "dedup") or (
         pipeline.kind == "job" and getattr(pipeline, "oracle", "batch") == "batch")
 
 
@@ -111,7 +121,7 @@ def unmodelled(case_dir: Path, pipeline, checkpoints) -> str | None:
 
 def modelled(pipeline) -> str:
     """The state-metadata name of the operator whose state the check has a model of."""
-    return DEDUP if pipeline.kind == "dedup" else AGGREGATE
+    return {"dedup": DEDUP, "session_count": SESSIONS}.get(pipeline.kind, AGGREGATE)
 
 
 def chosen(batches: list[Batch], faults, t0_s: float) -> dict[int, str]:
@@ -364,6 +374,8 @@ def _one_batch(case_dir: Path, source: Path, answer: dict, operator: int, batch:
         return None
     if pipeline.kind == "tumbling_count":
         mapped = _windows(held, pipeline, truth, batches, batch, outcome)
+    elif pipeline.kind == "session_count":
+        mapped = _sessions(held, pipeline, truth, batches, batch, outcome)
     elif pipeline.kind == "dedup":
         mapped = _dedup(held, pipeline, truth, batches, batch, outcome)
     else:
@@ -389,6 +401,22 @@ def _windows(held: pd.DataFrame, pipeline, truth, batches, batch: int, outcome: 
     got = held.rename(columns=names)
     got["key"] = got["key"].astype(str)
     return expected, got, list(WINDOW_KEY.values()), list(WINDOW_VALUE.values())
+
+
+def _sessions(held: pd.DataFrame, pipeline, truth, batches, batch: int, outcome: Outcome):
+    """session_count's state: per key and session start, the session's end, count and sum."""
+    from harness.check import sessions
+
+    names = {**SESSION_KEY, **SESSION_VALUE}
+    if set(held.columns) - {"partition_id"} != {*names, *SESSION_ALSO}:
+        outcome.notes.append(f"not checked: the session state's columns are {sorted(held.columns)}, not the "
+                             f"built-in pipeline's {sorted({*names, *SESSION_ALSO})}")
+        return None
+    expected = sessions.state_after(truth, batches, pipeline.params()["gap_ms"], batch)
+    got = held.rename(columns=names)
+    got["key"] = got["key"].astype(str)
+    expected["key"] = expected["key"].astype(str)
+    return expected, got, list(SESSION_KEY.values()), list(SESSION_VALUE.values())
 
 
 def _dedup(held: pd.DataFrame, pipeline, truth, batches, batch: int, outcome: Outcome):
