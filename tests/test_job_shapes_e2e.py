@@ -123,3 +123,6 @@ def test_a_correct_job_of_each_shape_passes_under_a_kill(shapes, name):
     from harness.check.batch_oracle.oracle import waits_for
 
     assert (waits_for(plan) is not None) == (waits == "watermark"), plan
+    if name == "transform-with-state":   # its processor records its firings (TimerLog.current)
+        timers = case.sections.get("timers") or {}
+        assert timers.get("counted", 0) > 50 and timers.get("fired_twice") == 0, timers

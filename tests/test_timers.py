@@ -95,6 +95,20 @@ class TestTimerLog:
     def test_no_directory_gives_the_build_no_params(self):
         assert timer_log.params_for("", 0) == {}
 
+    def test_a_job_s_processor_finds_the_log_its_driver_offered_once_opened(self, tmp_path, monkeypatch):
+        """A job's functions are given no params: TimerLog.current() is the log the driver
+        offered, its start recorded once however often it is asked; None with nothing offered
+        (the batch oracle, the plan check, a run without the harness)."""
+        monkeypatch.setattr(timer_log, "_OFFERED", {})
+        monkeypatch.setattr(timer_log, "_OPENED", None)
+        assert TimerLog.current() is None
+        timer_log.offer({"job": "x", **timer_log.params_for(str(tmp_path), 7)})
+        log = TimerLog.current()
+        assert log == TimerLog(str(tmp_path), 7, 0) and TimerLog.current() is log
+        assert len((tmp_path / timer_log.STARTS).read_text().splitlines()) == 1
+        timer_log.offer({})
+        assert TimerLog.current() is None
+
 
 class TestExpected:
     def test_each_failure_read_and_on_time_registers_its_time_plus_within_once(self):

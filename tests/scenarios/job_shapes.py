@@ -85,13 +85,14 @@ def sessions_by_timeout(clicks):
         "start LONG, last LONG, n LONG", "append", GroupStateTimeout.EventTimeTimeout)
 
 
-def _processor():
+def _processor(log):
     from pyspark.sql.streaming import StatefulProcessor
     from pyspark.sql.types import LongType, StructField, StructType
 
     class CountWithTimers(StatefulProcessor):
         """A user's running count in a ValueState; an event-time timer an idle hour after the
-        user's last click clears it (it never fires before the end of the run's clicks)."""
+        user's last click clears it (it never fires before the end of the run's clicks). Each
+        firing is recorded in the harness's timer log, when it runs under one."""
 
         def init(self, handle):
             self.handle = handle
@@ -110,6 +111,8 @@ def _processor():
             yield pd.DataFrame({"user": [key[0]], "clicks": [total]})
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+            if log is not None:
+                log.fired(key, expiredTimerInfo.getExpiryTimeInMs(), timerValues)
             self.count.clear()
             yield from ()
 
@@ -120,5 +123,8 @@ def _processor():
 
 
 def count_with_timers(clicks):
+    from workloads.pipelines.timer_log import TimerLog
+
+    # the harness's log of this query's timers (docs/your-job.md); None under the batch oracle
     return _timed(clicks).groupBy("user").transformWithStateInPandas(
-        _processor(), "user STRING, clicks LONG", "Update", "EventTime")
+        _processor(TimerLog.current()), "user STRING, clicks LONG", "Update", "EventTime")

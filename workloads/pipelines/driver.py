@@ -231,6 +231,7 @@ def _start_query(spark, config: DriverConfig, sink):
         params["source_topic"], params["bootstrap_servers"] = config.topic, config.bootstrap_servers
     # for a processor that records its timers' firings (pipelines/timer_log.py): it makes the directory
     params.update(timer_log.params_for(config.timers_path, config.batch_base))
+    timer_log.offer(params)   # a job's processor, given no params, finds it (TimerLog.current)
     out = _checked_output(build(events, params), config)
     own = getattr(sink, "streaming_format", False)   # Spark's own sink: it reads the stage's rows itself
     if config.task_faults:   # the scenario has a fail-task fault: the stage it fails tasks in

@@ -15,6 +15,10 @@ again with the same batch id; the harness counts those of committed batches once
 `TimerLog.opened(params)` also records the query's start (`starts.jsonl`), which tells the
 harness that the case's processor records its firings, and a processor whether it runs after
 a restart (`generation`; tests/scenarios/timer_rearm.py).
+
+A job's functions are given no params (`transform(df)`): its processor takes
+`TimerLog.current()`, the log of the query the driver is building (`offer`), or None where no
+harness driver builds it (the batch oracle, the plan check, a run of the job's own).
 """
 
 from __future__ import annotations
@@ -53,6 +57,16 @@ class TimerLog:
             return None
         return cls(directory, int(params.get(BASE_PARAM) or 0), start(directory))
 
+    @classmethod
+    def current(cls) -> TimerLog | None:
+        """The log of the query this driver is building, opened (its start recorded) at the first
+        call; None outside a harness's driver. For a job's processor, built in the driver and
+        pickled to the executors with it."""
+        global _OPENED
+        if _OPENED is None and _OFFERED:
+            _OPENED = cls.opened(_OFFERED)
+        return _OPENED
+
     def fired(self, key, expiry_ms: int, timer_values=None) -> None:
         """Append this firing, with the task's batch and attempt, to the worker's own file."""
         from pyspark.taskcontext import TaskContext
@@ -70,6 +84,18 @@ class TimerLog:
         path = Path(self.directory) / f"firings-{os.getpid()}.jsonl"
         with open(path, "a") as out:   # one line a write: a killed worker tears its last line at most
             out.write(json.dumps(record) + "\n")
+
+
+# the params of the build the driver is making (offer), and the log current() opened from them
+_OFFERED: dict = {}
+_OPENED: TimerLog | None = None
+
+
+def offer(params: dict) -> None:
+    """The driver, before it builds its query: `TimerLog.current()` opens the log these params
+    name (params_for's) for a build that is given no params, a job's."""
+    global _OFFERED, _OPENED
+    _OFFERED, _OPENED = {k: params[k] for k in (PARAM, BASE_PARAM) if k in params}, None
 
 
 def start(directory: str) -> int:
