@@ -95,19 +95,21 @@ def checkpointed_starts(log_dir: Path, topic: str) -> dict[int, int]:
         fields = line.split()
         if len(fields) == 3 and fields[0] == topic:
             written[int(fields[1])] = int(fields[2])
-    return {p: written.get(p, base) for p, base in held.items()}
+    # a restart starts a replica at the larger of the two (an entry below its first segment is stale)
+    return {p: max(written.get(p, base), base) for p, base in held.items()}
 
 
-def deletion_durable(admin, topic: str, moved: dict[int, int], log_dirs: list[Path]) -> bool:
+def deletion_durable(admin, topic: str, moved: dict[int, int], log_dirs: dict[int, Path] | None) -> bool:
     """One look at whether delete-records' new start offsets (`moved`: partition -> offset)
     will outlive a crash. A broker keeps a partition's start offset in memory and writes it to
     log-start-offset-checkpoint only from time to time: one killed before that starts the
     partition where its checkpoint says, and serves the deleted records again (a CI run's
     restart-broker crashed the lone broker 6 s after kafka-retention, and the query read the
-    records the checker counted as deleted). True once every replica in `log_dirs` (the run's
-    own brokers; none for a Kafka of the user's) has written its start offset at or past
-    `moved`. A start offset found back before `moved` (a broker restarted before it wrote it)
-    is deleted again."""
+    records the checker counted as deleted). True once the broker whose log directory
+    `log_dirs` gives for each partition (its leader's; none on a Kafka of the user's) has
+    written a start offset at or past `moved`; False while `log_dirs` is None (not known now).
+    A start offset found back before `moved` (a broker restarted before it wrote it) is
+    deleted again."""
     from kafka import TopicPartition
     from kafka.errors import KafkaError
 
@@ -119,9 +121,11 @@ def deletion_durable(admin, topic: str, moved: dict[int, int], log_dirs: list[Pa
             return False
     except KafkaError:   # a broker restarting: look again
         return False
-    for log_dir in log_dirs:
+    if log_dirs is None:
+        return False
+    for p, log_dir in log_dirs.items():
         written = checkpointed_starts(log_dir, topic)
-        if any(written[p] < o for p, o in moved.items() if p in written):
+        if written.get(p, -1) < moved[p]:
             return False
     return True
 
@@ -199,10 +203,9 @@ class KafkaRetention(Fault):
                     if short:
                         raise RuntimeError(f"delete-records left partitions {short} starting before {cut}")
                     moved = {tp.partition: offset for tp, offset in doomed.items()}
-                    log_dirs = [broker.log_dir for broker in self.targets.brokers().values()]
-                    self.targets.wait(lambda: deletion_durable(admin, topic, moved, log_dirs), "batch",
-                                      f"the brokers did not write the partitions' new start offsets {moved} "
-                                      f"to disk (log-start-offset-checkpoint)")
+                    self.targets.wait(lambda: deletion_durable(admin, topic, moved, self._leader_dirs(moved)),
+                                      "batch", f"the partitions' leaders did not write their new start "
+                                               f"offsets {moved} to disk (log-start-offset-checkpoint)")
                     time.sleep(EVICTED_AFTER_S)
             planned = planned_offsets(self.targets.checkpoint(), topic, batch)
             self.planned = sum(max(0, planned.get(p, 0) - starts.get(p, 0)) for p in planned)
@@ -215,6 +218,27 @@ class KafkaRetention(Fault):
         if not self.deleted:
             raise RuntimeError(f"{self.target}: nothing to delete from the batch's start offsets {starts} "
                                f"(end offsets {ends})")
+
+    def _leader_dirs(self, moved: dict[int, int]) -> dict[int, Path] | None:
+        """Partition -> the log directory of its leader, for the partitions in `moved` that the
+        run's own brokers lead (none on a Kafka of the user's); None when the leaders are not
+        known now (a broker restarting). A follower that crashes takes its start offset from the
+        leader again, and one that is paused or stopped is out of the way: only the leader's
+        file decides what a crash leaves."""
+        from kafka.errors import KafkaError
+
+        from workloads import kafka_admin
+
+        nodes = self.targets.brokers()
+        if not nodes:
+            return {}
+        try:
+            leaders = kafka_admin.leaders(self.targets.bootstrap_servers, self.targets.topic)
+        except KafkaError:
+            return None
+        if any(leaders.get(p, -1) not in nodes for p in moved):
+            return None   # a partition without a leader of the run's (an election under way)
+        return {p: nodes[leaders[p]].log_dir for p in moved}
 
     def observe(self) -> Observation:
         deleted = sum(d["to"] - d["from"] for d in self.deleted)

@@ -41,7 +41,7 @@ def test_records_deleted_and_written_down_stay_deleted_after_a_crash(tmp_path):
         with admin_client(broker.bootstrap_servers) as admin:
             admin.delete_records({TopicPartition("t", 0): 60})
             deadline = time.monotonic() + 30
-            while not deletion_durable(admin, "t", {0: 60}, [broker.log_dir]):
+            while not deletion_durable(admin, "t", {0: 60}, {0: broker.log_dir}):
                 assert time.monotonic() < deadline, "the broker never wrote its start offset down"
                 time.sleep(0.1)
         assert checkpointed_starts(broker.log_dir, "t") == {0: 60}, \
@@ -56,13 +56,14 @@ def test_records_deleted_and_written_down_stay_deleted_after_a_crash(tmp_path):
 @pytest.mark.unit
 def test_a_replica_not_written_down_starts_at_its_first_segment(tmp_path):
     """Read from the files as Kafka 4.3 writes them: a replica the checkpoint does not list (its
-    start offset is its first segment's) starts at that segment's base offset; one of another
-    topic, or another topic's whose name this one ends, is not ours."""
+    start offset is its first segment's) starts at that segment's base offset, and so does one
+    whose listed offset is below it; one of another topic, or another topic's whose name this
+    one ends, is not ours."""
     (tmp_path / "t-0").mkdir()
     (tmp_path / "t-0" / "00000000000000000040.log").write_text("")
     (tmp_path / "t-1").mkdir()
     (tmp_path / "t-1" / "00000000000000000000.log").write_text("")
     (tmp_path / "my-t-0").mkdir()
-    (tmp_path / START_OFFSET_CHECKPOINT).write_text("0\n2\nt 1 25\nmy-t 0 7\n")
-    assert checkpointed_starts(tmp_path, "t") == {0: 40, 1: 25}
+    (tmp_path / START_OFFSET_CHECKPOINT).write_text("0\n3\nt 1 25\nmy-t 0 7\nt 0 12\n")
+    assert checkpointed_starts(tmp_path, "t") == {0: 40, 1: 25}   # t-0's 12 is below its first segment
     assert checkpointed_starts(tmp_path / "absent", "t") == {}

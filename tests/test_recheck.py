@@ -107,3 +107,23 @@ class TestCarried:
         assert [p.split(":")[0] for p in problems] == ["the state diverged from the oracle's",
                                                        "transformWithState's timers"], problems
         assert notes == []
+
+    def test_a_state_finding_not_judged_again_is_carried(self, tmp_path, monkeypatch):
+        """The re-check judged none of the batches the run's state check had (a job whose re-run
+        oracle cannot say its state): the run's finding is carried, not dropped to a PASS."""
+        from dataclasses import replace
+
+        from harness.check import state_check
+        from harness.check.batch_oracle import spark_run
+        from harness.results.rundir import RunDir
+        from harness.scenario.model import Pipeline
+
+        files = RunDir(tmp_path / "run").case("c")
+        files.path.mkdir(parents=True)
+        monkeypatch.setattr(state_check, "check", lambda *a, **k: state_check.Outcome(notes=["not checked"]))
+        case = replace(_case("c"), sections={"state_check": {"diverged": 4, "checked": [
+            {"operator": 0, "batch": 7, "after": "final", "keys": 3}]}})
+        with spark_run.rechecking(tmp_path / "check" / "cases"):
+            problems, notes = recheck.evidence_again(files, case, Pipeline(kind="tumbling_count"), None, [])
+        assert problems and problems[0].startswith("the state diverged from the oracle's: 4 values"), problems
+        assert "batch(es) 7 of the run's state check were not judged again" in notes

@@ -305,8 +305,9 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
     DIVERGED). Raises ReadFailed when the reader's Spark process failed.
 
     Under a re-check (`python -m harness check`), `wanted` is the batches the run checked, with
-    why; the run's reads are judged again when they cover them (no Spark process), and the
-    files are written in the re-check's case directory, never over the run's."""
+    why; the run's reads are judged again when they cover them (no Spark process; else a
+    reader of its own reads the run's checkpoint, as in a run), and the files are written in the
+    re-check's case directory, never over the run's."""
     from harness.check.batch_oracle.spark_run import written_dir
 
     if not applies(pipeline):

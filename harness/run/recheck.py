@@ -20,8 +20,9 @@ workers wrote (<case>/timers/). What cannot be run again is carried from summary
 verdict with why (`carried_problems`), never dropped.
 
 The re-check writes RUN_DIR/check/<stamp>/: check.json (each case's verdict in the run and in
-the re-check, and whether they agree) and cases/<case>/oracle/ (a job oracle's files). It
-never writes over the run's own files: summary.json stays as the run wrote it.
+the re-check, and whether they agree) and cases/<case>/: oracle/ (a job oracle's files),
+state-check/ and timers-check/. It never writes over the run's own files: summary.json stays as
+the run wrote it.
 """
 
 from __future__ import annotations
@@ -211,11 +212,15 @@ def evidence_again(files: CaseDir, case: CaseResult, pipeline, truth, batches) -
         except Exception as exc:  # noqa: BLE001 - as the run: a check that cannot run decides nothing
             seen = None
             notes.append(f"the state check did not run again ({type(exc).__name__}: {str(exc)[:200]})")
+        judged = {int(c["batch"]) for c in seen.checked} if seen is not None else set()
         if seen is not None:
             problems += [p for p in [seen.problem()] if p]
-            notes.append(f"the state judged again after batch(es) {', '.join(map(str, sorted(wanted)))}: "
+            notes.append(f"the state judged again after batch(es) {', '.join(map(str, sorted(judged)))}: "
                          f"{seen.count:,} value(s) diverged")
-        else:
+        if seen is None or not set(wanted) <= judged:   # what was not judged again keeps the run's word
+            if seen is not None:
+                notes.append(f"batch(es) {', '.join(map(str, sorted(set(wanted) - judged)))} of the run's "
+                             "state check were not judged again")
             problems += carried_problems(case, state=True, timers=False)
     else:
         problems += carried_problems(case, state=True, timers=False)
