@@ -114,7 +114,10 @@ class TestNeighbour:
     def test_ctrl_c_stops_the_lane_and_its_neighbour(self, tmp_path):
         """SIGINT to the lane's process group mid-round, as a terminal's Ctrl-C: exit 130, the
         neighbour gone."""
-        (tmp_path / "test_slow.py").write_text("import time\n\ndef test_slow():\n    time.sleep(60)\n")
+        began = tmp_path / "began"
+        (tmp_path / "test_slow.py").write_text(
+            f"import time\nfrom pathlib import Path\n\ndef test_slow():\n"
+            f"    Path({str(began)!r}).write_text('x')\n    time.sleep(60)\n")
         lane = subprocess.Popen([sys.executable, "-m", "benchmarks.flake", "--out", str(tmp_path / "out"),
                                  str(tmp_path / "test_slow.py")], cwd=flake.REPO, start_new_session=True,
                                 stdout=subprocess.PIPE, text=True)
@@ -123,9 +126,20 @@ class TestNeighbour:
             line = lane.stdout.readline()
             assert line, "the lane ended before it started its neighbour"
         busy = int(line.split("pid ")[1].split()[0])
-        time.sleep(3)   # pytest is in its round
+        # pytest is in its round once its test began: on a loaded machine (a CI run beside a Spark
+        # job) its start on the neighbour's core took longer than the 3 s this test once slept
+        deadline = time.monotonic() + 120
+        while not began.exists():
+            assert time.monotonic() < deadline and lane.poll() is None, "the round's test never began"
+            time.sleep(0.1)
         os.killpg(lane.pid, signal.SIGINT)
-        assert lane.wait(30) == 130
+        try:
+            code = lane.wait(60)
+        except subprocess.TimeoutExpired:
+            tree = [(p.pid, p.name(), p.status()) for p in psutil.Process(lane.pid).children(recursive=True)]
+            os.killpg(lane.pid, signal.SIGKILL)
+            raise AssertionError(f"the lane outlived SIGINT by 60 s; its children: {tree}") from None
+        assert code == 130
         assert _gone(busy)
 
 
