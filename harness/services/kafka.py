@@ -152,6 +152,9 @@ class KafkaBroker(Service):
             # written to log-start-offset-checkpoint, every 60 s by default: a crash before that
             # brings deleted records back (kafka-retention waits for it: faults/kafka.py)
             "log.flush.start.offset.checkpoint.interval.ms": str(START_OFFSET_CHECKPOINT_MS),
+            # and its first write comes log.initial.task.delay.ms after the start (30 s by default:
+            # a kafka-retention then waited 29 s for it); the other log tasks start as early
+            "log.initial.task.delay.ms": str(START_OFFSET_CHECKPOINT_MS),
         }
 
     def _classpath(self) -> str:
