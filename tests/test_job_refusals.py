@@ -349,6 +349,26 @@ class TestPythonBodies:
         assert python_reads.reads(module.Processor()) == [
             "Processor.handleInputRows() calls datetime.now() (that is datetime.datetime.now)"]
 
+    def test_the_harness_s_own_timer_log_is_not_the_job_s_clock(self, tmp_path, monkeypatch):
+        """A processor that records its firings in the harness's timer log (TimerLog.fired reads
+        the clock for its record, never for the output) is not refused; its own clock still is
+        (the shapes' transformWithState job was refused by its driver before this)."""
+        module = _module(tmp_path, monkeypatch, """
+            import time
+            from workloads.pipelines.timer_log import TimerLog
+            class Processor:
+                def __init__(self): self.log = TimerLog("/nowhere")
+                def handleExpiredTimer(self, key, values, info):
+                    self.log.fired(key, 0, values)
+                    yield from ()
+            class Clocked(Processor):
+                def handleInputRows(self, key, rows, values):
+                    yield time.time()
+            """)
+        assert python_reads.reads(module.Processor()) == []
+        assert python_reads.reads(module.Clocked()) == [
+            "Clocked.handleInputRows() calls time.time()"]
+
 
 class TestRefusal:
     def test_a_job_that_does_not_build_on_an_empty_stream_is_left_to_the_driver(self):

@@ -31,10 +31,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-# code under these directories is a library's (the standard library, site-packages): not read
+# code under these directories is a library's (the standard library, site-packages): not read,
 _LIBRARY_DIRS = tuple(dict.fromkeys(str(Path(p).resolve()) for key in ("stdlib", "platstdlib", "purelib",
                                                                      "platlib")
                                     if (p := sysconfig.get_paths().get(key))))
+# and the harness's own packages: what a job calls of them (the timer log's clock, for its record
+# of a firing) is the harness's doing, never a value of the job's output
+_HARNESS_DIRS = tuple(str(Path(__file__).resolve().parents[2] / package) + "/"
+                      for package in ("workloads", "harness", "faults"))
 _LOADS = {"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_FAST", "LOAD_CLASSDEREF", "LOAD_FAST_CHECK"}
 _ATTRS = {"LOAD_ATTR", "LOAD_METHOD"}
 _STORES = {"STORE_FAST", "STORE_NAME", "STORE_DEREF", "STORE_GLOBAL"}
@@ -334,7 +338,7 @@ def _users(filename: str) -> bool:
         path = str(Path(filename).resolve())
     except OSError:
         return True
-    return not path.startswith(_LIBRARY_DIRS)
+    return not path.startswith(_LIBRARY_DIRS) and not path.startswith(_HARNESS_DIRS)
 
 
 def _users_module(module: str) -> bool:
