@@ -56,6 +56,20 @@ def _diverged_after_the_fault(tmp_path: Path, name: str):
     return run_dir, case, fault, first, at_first
 
 
+def _the_twin_holds(tmp_path: Path, name: str) -> dict:
+    """A twin's run: the state read after the first batch after the fault and after the last,
+    0 diverged, no state-diverged finding, PASS; its case."""
+    _, summary, output = _run(tmp_path, name)
+    (case,) = summary["cases"]
+    check = case.get("state_check") or {}
+    assert check.get("diverged") == 0, f"{check}\n{output}"
+    read = {c["after"].split(" at ")[0] for c in check["checked"]}
+    assert read == {"after state-rollback", "final"}, check
+    assert not [f for f in case.get("findings", []) if f["class"] == "state-diverged"]
+    assert case["verdict"]["status"] == "PASS", case["verdict"]
+    return case
+
+
 class TestStateRollback:
     def test_the_planted_state_loss_is_caught_at_the_first_batch_after_the_fault(self, tmp_path):
         """state_rollback.toml: the fault's record names the batch whose updates it threw away
@@ -79,14 +93,7 @@ class TestStateRollback:
         """state_rollback_twin.toml: the same kill and restart, no file touched: the state after
         the first batch after the fault and after the last is what ground truth says, and the
         case PASSes."""
-        _, summary, output = _run(tmp_path, "state_rollback_twin")
-        (case,) = summary["cases"]
-        check = case.get("state_check") or {}
-        assert check.get("diverged") == 0, f"{check}\n{output}"
-        read = {c["after"].split(" at ")[0] for c in check["checked"]}
-        assert read == {"after state-rollback", "final"}, check
-        assert not [f for f in case.get("findings", []) if f["class"] == "state-diverged"]
-        assert case["verdict"]["status"] == "PASS", case["verdict"]
+        _the_twin_holds(tmp_path, "state_rollback_twin")
 
 
 def _let_through(case_dir: Path, topic: str, batch: int) -> set[int]:
@@ -119,13 +126,7 @@ class TestStateRollbackOnDedup:
     def test_its_correct_twin_gives_no_finding(self, tmp_path):
         """The same kill and restart, no file touched: the dedup state after the first batch
         after the fault and after the last is what the oracle's rules say; PASS."""
-        _, summary, output = _run(tmp_path, "state_rollback_dedup_twin")
-        (case,) = summary["cases"]
-        check = case.get("state_check") or {}
-        assert check.get("diverged") == 0, f"{check}\n{output}"
-        read = {c["after"].split(" at ")[0] for c in check["checked"]}
-        assert read == {"after state-rollback", "final"}, check
-        assert case["verdict"]["status"] == "PASS", case["verdict"]
+        _the_twin_holds(tmp_path, "state_rollback_dedup_twin")
 
 
 def _keys_read(case_dir: Path, topic: str, batch: int) -> set[str]:
@@ -163,10 +164,4 @@ class TestStateRollbackOnSessions:
     def test_its_correct_twin_gives_no_finding(self, tmp_path):
         """The same kill and restart, no file touched: the sessions held after the first batch
         after the fault and after the last are the model's; PASS."""
-        _, summary, output = _run(tmp_path, "state_rollback_sessions_twin")
-        (case,) = summary["cases"]
-        check = case.get("state_check") or {}
-        assert check.get("diverged") == 0, f"{check}\n{output}"
-        read = {c["after"].split(" at ")[0] for c in check["checked"]}
-        assert read == {"after state-rollback", "final"}, check
-        assert case["verdict"]["status"] == "PASS", case["verdict"]
+        _the_twin_holds(tmp_path, "state_rollback_sessions_twin")
