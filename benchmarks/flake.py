@@ -135,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or REPO / ".cache" / "flake" / time.strftime("%Y%m%dT%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    # Ctrl-C stops the lane even when it was started with SIGINT ignored (from a script's
+    # background job, `nohup`): Python then installs no KeyboardInterrupt of its own, and a
+    # fresh clone's CI run started so left the lane running on after the SIGINT
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     tally = Tally()
     print(f"flake lane: {args.rounds} round(s) of `pytest {' '.join(selection)}` pinned to core {args.core} "
           f"beside a busy loop on it; junit XML in {out}", flush=True)
