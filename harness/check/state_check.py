@@ -160,15 +160,8 @@ def ask(control_dir: Path, case_dir: Path, checkpoint: Path, after_ms: list[floa
 
 def in_driver(out: Path, batch_ids: list[int]) -> tuple[dict, pd.DataFrame] | None:
     """The driver's own reads in `out`, when it read every batch of `batch_ids`; else None."""
-    from workloads.pipelines.state_read import ANSWER
-
-    try:
-        answer = json.loads((out / ANSWER).read_text())
-    except (OSError, ValueError):
-        return None
-    if not answer.get("in_driver") or not set(batch_ids) <= set(answer.get("batches", [])):
-        return None
-    return answer, pd.read_parquet(out / "metadata.parquet")
+    found = kept_reads(out, batch_ids)
+    return found if found is not None and found[0].get("in_driver") else None
 
 
 def kept_reads(where: Path, batch_ids: list[int]) -> tuple[dict, pd.DataFrame] | None:
