@@ -203,7 +203,8 @@ class KafkaRetention(Fault):
                     if short:
                         raise RuntimeError(f"delete-records left partitions {short} starting before {cut}")
                     moved = {tp.partition: offset for tp, offset in doomed.items()}
-                    self.targets.wait(lambda: deletion_durable(admin, topic, moved, self._leader_dirs(moved)),
+                    self.targets.wait(lambda: deletion_durable(admin, topic, moved,
+                                                               self._leader_dirs(admin, moved)),
                                       "batch", f"the partitions' leaders did not write their new start "
                                                f"offsets {moved} to disk (log-start-offset-checkpoint)")
                     time.sleep(EVICTED_AFTER_S)
@@ -219,12 +220,13 @@ class KafkaRetention(Fault):
             raise RuntimeError(f"{self.target}: nothing to delete from the batch's start offsets {starts} "
                                f"(end offsets {ends})")
 
-    def _leader_dirs(self, moved: dict[int, int]) -> dict[int, Path] | None:
+    def _leader_dirs(self, admin, moved: dict[int, int]) -> dict[int, Path] | None:
         """Partition -> the log directory of its leader, for the partitions in `moved` that the
         run's own brokers lead (none on a Kafka of the user's); None when the leaders are not
         known now (a broker restarting). A follower that crashes takes its start offset from the
         leader again, and one that is paused or stopped is out of the way: only the leader's
-        file decides what a crash leaves."""
+        file decides what a crash leaves. Asked through the fault's open `admin` client: a probe
+        every 0.2 s opened a client of its own each time."""
         from kafka.errors import KafkaError
 
         from workloads import kafka_admin
@@ -233,7 +235,7 @@ class KafkaRetention(Fault):
         if not nodes:
             return {}
         try:
-            leaders = kafka_admin.leaders(self.targets.bootstrap_servers, self.targets.topic)
+            leaders = kafka_admin.leaders_by(admin, self.targets.topic)
         except KafkaError:
             return None
         if any(leaders.get(p, -1) not in nodes for p in moved):

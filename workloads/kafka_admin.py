@@ -65,6 +65,12 @@ def describe(bootstrap_servers: str, timeout_ms: int = 3000) -> list:
 def leaders(bootstrap_servers: str, topic: str) -> dict[int, int]:
     """Partition -> the node id of its leader (-1: none), from a metadata request."""
     with quiet(), admin_client(bootstrap_servers) as admin:
+        return leaders_by(admin, topic)
+
+
+def leaders_by(admin, topic: str) -> dict[int, int]:
+    """`leaders`, asked through an admin client already open (a probe that looks many times)."""
+    with quiet():
         (described,) = admin.describe_topics([topic])
     # kafka-python names them after the protocol's fields (partition_index, leader_id)
     return {int(p.get("partition_index", p.get("partition"))): int(p.get("leader_id", p.get("leader", -1)))

@@ -59,11 +59,11 @@ def read_request(path: Path) -> tuple[Path, dict, DriverConfig]:
     return at, request, config
 
 
-def answer(path: Path, spark=None) -> dict:
+def answer(path: Path, spark=None, request_read: tuple[Path, dict, DriverConfig] | None = None) -> dict:
     """Run the request at `path`: each run's output and batch.json in its `out`. In a session
     of its own, stopped at the end; or in `spark`, the batch oracle server's (oracle_server.py),
-    left running."""
-    at, request, config = read_request(path)
+    left running, which passes the request it has read already (`request_read`: read_request's)."""
+    at, request, config = request_read if request_read is not None else read_request(path)
     out = at / request["out"]
     out.mkdir(parents=True, exist_ok=True)
     times: dict[str, float] = {}

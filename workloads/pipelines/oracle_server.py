@@ -86,8 +86,8 @@ def settings(config) -> dict[str, str]:
 def take(spark, path: Path, n: int, applied: dict[str, str]) -> tuple[dict, dict[str, str]]:
     """Run one request in `spark`: the answer, and the settings now in force."""
     try:
-        _, _, config = job_batch.read_request(path)
-        wanted = settings(config)
+        request_read = job_batch.read_request(path)
+        wanted = settings(request_read[2])
         adjust(spark, applied, wanted)
     except Unsettable as exc:
         return {"code": NEEDS_ANOTHER_SESSION, "why": str(exc)}, applied
@@ -99,7 +99,7 @@ def take(spark, path: Path, n: int, applied: dict[str, str]) -> tuple[dict, dict
                 spark.catalog.dropTempView(table.name)
         spark.catalog.clearCache()
         os.chdir(path.resolve().parent)   # where a process of its own would have run
-        return {"code": 0, "times": job_batch.answer(path, spark)}, wanted
+        return {"code": 0, "times": job_batch.answer(path, spark, request_read)}, wanted
     except Exception as exc:  # noqa: BLE001 - the job's own failure is the answer
         traceback.print_exc()
         return {"code": 1, "why": f"{type(exc).__name__}: {exc}"}, wanted
