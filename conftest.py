@@ -97,7 +97,19 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if USER_SUITE in Path(item.path).parents:
             item.add_marker(pytest.mark.long_e2e)
+            item.add_marker(pytest.mark.minutes(1.7))
         if item.get_closest_marker("integration") or item.get_closest_marker("unit"):
             continue
         uses_services = SERVICE_FIXTURES & set(item.fixturenames)
         item.add_marker(pytest.mark.integration if uses_services else pytest.mark.unit)
+    items.sort(key=_minutes, reverse=True)   # stable: the rest keep their order
+
+
+def _minutes(item) -> float:
+    """A test's `minutes(n)` marker: about n minutes on two cores, it or its module's shared run.
+    The longest go first, so that tox's pytest-xdist workers (--dist loadscope, which hands out
+    modules and classes in collection order) start them side by side, and no worker runs a long
+    one alone at the end while the other waits: three every-kind cases queued last on one worker
+    kept the integration lane at 854 s, where 560 s of work a worker was there."""
+    marker = item.get_closest_marker("minutes")
+    return float(marker.args[0]) if marker else 0.0

@@ -28,6 +28,7 @@ def smoke_run(tmp_path_factory):
     return proc, run_dir
 
 
+@pytest.mark.minutes(1.5)
 class TestSmokeScenario:
     def test_the_run_exits_0_and_prints_the_table(self, smoke_run):
         """Every verdict holds, so the exit code is 0; the table and run directory are shown."""

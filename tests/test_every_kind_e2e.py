@@ -1,7 +1,7 @@
 """Every registered fault kind at its defaults, on the default stack (issue 41): the kinds that load
 alone there (tests/every_kind.py), several to a case, each with only its required keys. Each fault
-must land, and each case end with a verdict, not an error. In `tox -e test`: two runs, about 150 s
-and 70 s on two cores (docs/faults.md, "Every kind at its defaults").
+must land, and each case end with a verdict, not an error. In `tox -e test`: three runs, side by
+side on its two workers (docs/faults.md, "Every kind at its defaults").
 
 tests/test_fault_registry.py checks, in the unit lane, which kinds load at their defaults and which
 are refused with their reason, and that this plan loads.
@@ -31,8 +31,27 @@ def scenarios(tmp_path_factory):
     return {path.stem: path for path in every_kind.write(tmp, [k for k in KINDS if k not in refused])}
 
 
-@pytest.mark.parametrize("case_name", ["every-kind", "every-kind-storage"])
-def test_every_kind_at_its_defaults_lands_and_its_case_ends_with_a_verdict(scenarios, case_name, tmp_path):
+@pytest.mark.minutes(4.3)
+class TestEveryKind:
+    """A class per case: tox -e test's workers take a class each (pytest-xdist --dist loadscope)."""
+
+    def test_every_kind_at_its_defaults_lands_and_its_case_ends_with_a_verdict(self, scenarios, tmp_path):
+        _lands_and_ends_with_a_verdict(scenarios, "every-kind", tmp_path)
+
+
+@pytest.mark.minutes(3.5)
+class TestEveryKindRestarts:
+    def test_every_kind_at_its_defaults_lands_and_its_case_ends_with_a_verdict(self, scenarios, tmp_path):
+        _lands_and_ends_with_a_verdict(scenarios, "every-kind-restarts", tmp_path)
+
+
+@pytest.mark.minutes(3.5)
+class TestEveryKindStorage:
+    def test_every_kind_at_its_defaults_lands_and_its_case_ends_with_a_verdict(self, scenarios, tmp_path):
+        _lands_and_ends_with_a_verdict(scenarios, "every-kind-storage", tmp_path)
+
+
+def _lands_and_ends_with_a_verdict(scenarios, case_name, tmp_path):
     """The case's run exits with a verdict (0 PASS, 1 FAIL, 4 UNKNOWN), never 2 or 3; every fault
     was injected, observed and landed; nothing is left running. kafka-retention at its defaults
     (failOnDataLoss) and lose-unsynced end their case's query on purpose, last, and fail it."""

@@ -218,3 +218,12 @@ def test_every_kind_at_its_defaults_runs_on_the_default_stack_or_is_refused_with
     for path in paths:   # a kind that ends the query comes last in its case
         kinds = [f.kind for f in load(path).faults]
         assert not set(kinds[:-1]) & set(every_kind.ENDS_THE_QUERY), kinds
+    # the kinds off FUSE in two cases of about equal length, for tox -e test's two workers
+    cases = every_kind.plan(runs)
+    assert list(cases) == ["every-kind", "every-kind-restarts", "every-kind-storage"], list(cases)
+
+    def batches(case):
+        return sum(every_kind.AFTER_RESTART if KINDS[t["kind"]].restarts else every_kind.AFTER_PLAIN
+                   for t in cases[case])
+
+    assert abs(batches("every-kind") - batches("every-kind-restarts")) <= 2 * every_kind.AFTER_RESTART

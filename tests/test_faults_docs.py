@@ -102,6 +102,7 @@ class TestDidNotBite:
 
 @pytest.mark.integration
 @pytest.mark.long_e2e  # a run of its own, about 50 s: tox -e e2e
+@pytest.mark.minutes(1.7)
 def test_the_docs_example_runs_from_the_docs_alone(tmp_path):
     """The two blocks, copied to a directory of their own, run: the set-up's backups are taken,
     the sink commits a batch past the newest backup, the checkpoint is restored without the

@@ -20,6 +20,7 @@ def _summary(run_dir) -> dict:
     return json.loads((run_dir / "summary.json").read_text())
 
 
+@pytest.mark.minutes(3.3)
 class TestEveryFault:
     def test_each_kind_lands_is_observed_and_leaves_nothing_behind(self, tmp_path):
         """every_fault.toml --quick, one at-least-once case: kill-executor, pause of the broker,
@@ -65,6 +66,7 @@ def _fuse_problem():
     return fuse_problem()
 
 
+@pytest.mark.minutes(2.3)
 class TestStorage:
     @pytest.mark.skipif(_fuse_problem() is not None, reason=f"FUSE cannot mount here: {_fuse_problem()}")
     def test_state_store_and_full_disk_faults_land_and_exactly_once_holds(self, tmp_path):
@@ -92,6 +94,7 @@ class TestStorage:
         assert_nothing_left(run_dir)
 
 
+@pytest.mark.minutes(1.7)
 class TestSource:
     def test_a_delta_source_s_deleted_files_are_counted_and_exactly_once_holds(self, tmp_path):
         """delta_quick.toml: the query reads a Delta table; the data files of versions it has

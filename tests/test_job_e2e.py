@@ -18,7 +18,7 @@ from tests.scenarios.job_planted import clicks
 
 # a run of its own, 45-50 s: tox -e test's ten minutes hold every fault kind at its defaults, and
 # with this case beside them a fresh clone's took 544 s and 589 s of pytest (621 s in tox)
-pytestmark = [pytest.mark.integration, pytest.mark.long_e2e]
+pytestmark = [pytest.mark.integration, pytest.mark.long_e2e, pytest.mark.minutes(1.5)]
 
 SCENARIO = """
 name = "job-quick"

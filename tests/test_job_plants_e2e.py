@@ -18,7 +18,7 @@ import pytest
 
 from tests.scenarios.job_planted import PLANTS, did_not_bite, scenario
 
-pytestmark = [pytest.mark.integration, pytest.mark.long_e2e]
+pytestmark = [pytest.mark.integration, pytest.mark.long_e2e, pytest.mark.minutes(8)]
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ import pytest
 from tests.helpers import REPO
 from tests.scenarios.job_planted import clicks
 
-pytestmark = [pytest.mark.integration, pytest.mark.long_e2e]
+pytestmark = [pytest.mark.integration, pytest.mark.long_e2e, pytest.mark.minutes(2)]
 
 SCENARIO = """
 name = "job-retention"

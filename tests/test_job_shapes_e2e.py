@@ -29,7 +29,7 @@ import pytest
 from tests.helpers import REPO
 from tests.scenarios.job_planted import clicks
 
-pytestmark = [pytest.mark.integration, pytest.mark.long_e2e]
+pytestmark = [pytest.mark.integration, pytest.mark.long_e2e, pytest.mark.minutes(4.5)]
 
 DRAIN_S = 90
 HEAD = """

@@ -26,6 +26,7 @@ def _earliest(bootstrap: str, topic: str) -> int:
 
 
 @pytest.mark.integration
+@pytest.mark.minutes(0.8)
 def test_records_deleted_and_written_down_stay_deleted_after_a_crash(tmp_path):
     from kafka import KafkaProducer, TopicPartition
 

@@ -41,3 +41,42 @@ def test_tox_runs_the_unit_lane_with_path_holding_the_python_environment_alone()
     assert commands[0].startswith(unit), commands
     assert commands[1].startswith("pytest -m \"integration and not long_e2e\""), commands
     assert len(commands) == 2, commands
+
+
+@pytest.mark.unit
+def test_the_lanes_run_on_workers_that_start_the_longest_tests_first():
+    """tox's three lanes run on pytest-xdist's workers, a module or class to a worker (a module's
+    shared run runs once), and the collection puts the tests marked `minutes(n)` first, the
+    longest first: loadscope hands out work in that order, so the long ones run side by side
+    (the three every-kind cases queued last on one worker kept the integration lane at 854 s
+    while the other worker waited)."""
+    import configparser
+
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(REPO / "tox.ini")
+    assert tox["testenv"]["workers"].strip() == "-n {env:HARNESS_TEST_WORKERS:2} --dist loadscope"
+    lanes = [*tox["testenv:test"]["commands"].strip().splitlines(), tox["testenv:e2e"]["commands"]]
+    assert all("{[testenv]workers}" in lane for lane in lanes), lanes
+    collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "long_e2e",
+                                "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=REPO,
+                               timeout=120).stdout.splitlines()
+    ids = [line for line in collected if "::" in line]
+    assert ids[0].startswith("tests/test_job_plants_e2e.py::"), ids[:3]
+    marked = [i for i, node in enumerate(ids) if not node.startswith("tests/test_locust.py::")]
+    assert marked == list(range(len(marked))), ids   # every other e2e case is marked, and comes first
+
+
+@pytest.mark.unit
+def test_the_longest_first_order_keeps_the_rest_in_place():
+    """conftest's order: by minutes(n), descending; the unmarked in their collected order."""
+    from types import SimpleNamespace
+
+    from conftest import _minutes
+
+    def item(name, minutes=None):
+        marker = SimpleNamespace(args=(minutes,)) if minutes is not None else None
+        return SimpleNamespace(name=name, get_closest_marker=lambda _name, m=marker: m)
+
+    items = [item("a"), item("b", 1), item("c"), item("d", 4), item("e", 1)]
+    items.sort(key=_minutes, reverse=True)
+    assert [i.name for i in items] == ["d", "b", "e", "a", "c"]

@@ -8,7 +8,7 @@ import pytest
 
 from tests.helpers import REPO
 
-pytestmark = [pytest.mark.integration, pytest.mark.long_e2e]
+pytestmark = [pytest.mark.integration, pytest.mark.long_e2e, pytest.mark.minutes(1.7)]
 
 SCENARIO = REPO / "tests" / "scenarios" / "nexmark_quick.toml"
 

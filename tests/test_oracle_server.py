@@ -18,7 +18,7 @@ from workloads import records
 from workloads.pipelines.config import DriverConfig
 from workloads.sinks import SinkContext
 
-pytestmark = [pytest.mark.integration, pytest.mark.long_e2e]
+pytestmark = [pytest.mark.integration, pytest.mark.long_e2e, pytest.mark.minutes(1.1)]
 
 HERE = Path(__file__).parent / "oracle_server"
 COLUMNS = {"user": "STRING", "clicks": "LONG", "builds": "LONG"}

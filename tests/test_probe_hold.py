@@ -19,7 +19,8 @@ from harness.check import checkpoint
 from harness.results.rundir import CaseDir
 from tests.helpers import REPO
 
-pytestmark = [pytest.mark.integration, pytest.mark.long_e2e]   # a run of its own, about 30 s: tox -e e2e
+# a run of its own, about 30 s: tox -e e2e
+pytestmark = [pytest.mark.integration, pytest.mark.long_e2e, pytest.mark.minutes(0.6)]
 
 
 def test_held_batches_of_a_stateful_query_count_their_late_rows_once(harness_run, request, tmp_path_factory):

@@ -83,6 +83,7 @@ def test_every_record_as_sparks_kafka_source_gives_it_new_partitions_too(registr
     assert account["records"] == 41 and sorted(account["partitions"]) == ["0", "1", "2"], account
 
 
+@pytest.mark.minutes(0.6)
 def test_it_records_on_across_a_broker_killed_and_started_again(registry, tmp_path):
     """A broker of its own, SIGKILLed and started on its data and ports: the records sent before
     and after are all recorded, each once."""

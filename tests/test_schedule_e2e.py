@@ -17,7 +17,7 @@ from workloads.generator import truth
 
 # a run of its own, about 30 s: tox -e e2e (tox -e test runs every kind at its defaults, whose
 # workload waits for its faults the same way)
-pytestmark = pytest.mark.long_e2e
+pytestmark = [pytest.mark.long_e2e, pytest.mark.minutes(0.8)]
 
 SCENARIO = REPO / "tests" / "scenarios" / "late_anchor.toml"
 

@@ -91,6 +91,7 @@ class TestPostgresFromADeepDirectory:
         assert not socketdir.exists()
 
 
+@pytest.mark.minutes(0.7)
 class TestSparkDriver:
     def test_executors_are_separate_processes_that_can_be_killed(self, driver):
         """local-cluster[2,...] runs two executor JVMs; a killed one dies and Spark replaces it."""

@@ -15,7 +15,7 @@ import pytest
 from harness.results.verdict import UNKNOWN
 from tests.helpers import REPO
 
-pytestmark = pytest.mark.long_e2e   # a run of its own, about 30 s: tox -e e2e
+pytestmark = [pytest.mark.long_e2e, pytest.mark.minutes(0.9)]   # a run of its own, about 30 s: tox -e e2e
 
 
 def test_a_sink_whose_read_raises_leaves_its_case_unknown(harness_run):
