@@ -9,6 +9,7 @@ without Java. A module that starts services on its own says `pytestmark = pytest
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,15 @@ SERVICE_FIXTURES = {"registry", "kafka", "postgres", "driver",
 
 def pytest_configure(config):
     logging.getLogger("kafka").setLevel(logging.WARNING)
+    # tox runs the lanes on pytest-xdist workers side by side (tox.ini's workers): each keeps its
+    # services' pid files apart, so that a run starting on one worker does not reap a service
+    # another worker's test left behind on purpose (tests/test_services.py TestReapLeftovers,
+    # tests/test_faultfs.py TestLeftBehind) before that test looks; its processes inherit it
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and not os.environ.get("HARNESS_STATE_DIR"):
+        from harness.paths import cache_dir
+
+        os.environ["HARNESS_STATE_DIR"] = str(cache_dir() / "state" / f"xdist-{worker}")
 
 
 # a user's own suite as docs/pytest.md shows it, kept free of our markers: a run of its own, about

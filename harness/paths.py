@@ -17,7 +17,10 @@ def results_dir() -> Path:
 
 
 def state_dir() -> Path:
-    """Pid files of running services, so a later run can reap a crashed run's leftovers."""
-    path = cache_dir() / "state"
+    """Pid files of running services, so a later run can reap a crashed run's leftovers:
+    HARNESS_STATE_DIR, else the cache's `state/`. Each pytest-xdist worker of the tests has its
+    own (conftest.py), so that no worker's run reaps what another worker's test crashed on
+    purpose before the test looks."""
+    path = Path(os.environ.get("HARNESS_STATE_DIR") or cache_dir() / "state").resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -130,3 +130,19 @@ def test_a_local_dir_that_cannot_be_made_is_named_with_the_fix(tmp_path, monkeyp
     with pytest.raises(ServiceError, match="a comma"):
         make_local_dirs()
     assert not list((tmp_path / "x,y").iterdir())
+
+
+def test_the_state_directory_is_harness_state_dir_when_set(tmp_path, monkeypatch):
+    """HARNESS_STATE_DIR names where services' pid files go; under tox's pytest-xdist workers
+    each worker has its own (conftest.py), so one worker's run reaps no other worker's leftovers."""
+    import os
+
+    from harness.paths import cache_dir, state_dir
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        assert state_dir() == (cache_dir() / "state" / f"xdist-{worker}").resolve()
+    monkeypatch.setenv("HARNESS_STATE_DIR", str(tmp_path / "mine"))
+    assert state_dir() == (tmp_path / "mine").resolve() and (tmp_path / "mine").is_dir()
+    monkeypatch.delenv("HARNESS_STATE_DIR")
+    assert state_dir() == (cache_dir() / "state").resolve()
