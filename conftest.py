@@ -91,10 +91,10 @@ def pytest_configure(config):
     # another worker's test left behind on purpose (tests/test_services.py TestReapLeftovers,
     # tests/test_faultfs.py TestLeftBehind) before that test looks; its processes inherit it
     worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if worker and not os.environ.get("HARNESS_STATE_DIR"):
-        from harness.paths import cache_dir
+    if worker:   # under whichever directory is in force: a HARNESS_STATE_DIR of the user's too
+        from harness.paths import state_dir
 
-        os.environ["HARNESS_STATE_DIR"] = str(cache_dir() / "state" / f"xdist-{worker}")
+        os.environ["HARNESS_STATE_DIR"] = str(state_dir() / f"xdist-{worker}")
 
 
 # a user's own suite as docs/pytest.md shows it, kept free of our markers: a run of its own, about
@@ -117,9 +117,10 @@ def pytest_collection_modifyitems(config, items):
 
 def _minutes(item) -> float:
     """A test's `minutes(n)` marker: about n minutes on two cores, it or its module's shared run.
-    The longest go first, so that tox's pytest-xdist workers (--dist loadscope, which hands out
-    modules and classes in collection order) start them side by side, and no worker runs a long
-    one alone at the end while the other waits: three every-kind cases queued last on one worker
-    kept the integration lane at 854 s, where 560 s of work a worker was there."""
+    The longest go first, so that tox's pytest-xdist workers (--dist loadscope
+    --no-loadscope-reorder: modules and classes in collection order) start them side by side,
+    and no worker runs a long one alone at the end while the other waits: three every-kind
+    cases queued last on one worker kept the integration lane at 854 s, where 560 s of work a
+    worker was there."""
     marker = item.get_closest_marker("minutes")
     return float(marker.args[0]) if marker else 0.0

@@ -47,14 +47,15 @@ def test_tox_runs_the_unit_lane_with_path_holding_the_python_environment_alone()
 def test_the_lanes_run_on_workers_that_start_the_longest_tests_first():
     """tox's three lanes run on pytest-xdist's workers, a module or class to a worker (a module's
     shared run runs once), and the collection puts the tests marked `minutes(n)` first, the
-    longest first: loadscope hands out work in that order, so the long ones run side by side
-    (the three every-kind cases queued last on one worker kept the integration lane at 854 s
-    while the other worker waited)."""
+    longest first: loadscope hands out work in that order (not by its count of tests: xdist's
+    default), so the long ones run side by side (the three every-kind cases queued last on one
+    worker kept the integration lane at 854 s while the other worker waited)."""
     import configparser
 
     tox = configparser.ConfigParser(interpolation=None)
     tox.read(REPO / "tox.ini")
-    assert tox["testenv"]["workers"].strip() == "-n {env:HARNESS_TEST_WORKERS:2} --dist loadscope"
+    assert tox["testenv"]["workers"].strip() == ("-n {env:HARNESS_TEST_WORKERS:2} --dist loadscope "
+                                                 "--no-loadscope-reorder")
     lanes = [*tox["testenv:test"]["commands"].strip().splitlines(), tox["testenv:e2e"]["commands"]]
     assert all("{[testenv]workers}" in lane for lane in lanes), lanes
     collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "long_e2e",

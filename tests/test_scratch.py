@@ -141,8 +141,48 @@ def test_the_state_directory_is_harness_state_dir_when_set(tmp_path, monkeypatch
 
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker:
-        assert state_dir() == (cache_dir() / "state" / f"xdist-{worker}").resolve()
+        assert state_dir().name == f"xdist-{worker}", state_dir()
     monkeypatch.setenv("HARNESS_STATE_DIR", str(tmp_path / "mine"))
     assert state_dir() == (tmp_path / "mine").resolve() and (tmp_path / "mine").is_dir()
     monkeypatch.delenv("HARNESS_STATE_DIR")
     assert state_dir() == (cache_dir() / "state").resolve()
+    # a worker's under a HARNESS_STATE_DIR of the user's
+    monkeypatch.setenv("HARNESS_STATE_DIR", str(tmp_path / "users"))
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw7")
+    from conftest import pytest_configure
+
+    pytest_configure(None)
+    assert state_dir() == (tmp_path / "users" / "xdist-gw7").resolve()
+
+
+def test_a_driver_keeps_and_removes_only_its_own_executors_directories(tmp_path, monkeypatch):
+    """Two local-cluster drivers started in the same second share `work/app-<second>-0000/`
+    (each one's master numbers its applications from 0): a driver's end takes the logs of the
+    executors it ran, by their ids, deletes their directories, and leaves the other's; the
+    application's directory goes with the last."""
+    from types import SimpleNamespace
+
+    from harness.services import spark
+
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "home"))
+    app = "app-20261129033812-0000"
+    work = tmp_path / "home" / "work" / app
+    for executor in ("0", "1", "2", "3"):
+        (work / executor).mkdir(parents=True)
+        (work / executor / "stderr").write_text(f"executor {executor}\n")
+        (work / executor / "spark.jar").write_bytes(b"jar")
+
+    def driver(case: str, ids: set[str]):
+        one = object.__new__(spark.SparkDriver)
+        one.config = SimpleNamespace(master="local-cluster[2,1,1024]")
+        one.workdir, one.seen_executor_ids = tmp_path / case, ids
+        one.app_id = lambda: app
+        return one
+
+    driver("first", {"0", "1"}).keep_executor_logs()
+    assert sorted(p.name for p in work.iterdir()) == ["2", "3"]   # the other's, untouched
+    kept = tmp_path / "first" / "executor-logs" / app
+    assert sorted(p.name for p in kept.iterdir()) == ["0", "1"] and not list(kept.rglob("*.jar"))
+    assert (kept / "1" / "stderr").read_text() == "executor 1\n"
+    driver("second", {"2", "3"}).keep_executor_logs()
+    assert not work.exists()

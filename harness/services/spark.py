@@ -43,6 +43,17 @@ def _executor_of(pid: int) -> str | None:
     return args[args.index("--app-id") + 1] if "--app-id" in args else ""
 
 
+def _executor_id(pid: int) -> str | None:
+    """The executor id an executor process was launched with (`--executor-id`), or None."""
+    import psutil
+
+    try:
+        args = psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return None
+    return args[args.index("--executor-id") + 1] if "--executor-id" in args[:-1] else None
+
+
 def spark_home() -> Path:
     """Where the driver's Spark lives: SPARK_HOME, else the pyspark package (a pip install)."""
     if os.environ.get("SPARK_HOME"):
@@ -115,6 +126,7 @@ class SparkDriver(Service):
         self.progress_path = Path(self.config.progress_path)
         self.stop_path = Path(self.config.stop_path)
         self.seen_executor_pids: set[int] = set()
+        self.seen_executor_ids: set[str] = set()   # their `--executor-id`s: keep_executor_logs
         self.local_dirs: list[Path] = []
 
     def prepare(self) -> None:
@@ -170,6 +182,10 @@ class SparkDriver(Service):
             app = self.app_id()
             pids = [pid for service in list(self.registry.services) if service.name.startswith("spark-worker")
                     for pid in service.pids() if app is not None and _executor_of(pid) == app]
+        for pid in set(pids) - self.seen_executor_pids:
+            executor = _executor_id(pid)
+            if executor is not None:
+                self.seen_executor_ids.add(executor)
         self.seen_executor_pids.update(pids)
         return pids
 
@@ -235,7 +251,14 @@ class SparkDriver(Service):
         (`work/<app id>/<executor>/`), beside a copy of every jar: in a tox env that is
         site-packages, where they piled up (1.5 GB over a day of runs) and no run directory
         held them. Each driver's, once it is gone, goes to the case's `executor-logs/<app id>/`
-        without the jars."""
+        without the jars.
+
+        Only the executors this driver was seen running, by their ids: each local-cluster
+        driver's own master names its application `app-<second>-0000`, so two drivers started
+        in the same second (two runs at once: tox's two test workers) share that directory, and
+        one's end must neither take nor delete the other's live executors' directories (their
+        working directory, where a clock fault writes). The application's directory goes when
+        nothing is left in it."""
         import shutil
 
         app = self.app_id()
@@ -243,9 +266,13 @@ class SparkDriver(Service):
         if work is None or not self.config.master.startswith("local-cluster") or not work.is_dir():
             return
         kept = CaseDir(self.workdir).executor_logs / app
-        for executor in work.iterdir():
+        for executor in sorted(work / name for name in self.seen_executor_ids):
             for log in ("stdout", "stderr"):
                 if (executor / log).is_file():
                     (kept / executor.name).mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(executor / log, kept / executor.name / log)
-        shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(executor, ignore_errors=True)
+        try:
+            work.rmdir()
+        except OSError:
+            pass   # another driver's executors are in it
