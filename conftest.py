@@ -115,6 +115,18 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=_minutes, reverse=True)   # stable: the rest keep their order
 
 
+# the workers tox's lanes run on by default (`-n auto`): one per core this process may use, at most
+# two. Each worker's test runs a Kafka broker, PostgreSQL and a Spark local-cluster of its own, and
+# the lanes are CPU-bound: on two cores two workers took CI from 56 to 40 minutes, and more runs
+# than cores only slow each (and one pinned to a core is alone on it)
+MAX_WORKERS = 2
+
+
+@pytest.hookimpl(optionalhook=True)   # pytest-xdist's hook; the bench's env has no xdist
+def pytest_xdist_auto_num_workers(config) -> int:
+    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
+
+
 def _minutes(item) -> float:
     """A test's `minutes(n)` marker: about n minutes on two cores, it or its module's shared run.
     The longest go first, so that tox's pytest-xdist workers (--dist loadscope

@@ -54,7 +54,7 @@ def test_the_lanes_run_on_workers_that_start_the_longest_tests_first():
 
     tox = configparser.ConfigParser(interpolation=None)
     tox.read(REPO / "tox.ini")
-    assert tox["testenv"]["workers"].strip() == ("-n {env:HARNESS_TEST_WORKERS:2} --dist loadscope "
+    assert tox["testenv"]["workers"].strip() == ("-n {env:HARNESS_TEST_WORKERS:auto} --dist loadscope "
                                                  "--no-loadscope-reorder")
     lanes = [*tox["testenv:test"]["commands"].strip().splitlines(), tox["testenv:e2e"]["commands"]]
     assert all("{[testenv]workers}" in lane for lane in lanes), lanes
@@ -81,3 +81,17 @@ def test_the_longest_first_order_keeps_the_rest_in_place():
     items = [item("a"), item("b", 1), item("c"), item("d", 4), item("e", 1)]
     items.sort(key=_minutes, reverse=True)
     assert [i.name for i in items] == ["d", "b", "e", "a", "c"]
+
+
+@pytest.mark.unit
+def test_auto_is_one_worker_a_core_at_most_two(monkeypatch):
+    """`-n auto` (tox's default) gives a worker per core pytest may use, at most two: a machine
+    pinned to one core (taskset -c 0) runs one, a 64-core one two (each worker's test starts a
+    Kafka broker, PostgreSQL and a Spark local-cluster of its own)."""
+    import os
+
+    from conftest import pytest_xdist_auto_num_workers
+
+    for cores, workers in [({0}, 1), ({0, 1}, 2), (set(range(64)), 2)]:
+        monkeypatch.setattr(os, "sched_getaffinity", lambda _pid, c=cores: c)
+        assert pytest_xdist_auto_num_workers(None) == workers
