@@ -30,28 +30,28 @@ EXECUTOR_MAIN = "CoarseGrainedExecutorBackend"
 _ERROR_LINE = re.compile(r"\b(ERROR|FATAL)\b|^\w*(Error|Exception)\b|^Traceback|^Caused by:")
 
 
+def _executor_args(pid: int) -> list[str] | None:
+    """An executor process's command line, None for another process (or one gone)."""
+    import psutil
+
+    try:
+        args = psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return None
+    return args if any(EXECUTOR_MAIN in part for part in args) else None
+
+
+def _executor_arg(pid: int, flag: str) -> str | None:
+    """The value of `flag` on an executor's command line ("" when it has none), None for another process."""
+    args = _executor_args(pid)
+    if args is None:
+        return None
+    return args[args.index(flag) + 1] if flag in args[:-1] else ""
+
+
 def _executor_of(pid: int) -> str | None:
     """The application id an executor process runs ("" when it says none), None for another process."""
-    import psutil
-
-    try:
-        args = psutil.Process(pid).cmdline()
-    except psutil.Error:
-        return None
-    if not any(EXECUTOR_MAIN in part for part in args):
-        return None
-    return args[args.index("--app-id") + 1] if "--app-id" in args else ""
-
-
-def _executor_id(pid: int) -> str | None:
-    """The executor id an executor process was launched with (`--executor-id`), or None."""
-    import psutil
-
-    try:
-        args = psutil.Process(pid).cmdline()
-    except psutil.Error:
-        return None
-    return args[args.index("--executor-id") + 1] if "--executor-id" in args[:-1] else None
+    return _executor_arg(pid, "--app-id")
 
 
 def spark_home() -> Path:
@@ -183,8 +183,8 @@ class SparkDriver(Service):
             pids = [pid for service in list(self.registry.services) if service.name.startswith("spark-worker")
                     for pid in service.pids() if app is not None and _executor_of(pid) == app]
         for pid in set(pids) - self.seen_executor_pids:
-            executor = _executor_id(pid)
-            if executor is not None:
+            executor = _executor_arg(pid, "--executor-id")
+            if executor:
                 self.seen_executor_ids.add(executor)
         self.seen_executor_pids.update(pids)
         return pids
