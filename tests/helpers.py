@@ -68,14 +68,40 @@ def assert_nothing_left(run_dir: Path, at_least: int = 3) -> None:
     existing clusters starts its driver only)."""
     import json
 
-    from harness import procs
-
     pids = json.loads((run_dir / "pids.json").read_text())
-    alive = {name: [p for p in ps if procs.alive(p)] for name, ps in pids.items()}
+    summary = json.loads((run_dir / "summary.json").read_text())
+    ended = _epoch(summary.get("ended_at"))
+    alive = {name: [p for p in ps if _left_by_run(p, ended)] for name, ps in pids.items()}
     assert not any(alive.values()), f"still alive by pid: {alive}"
     assert sum(map(len, pids.values())) >= at_least, f"too few pids recorded: {pids}"
-    left = processes_of_run(json.loads((run_dir / "summary.json").read_text())["run_id"])
+    left = processes_of_run(summary["run_id"])
     assert not left, "still alive by process tree:\n" + "\n".join(left)
+
+
+def _left_by_run(pid: int, ended: float | None) -> bool:
+    """Whether `pid` is alive and may be the run's: a process that started after the run had
+    ended has the pid of one of its own again (another test's, on a busy machine), not its."""
+    import psutil
+
+    from harness import procs
+
+    if not procs.alive(pid):
+        return False
+    try:
+        started = psutil.Process(pid).create_time()
+    except psutil.NoSuchProcess:
+        return False
+    return ended is None or started < ended + 1   # ended_at is to the second
+
+
+def _epoch(stamp) -> float | None:
+    """summary.json's ended_at (ISO 8601) as seconds since the epoch; None when absent."""
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(stamp).timestamp() if stamp else None
+    except (TypeError, ValueError):
+        return None
 
 
 def _environ(pid: int) -> str:
