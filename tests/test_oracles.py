@@ -204,7 +204,7 @@ class TestFailedLogins:
         times = [100, 300, 300, 600, 10_000]
         truth = _truth(times, ["a"] * 5, ids=[0, 1, 1, 2, 3]).assign(
             user=[7] * 5, event_type=["login-failed"] * 5)
-        emitted, late = logins.mirror(truth, _batches(2, 5), 3, 1000)
+        emitted, late, _ = logins.mirror(truth, _batches(2, 5), 3, 1000)
         assert list(emitted.itertuples(index=False, name=None)) == [(7, 1, 100, 600, 3, 1)] and late.empty
         sink = _committed(emitted.drop(columns="batch"))
         r = logins.check(truth, sink, _batches(2, 5), {"attempts": 3, "within_ms": 1000})

@@ -304,7 +304,21 @@ class TestPlantTarget:
         from tests.scenarios.state_rollback import rollback_target
 
         cp = self._store(tmp_path, {0: {1: 5, 2: 5, 3: 10}, 1: {1: 5, 2: 5, 3: 40}}, commits=3)
-        assert rollback_target(cp) == (1, 3)
+        assert rollback_target(cp) == (1, 3, ".delta")
+
+    def test_rocksdb_s_snapshot_per_version_and_its_changelog(self, tmp_path):
+        """RocksDB without changelog checkpointing writes a zip per version; with it, a changelog
+        per version (and a zip now and then): the changelog is the version's file then."""
+        from tests.scenarios.state_rollback import rollback_target
+
+        cp = self._store(tmp_path, {0: {}, 1: {}}, commits=3)
+        for part, size in ((0, 30), (1, 10)):
+            for version in (2, 3):
+                (cp / "state" / "0" / str(part) / f"{version}.zip").write_bytes(b"z" * size)
+        assert rollback_target(cp) == (0, 3, ".zip")
+        for version in (2, 3):
+            (cp / "state" / "0" / "1" / f"{version}.changelog").write_bytes(b"c" * 50)
+        assert rollback_target(cp) == (1, 3, ".changelog")
 
     def test_no_target_before_two_versions(self, tmp_path):
         from tests.scenarios.state_rollback import rollback_target
@@ -447,3 +461,90 @@ class TestJudgedAgainUnderARecheck:
         assert state_check.kept_reads(case / state_check.STATE_DIR, [2]) is not None
         assert state_check.kept_reads(case / state_check.STATE_DIR, [1, 2]) is None
         assert state_check.kept_reads(tmp_path / "nowhere", [2]) is None
+
+
+LOGINS = Pipeline(kind="failed_logins",
+                  values=MappingProxyType({"attempts": 3, "within_ms": 1000, "watermark_ms": 0}),
+                  columns=MappingProxyType({"user_id": "LONG", "alert_seq": "LONG",
+                                            "first_failure_ms": "LONG", "last_failure_ms": "LONG",
+                                            "failures": "LONG"}))
+# user 7's failures at 100, 300 (sent twice), 600 and 10,000 ms: batch 0 reads the first two,
+# batch 1 the rest (the copy, the third failure: an alert of three, and one kept), then a batch
+# whose watermark closes everything
+LOGIN_TRUTH = pd.DataFrame({"event_id": [0, 1, 1, 2, 3], "user": 7, "event_type": "login-failed",
+                            "event_time_ms": [100, 300, 300, 600, 10_000], "key": "u7", "amount": 0,
+                            "partition": 0, "offset": np.arange(5), "control": False})
+LOGIN_BATCHES = [Batch(0, 0, {0: 2}, True), Batch(1, 0, {0: 5}, True), Batch(2, 10**12, {0: 5}, True)]
+
+
+def _held(model: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The model's frames as the state reader writes them (flattened, one row per list element)."""
+    back = {var: {v: k for k, v in names.items()} for var, (names, _, _) in state_check.LOGINS_VARS.items()}
+    out = {}
+    for var, frame in model.items():
+        rows = frame.loc[frame.index.repeat(frame["copies"])] if "copies" in frame else frame
+        rows = rows.drop(columns=["copies"], errors="ignore")
+        out[var] = rows.rename(columns=back[var]).assign(partition_id=0)
+    return out
+
+
+def _answer(tmp_path: Path, batch: int, held: dict[str, pd.DataFrame]) -> dict:
+    files = []
+    for var, frame in held.items():
+        name = f"state-0-default-{batch}-{var}.parquet"
+        frame.to_parquet(tmp_path / name, index=False)
+        files.append({"operator": 0, "store": "default", "batch": batch, "var": var, "file": name})
+    return {"files": files, "failed": []}
+
+
+class TestLoginsState:
+    """failed_logins' transformWithState state: the list, map and value state and the timers
+    (harness/check/logins.py `state_after`), against what the reader writes of each."""
+
+    def test_before_the_alert_every_failure_is_pending_seen_and_has_its_timer(self):
+        got = state_check_logins(0)
+        pending = got["pending"][["event_time_ms", "event_id", "copies"]].values.tolist()
+        assert pending == [[100, 0, 1], [300, 1, 1]]
+        assert sorted(got["seen"]["event_id"]) == [0, 1] and got["raised"].empty
+        assert got["registered-timers"]["expiration_timestamp_ms"].tolist() == [1100, 1300]
+
+    def test_the_alert_consumes_its_failures_and_the_copy_counts_once(self):
+        got = state_check_logins(1)
+        assert got["pending"][["event_time_ms", "event_id"]].values.tolist() == [[10_000, 3]]
+        assert sorted(got["seen"]["event_id"]) == [0, 1, 2, 3]
+        assert got["raised"].values.tolist() == [[7, 1]]
+        assert got["registered-timers"]["expiration_timestamp_ms"].tolist() == [1100, 1300, 1600, 11_000]
+
+    def test_the_watermark_past_every_timer_leaves_only_the_alert_count(self):
+        got = state_check_logins(2)
+        assert got["pending"].empty and got["seen"].empty and got["registered-timers"].empty
+        assert got["raised"].values.tolist() == [[7, 1]]
+
+    def test_the_state_as_modelled_holds_and_a_lost_map_entry_diverges(self, tmp_path):
+        """The model's own state, written as the reader writes it, gives no divergence; the same
+        with one event id gone from the map state gives one, named by its variable and key."""
+        held = _held(state_check_logins(1))
+        outcome = state_check.Outcome()
+        same = state_check._logins(tmp_path, _answer(tmp_path, 1, held), 0, 1, "final", LOGINS, LOGIN_TRUTH,
+                                   LOGIN_BATCHES, outcome)
+        assert same is not None and same.empty
+        assert {c["store"] for c in outcome.checked} == set(state_check.LOGINS_VARS)
+        held["seen"] = held["seen"][held["seen"]["user_map_key.event_id"] != 2]
+        lost = state_check._logins(tmp_path, _answer(tmp_path, 1, held), 0, 1, "final", LOGINS, LOGIN_TRUTH,
+                                   LOGIN_BATCHES, state_check.Outcome())
+        assert lost[["store", "key", "column", "expected", "held"]].values.tolist() == [
+            ["seen", "user_id=7 event_id=2", "(the key)", "600", "none"]], lost
+
+    def test_a_timer_registered_twice_diverges_as_two_copies(self, tmp_path):
+        held = _held(state_check_logins(1))
+        held["registered-timers"] = pd.concat([held["registered-timers"], held["registered-timers"].head(1)])
+        found = state_check._logins(tmp_path, _answer(tmp_path, 1, held), 0, 1, "final", LOGINS, LOGIN_TRUTH,
+                                    LOGIN_BATCHES, state_check.Outcome())
+        assert found[["store", "key", "column", "expected", "held"]].values.tolist() == [
+            ["registered-timers", "user_id=7 expiration_timestamp_ms=1100", "copies", "1", "2"]]
+
+
+def state_check_logins(batch: int) -> dict[str, pd.DataFrame]:
+    from harness.check import logins
+
+    return logins.state_after(LOGIN_TRUTH, LOGIN_BATCHES, 3, 1000, batch)

@@ -17,6 +17,11 @@ committed batch, and the first batch committed after each fault. Then:
         ids the batches up to N let through, each kept with its event time plus the delay (in
         microseconds, as Spark stores it) until batch N's watermark is at or past that: every
         batch chosen is checked
+  failed_logins (transformWithState)         the processor's rule as its oracle mirrors it
+        (logins.py, `state_after`): each state variable (the list `pending`, the map `seen`, the
+        value `raised`) and the registered timers, read one by one, against the failures the
+        batches up to N accepted, less those whose timer batch N's watermark had passed (a
+        firing forgets them): every batch chosen is checked
   a job whose one stateful operator is an aggregation (groupBy().agg())   the batch oracle's
         answer over every record the stream read (`<case>/oracle/with-flush.parquet`): its
         aggregate per key is what the final state must hold, for each output column that is a
@@ -57,6 +62,18 @@ KEEP = 200                         # divergences kept in DIVERGED (all are count
 AGGREGATE = "stateStoreSave"       # the state-metadata name of a streaming aggregation's operator
 DEDUP = "dedupeWithinWatermark"    # dropDuplicatesWithinWatermark's
 SESSIONS = "sessionWindowStateStoreSaveExec"   # a session_window aggregation's
+LOGINS = "transformWithStateInPySparkExec"      # failed_logins' (PySpark's groupBy().transformWithState)
+# failed_logins' state variables as the state data source flattens them: file `var` -> (the
+# columns read -> the model's names (harness/check/logins.py `state_after`), the key, the values)
+LOGINS_VARS = {
+    "pending": ({"key.user_id": "user_id", "list_element.event_time_ms": "event_time_ms",
+                 "list_element.event_id": "event_id"}, ["user_id", "event_time_ms", "event_id"], ["copies"]),
+    "seen": ({"key.user_id": "user_id", "user_map_key.event_id": "event_id",
+              "user_map_value.event_time_ms": "event_time_ms"}, ["user_id", "event_id"], ["event_time_ms"]),
+    "raised": ({"key.user_id": "user_id", "value.n": "n"}, ["user_id"], ["n"]),
+    "registered-timers": ({"key.user_id": "user_id", "expiration_timestamp_ms": "expiration_timestamp_ms"},
+                          ["user_id", "expiration_timestamp_ms"], ["copies"]),
+}
 DEDUP_KEY, DEDUP_VALUE = {"key.event_id": "event_id"}, {"value.expiresAtMicros": "expiresAtMicros"}
 # tumbling_count's state: the grouping (window, key) and the aggregation buffer (count, sum)
 WINDOW_KEY = {"key.key": "key", "key.window.start": "window_start_ms", "key.window.end": "window_end_ms"}
@@ -101,7 +118,7 @@ class Outcome:
 # -- which case, which batches ------------------------------------------------------------------
 def applies(pipeline) -> bool:
     """Whether the case's pipeline keeps state this check can judge."""
-    return pipeline.kind in ("tumbling_count", "session_count", "dedup") or (
+    return pipeline.kind in ("tumbling_count", "session_count", "dedup", "failed_logins") or (
         pipeline.kind == "job" and getattr(pipeline, "oracle", "batch") == "batch")
 
 
@@ -121,7 +138,7 @@ def unmodelled(case_dir: Path, pipeline, checkpoints) -> str | None:
 
 def modelled(pipeline) -> str:
     """The state-metadata name of the operator whose state the check has a model of."""
-    return {"dedup": DEDUP, "session_count": SESSIONS}.get(pipeline.kind, AGGREGATE)
+    return {"dedup": DEDUP, "session_count": SESSIONS, "failed_logins": LOGINS}.get(pipeline.kind, AGGREGATE)
 
 
 def chosen(batches: list[Batch], faults, t0_s: float) -> dict[int, str]:
@@ -282,10 +299,12 @@ def _text(value) -> str:
     return str(value)
 
 
-def held_state(out: Path, answer: dict, operator: int, batch: int) -> pd.DataFrame | None:
-    """The flattened state the reader wrote for (operator, default store, batch), or None."""
+def held_state(out: Path, answer: dict, operator: int, batch: int,
+               var: str | None = None) -> pd.DataFrame | None:
+    """The flattened state the reader wrote for (operator, default store, batch), or one of a
+    transformWithState operator's state variables (`var`); None when it has none."""
     for f in answer.get("files", []):
-        if f["operator"] == operator and f["batch"] == batch:
+        if f["operator"] == operator and f["batch"] == batch and f.get("var") == var:
             return pd.read_parquet(out / f["file"])
     return None
 
@@ -363,6 +382,8 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
 
 def _one_batch(case_dir: Path, source: Path, answer: dict, operator: int, batch: int, why: str, pipeline,
                truth, batches, outcome: Outcome) -> pd.DataFrame | None:
+    if pipeline.kind == "failed_logins":
+        return _logins(source, answer, operator, batch, why, pipeline, truth, batches, outcome)
     held = held_state(source, answer, operator, batch)
     if held is None:
         return None
@@ -381,6 +402,33 @@ def _one_batch(case_dir: Path, source: Path, answer: dict, operator: int, batch:
                             "columns": values})
     found = compare(expected, got, key, values)
     return found.assign(operator=operator, store="default", batch=batch, after=why)[COLUMNS]
+
+
+def _logins(source: Path, answer: dict, operator: int, batch: int, why: str, pipeline, truth, batches,
+            outcome: Outcome) -> pd.DataFrame | None:
+    """failed_logins' state after `batch`, each state variable and the registered timers against
+    the processor's model (harness/check/logins.py `state_after`); `store` names the variable."""
+    from harness.check import logins
+
+    params = pipeline.params()
+    expected = logins.state_after(truth, batches, params["attempts"], params["within_ms"], batch)
+    found = []
+    for var, (names, key, values) in LOGINS_VARS.items():
+        held = held_state(source, answer, operator, batch, var)
+        if held is None:
+            continue
+        if set(held.columns) - {"partition_id"} != set(names):
+            outcome.notes.append(f"not checked: {var}'s columns are {sorted(held.columns)}, not "
+                                 f"failed_logins' {sorted(names)}")
+            continue
+        got = held.rename(columns=names)[list(names.values())].astype("int64")
+        if "copies" in values:
+            got = got.groupby(key).size().rename("copies").reset_index()
+        outcome.checked.append({"operator": operator, "store": var, "batch": batch, "after": why,
+                                "keys": int(len(expected[var])), "columns": values})
+        differ = compare(expected[var], got, key, values)
+        found.append(differ.assign(operator=operator, store=var, batch=batch, after=why)[COLUMNS])
+    return pd.concat(found, ignore_index=True) if found else None
 
 
 def _windows(held: pd.DataFrame, pipeline, truth, batches, batch: int, outcome: Outcome):

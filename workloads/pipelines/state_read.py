@@ -20,7 +20,9 @@ committed; without it, the last committed batch.) The request:
 
 It writes `<out>/metadata.parquet` (the state-metadata rows: operatorId, operatorName,
 stateStoreName, numPartitions, minBatchId, maxBatchId), one
-`<out>/state-<operator>-<store>-<batch>.parquet` per operator, store and batch, the key and
+`<out>/state-<operator>-<store>-<batch>.parquet` per operator, store and batch (for a
+transformWithState operator, one `...-<batch>-<variable>.parquet` per state variable, and
+`...-registered-timers.parquet` for its registered timers: see `state_variables`), the key and
 value structs flattened into columns named by their path (`key.window.start`, `value.count`;
 a timestamp as epoch milliseconds), with `partition_id`, and `<out>/state.json`: each file
 written, each read that failed and why, and how long each step took; with "driver", also
@@ -44,6 +46,11 @@ from pathlib import Path
 MASTER = "local[1]"
 
 
+# the state-metadata names of transformWithState's operators (Spark 4.2, StatefulOperatorsUtils):
+# the Scala API's, applyInPandas's, and PySpark's Row API's (groupBy().transformWithState)
+TRANSFORM_WITH_STATE = ("transformWithStateExec", "transformWithStateInPandasExec",
+                        "transformWithStateInPySparkExec")
+TIMERS = "registered-timers"   # the `var` of an operator's registered timers (readRegisteredTimers)
 REQUEST = "state-read.json"   # in the driver's control directory: the harness's ask at a case's end
 ANSWER = "state.json"
 
@@ -77,7 +84,8 @@ def read_into(spark, checkpoint: str, batches: list[int], out: Path, driver: Pat
                                          "batch": batch, "why": f"the operator kept batches {op.minBatchId} "
                                                                 f"to {op.maxBatchId}"})
                 continue
-            answer["files"].append(read_one(spark, checkpoint, op, batch, out, answer["failed"]))
+            for var in state_variables(op):
+                answer["files"].append(read_one(spark, checkpoint, op, batch, out, answer["failed"], var))
     answer["files"] = [f for f in answer["files"] if f is not None]
     if driver is not None:
         answer["aggregates"] = aggregates(spark, driver, out)
@@ -166,17 +174,42 @@ def session(jars: list[str]):
     return spark
 
 
-def read_one(spark, checkpoint: str, op, batch: int, out: Path, failed: list) -> dict | None:
-    """One operator's store after `batch`, flattened, to its parquet file; None (and a line in
-    `failed`) when Spark could not read it."""
+def state_variables(op) -> list[str | None]:
+    """What to read of one operator's store: the store itself (None), or for a transformWithState
+    operator each of its state variables by name, and TIMERS (its registered timers) when its
+    time mode has timers. Spark reads such an operator's state one variable at a time
+    (`stateVarName`; `readRegisteredTimers` for the timers), its variables named in the
+    operator's properties (state-metadata's operatorProperties, JSON)."""
+    if str(op.operatorName) not in TRANSFORM_WITH_STATE:
+        return [None]
+    try:
+        props = json.loads(getattr(op, "operatorProperties", None) or "{}")
+    except ValueError:
+        props = {}
+    names = [v["stateName"] for v in props.get("stateVariables", [])
+             if v.get("stateVariableType") != "TimerState" and v.get("stateName")]
+    timers = str(props.get("timeMode", "NoTime")).lower() not in ("notime", "none")
+    return [*names, *([TIMERS] if timers else [])]
+
+
+def read_one(spark, checkpoint: str, op, batch: int, out: Path, failed: list,
+             var: str | None = None) -> dict | None:
+    """One operator's store (or one of its state variables, or TIMERS) after `batch`, flattened,
+    to its parquet file; None (and a line in `failed`) when Spark could not read it."""
     t = time.perf_counter()
     where = {"operator": int(op.operatorId), "store": str(op.stateStoreName), "batch": int(batch)}
+    if var is not None:
+        where["var"] = var
     try:
-        frame = (spark.read.format("statestore").option("batchId", batch)
-                 .option("operatorId", int(op.operatorId)).option("storeName", str(op.stateStoreName))
-                 .load(checkpoint))
+        reader = (spark.read.format("statestore").option("batchId", batch)
+                  .option("operatorId", int(op.operatorId)).option("storeName", str(op.stateStoreName)))
+        if var == TIMERS:
+            reader = reader.option("readRegisteredTimers", "true")
+        elif var is not None:
+            reader = reader.option("stateVarName", var)
+        frame = reader.load(checkpoint)
         flat = frame.select(*flatten(frame.schema))
-        name = f"state-{where['operator']}-{where['store']}-{batch}.parquet"
+        name = f"state-{where['operator']}-{where['store']}-{batch}{'' if var is None else '-' + var}.parquet"
         table = flat.toArrow()
         import pyarrow.parquet as pq
 
