@@ -110,4 +110,13 @@ class TestTimersUnderFaults:
         assert seen.get("expected", 0) > 0 and seen["counted"] >= seen["expected"], seen
         assert (seen["fired_twice"], seen["never_fired"]) == (0, 0), seen
         assert not [f for f in case.get("findings", []) if f["class"].startswith("timer-")]
+        # the processor's state after each fault and at the end: each variable and the timers as
+        # the model says (harness/check/logins.py), none diverged
+        state = case.get("state_check") or {}
+        after = {c["after"].split(" at ")[0] for c in state.get("checked", [])}
+        # (two faults whose first batch after is the same batch share its read)
+        assert "final" in after and len(after - {"final"}) >= 2, state
+        stores = {c.get("store") for c in state.get("checked", [])}
+        assert stores == {"pending", "seen", "raised", "registered-timers"}, state
+        assert state.get("diverged") == 0, state
         assert case["verdict"]["status"] == "PASS", case["verdict"]
