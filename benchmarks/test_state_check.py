@@ -165,3 +165,46 @@ class TestStateRollbackOnSessions:
         """The same kill and restart, no file touched: the sessions held after the first batch
         after the fault and after the last are the model's; PASS."""
         _the_twin_holds(tmp_path, "state_rollback_sessions_twin")
+
+
+def _users_read(case_dir: Path, topic: str, batch: int) -> set[int]:
+    """The users whose failures the committed batch `batch` read: those whose list, map and
+    value state and timers the rolled-back snapshot lost."""
+    from harness.check import checkpoint
+    from harness.check.batch_reads import assign_batches
+    from workloads.generator import truth
+    from workloads.pipelines.failed_logins import FAILED
+
+    events = truth.read(case_dir / "truth", ["user", "event_type", "partition", "offset", "control"])
+    events = events[(events["event_type"] == FAILED).to_numpy() & ~events["control"].to_numpy(bool)]
+    batches = checkpoint.read_queries([case_dir / "checkpoint"], topic)
+    return set(events.loc[assign_batches(events, batches).to_numpy() == batch, "user"].astype(int))
+
+
+class TestStateRollbackOnTransformWithState:
+    """The same plant and twin on failed_logins' transformWithState state, on RocksDB
+    (tests/scenarios/state_rollback_logins*.toml: the plant puts back a version's snapshot zip):
+    the model is harness/check/logins.py's `state_after`, each state variable and the timers."""
+
+    def test_the_planted_loss_of_failures_and_timers_is_caught(self, tmp_path):
+        """After the first batch after the fault, the failures and timers the rolled-back batch
+        wrote are missing (held none), only for users that batch read; the state variables are
+        named; the case FAILs with state-diverged."""
+        from harness.check.state_check import LOGINS_VARS
+
+        run_dir, case, fault, first, at_first = _diverged_after_the_fault(tmp_path, "state_rollback_logins")
+        assert fault.get("file") == "zip", fault
+        assert set(at_first["operator"]) == {0} and set(at_first["store"]) <= set(LOGINS_VARS), at_first
+        read = _users_read(run_dir / "cases" / case["name"], case["topic"], fault["batch"])
+        users = {int(json.loads(v)["user_id"]) for v in at_first["key_values"]}
+        assert users <= read, f"divergent users batch {fault['batch']} never read: {sorted(users - read)[:5]}"
+        assert "none" in set(at_first["held"]), at_first.to_string()
+        assert case["verdict"]["status"] == "FAIL", case["verdict"]
+        assert any(f["class"] == "state-diverged" for f in case["findings"]), case["findings"]
+
+    def test_its_correct_twin_gives_no_finding(self, tmp_path):
+        """The same kill and restart, no file touched: every state variable and the timers after
+        the first batch after the fault and after the last are the model's; PASS."""
+        case = _the_twin_holds(tmp_path, "state_rollback_logins_twin")
+        stores = {c.get("store") for c in case["state_check"]["checked"]}
+        assert stores == {"pending", "seen", "raised", "registered-timers"}, case["state_check"]

@@ -3,12 +3,18 @@
 A fault kind of a user's own (docs/faults.md, "A fault kind of your own"), the planted state
 loss of issue 49: it kills the driver as kill-driver does and, while it is down, puts the
 newest committed version of one partition of the first stateful operator back to the previous
-version's content (the HDFS-backed store's `state/0/<partition>/<V>.delta`, with its checksum
-sidecar `.<V>.delta.crc`, so that Hadoop's local file system reads it without complaint; a
-snapshot of V, if maintenance wrote one, is deleted so that Spark rebuilds V from the deltas).
-Spark then loads version V as version V - 1's state with V - 1's updates applied again: every
-update batch V - 1 made in that partition is gone, and nothing in Spark notices. A new driver
-starts after `downtime` and the query goes on from the damaged state.
+version's content, with its checksum sidecar `.<file>.crc`, so that Hadoop's local file system
+reads it without complaint. The file is the one the store writes per version:
+
+  the HDFS-backed store     `state/0/<partition>/<V>.delta` (a snapshot `<V>.snapshot`, if
+                            maintenance wrote one, is deleted so that Spark rebuilds V from the deltas)
+  RocksDB with changelog    `<V>.changelog` (a snapshot `<V>.zip` is deleted likewise)
+  checkpointing
+  RocksDB without it        `<V>.zip`, the version's snapshot (its SST files stay, shared)
+
+Spark then loads version V as version V - 1's state (with V - 1's updates applied again, for a
+delta or a changelog): every update batch V - 1 made in that partition is gone, and nothing in
+Spark notices. A new driver starts after `downtime` and the query goes on from the damaged state.
 
 With `rollback = false` it is its own correct twin: the same kill and restart, no file touched.
 Its record (`RolledBack`) says what it did: the operator, partition, version and batch rolled
@@ -36,7 +42,8 @@ class RolledBack(Details):
     partition: int | None = None
     version: int | None = None        # the store version whose file was put back (batch + 1)
     batch: int | None = None          # the committed batch whose updates were lost
-    lost_bytes: int | None = None     # how large the delta it replaced was
+    lost_bytes: int | None = None     # how large the file it replaced was
+    file: str | None = None           # which: "delta", "changelog" or "zip" (RocksDB's snapshot)
 
 
 def committed(checkpoint: Path) -> list[int]:
@@ -44,22 +51,31 @@ def committed(checkpoint: Path) -> list[int]:
     return sorted(int(p.name) for p in (checkpoint / "commits").glob("*") if p.name.isdigit())
 
 
-def rollback_target(checkpoint: Path) -> tuple[int, int] | None:
-    """(partition, version) to put back: the newest committed version V (the last committed batch
-    plus one) of the partition whose V.delta is largest, where V - 1's delta exists too; None when
-    no partition has two deltas yet (an HDFS-backed store writes one per batch)."""
+# a store's file per version, in the order looked for: the HDFS-backed store's delta, RocksDB's
+# changelog (changelog checkpointing), RocksDB's snapshot (one per version without changelogs)
+VERSION_FILES = (".delta", ".changelog", ".zip")
+# the snapshot a version may also have, deleted so that Spark rebuilds the version from its files
+SNAPSHOTS = {".delta": ".snapshot", ".changelog": ".zip"}
+
+
+def rollback_target(checkpoint: Path) -> tuple[int, int, str] | None:
+    """(partition, version, suffix) to put back: the newest committed version V (the last
+    committed batch plus one) of the partition whose version file for V is largest, where V - 1's
+    file exists too; None when no partition has two versions yet (a store writes one per batch)."""
     done = committed(checkpoint)
     if len(done) < 2:
         return None
     version = done[-1] + 1
     best = None
     for part in sorted((checkpoint / "state" / str(OPERATOR)).glob("[0-9]*")):
-        newest, older = part / f"{version}.delta", part / f"{version - 1}.delta"
-        if newest.exists() and older.exists():
-            size = newest.stat().st_size
-            if best is None or size > best[2]:
-                best = (int(part.name), version, size)
-    return None if best is None else (best[0], best[1])
+        for suffix in VERSION_FILES:
+            newest, older = part / f"{version}{suffix}", part / f"{version - 1}{suffix}"
+            if newest.exists() and older.exists():
+                size = newest.stat().st_size
+                if best is None or size > best[3]:
+                    best = (int(part.name), version, suffix, size)
+                break
+    return None if best is None else best[:3]
 
 
 def _crc(path: Path) -> Path:
@@ -75,26 +91,28 @@ class StateRollback(DriverRestart):
         checkpoint = Path(self.targets.checkpoint())
         # the effect needs two committed versions of the state: wait for them before the kill
         self.targets.wait(lambda: rollback_target(checkpoint), "batch",
-                          "the state store wrote no two delta versions (an HDFS-backed store is needed)")
+                          "the state store wrote no two versions of a partition (a delta, changelog or "
+                          "snapshot file each)")
         self.kill_driver()
         if not self.spec.get("rollback", True):
             return
         found = rollback_target(checkpoint)   # again: the dead driver may have committed one more
         if found is None:
             return
-        partition, version = found
+        partition, version, suffix = found
         where = checkpoint / "state" / str(OPERATOR) / str(partition)
-        newest, older = where / f"{version}.delta", where / f"{version - 1}.delta"
-        self.seen = RolledBack(OPERATOR, partition, version, version - 1, newest.stat().st_size)
+        newest, older = where / f"{version}{suffix}", where / f"{version - 1}{suffix}"
+        self.seen = RolledBack(OPERATOR, partition, version, version - 1, newest.stat().st_size, suffix[1:])
         shutil.copyfile(older, newest)
         if _crc(older).exists():
             shutil.copyfile(_crc(older), _crc(newest))
         else:
             _crc(newest).unlink(missing_ok=True)
-        self.changed_file(newest, "overwritten", f"with version {version - 1}'s delta: batch {version - 1}'s "
-                                                 f"updates of partition {partition} lost", batch=version - 1)
-        snapshot = where / f"{version}.snapshot"
-        if snapshot.exists():
+        self.changed_file(newest, "overwritten", f"with version {version - 1}'s {suffix[1:]}: batch "
+                                                 f"{version - 1}'s updates of partition {partition} lost",
+                          batch=version - 1)
+        snapshot = where / f"{version}{SNAPSHOTS.get(suffix, '.none')}"
+        if suffix in SNAPSHOTS and snapshot.exists():
             snapshot.unlink()
             _crc(snapshot).unlink(missing_ok=True)
             self.changed_file(snapshot, "deleted", "so that Spark rebuilds the version from its deltas",
@@ -107,7 +125,8 @@ class StateRollback(DriverRestart):
             return seen
         seen.landed = self.seen.version is not None
         seen.proof = (f"operator {self.seen.operator}'s partition {self.seen.partition}: state version "
-                      f"{self.seen.version} put back to version {(self.seen.version or 1) - 1}'s delta "
+                      f"{self.seen.version} put back to version {(self.seen.version or 1) - 1}'s "
+                      f"{self.seen.file} "
                       f"({self.seen.lost_bytes} bytes of batch {self.seen.batch}'s updates lost)"
                       if seen.landed else "no state delta was put back")
         seen.detail = f"{seen.proof}; {seen.detail}"
