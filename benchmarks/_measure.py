@@ -27,7 +27,7 @@ class Sizes:
 
 
 FULL = Sizes(1_000_000, 200_000, 5, 1_000_000, 20.0, 10_000_000)
-QUICK = Sizes(200_000, 50_000, 3, 200_000, 3.0, 1_000_000)
+QUICK = Sizes(100_000, 20_000, 3, 200_000, 3.0, 1_000_000)
 
 
 def workload(eps: float, duration_s: float, partitions: int) -> WorkloadSpec:

@@ -45,7 +45,7 @@ def test_generator_vs_raw_client(benchmark, kafka, new_topic, tmp_path, sizes):
     """The unpaced generator against the same client's tight loops on the same messages.
 
     Setup: the generator's own keys, values and partitions (sizes.throughput_events: 1,000,000,
-    or 200,000 with --quick), built up front; one untimed warm-up of the raw loop.
+    or 100,000 with --quick), built up front; one untimed warm-up of the raw loop.
     Steps: sizes.rounds rounds, each on fresh topics: confluent-kafka's tight loop with a delivery
     report per message, then without any (the round's setup, so pytest-benchmark times only
     the generator), then one unpaced generator run (the timed call). The generator's rate is
