@@ -51,7 +51,12 @@ def _processor_base():
 
 
 class Winner(_processor_base()):  # type: ignore[misc]
-    """q9: per auction id, rows of kind 1 (the auction) and 2 (its bids)."""
+    """q9: per auction id, rows of kind 1 (the auction) and 2 (its bids). Each timer's firing is
+    recorded when the harness gives the build a timer log (timer_log.py), for the timers' check
+    (harness/check/timers.py: a timer fired twice)."""
+
+    def __init__(self, log=None):
+        self.log = log
 
     def init(self, handle) -> None:
         self.handle = handle
@@ -92,6 +97,8 @@ class Winner(_processor_base()):  # type: ignore[misc]
         from pyspark.sql import Row
 
         at = expiredTimerInfo.getExpiryTimeInMs()
+        if self.log is not None:
+            self.log.fired(key, at, timerValues)
         auction = self.auction.get() if self.auction.exists() else None
         if auction is None:
             if self.pending.exists():
