@@ -312,13 +312,37 @@ class TestPlantTarget:
         from tests.scenarios.state_rollback import rollback_target
 
         cp = self._store(tmp_path, {0: {}, 1: {}}, commits=3)
-        for part, size in ((0, 30), (1, 10)):
-            for version in (2, 3):
-                (cp / "state" / "0" / str(part) / f"{version}.zip").write_bytes(b"z" * size)
-        assert rollback_target(cp) == (0, 3, ".zip")
+        for part, keys in ((0, {2: 10, 3: 14}), (1, {2: 3, 3: 4})):
+            for version, n in keys.items():
+                where = cp / "state" / "0" / str(part) / f"{version}.zip"
+                _snapshot_zip(where, [f"{n}.sst"], n, pad=part * 100)
+        assert rollback_target(cp) == (1, 3, ".zip")   # the larger zip
         for version in (2, 3):
-            (cp / "state" / "0" / "1" / f"{version}.changelog").write_bytes(b"c" * 50)
+            (cp / "state" / "0" / "1" / f"{version}.changelog").write_bytes(b"c" * (1000 + version))
         assert rollback_target(cp) == (1, 3, ".changelog")
+
+    def test_a_version_that_changed_nothing_is_no_target(self, tmp_path):
+        """A batch that read no row of the partition's keys writes a zip with the same state (and
+        an empty delta): putting it back would lose nothing, so the plant waits for another."""
+        from tests.scenarios.state_rollback import rollback_target
+
+        cp = self._store(tmp_path, {0: {2: 7, 3: 7}}, commits=3)   # two empty deltas: the same bytes
+        assert rollback_target(cp) is None
+        cp = self._store(tmp_path / "zips", {0: {}}, commits=3)
+        for version in (2, 3):   # the same SSTs and keys, the zip's other bytes aside
+            _snapshot_zip(cp / "state" / "0" / "0" / f"{version}.zip", [], 0, pad=version)
+        assert rollback_target(cp) is None
+
+
+def _snapshot_zip(path: Path, ssts: list[str], keys: int, pad: int = 0) -> None:
+    """A RocksDB snapshot zip as Spark 4.2 writes it: a `metadata` entry ("v1", then JSON)."""
+    import zipfile
+
+    meta = {"sstFiles": [{"localFileName": s, "dfsSstFileName": s, "sizeBytes": 1} for s in ssts],
+            "numKeys": keys, "numInternalKeys": keys}
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("metadata", "v1\n" + json.dumps(meta))
+        z.writestr("OPTIONS-000007", "x" * pad)
 
     def test_no_target_before_two_versions(self, tmp_path):
         from tests.scenarios.state_rollback import rollback_target

@@ -60,8 +60,10 @@ SNAPSHOTS = {".delta": ".snapshot", ".changelog": ".zip"}
 
 def rollback_target(checkpoint: Path) -> tuple[int, int, str] | None:
     """(partition, version, suffix) to put back: the newest committed version V (the last
-    committed batch plus one) of the partition whose version file for V is largest, where V - 1's
-    file exists too; None when no partition has two versions yet (a store writes one per batch)."""
+    committed batch plus one) of the partition whose version file for V is largest, among those
+    where V - 1's file exists too and batch V - 1 changed the partition's state (else putting it
+    back loses nothing: the plant would not bite); None when no partition has such a version yet.
+    The fault waits for one."""
     done = committed(checkpoint)
     if len(done) < 2:
         return None
@@ -72,10 +74,36 @@ def rollback_target(checkpoint: Path) -> tuple[int, int, str] | None:
             newest, older = part / f"{version}{suffix}", part / f"{version - 1}{suffix}"
             if newest.exists() and older.exists():
                 size = newest.stat().st_size
-                if best is None or size > best[3]:
+                if changed(newest, older, suffix) and (best is None or size > best[3]):
                     best = (int(part.name), version, suffix, size)
                 break
     return None if best is None else best[:3]
+
+
+def changed(newest: Path, older: Path, suffix: str) -> bool:
+    """Whether the version in `newest` holds another state than `older`'s: for RocksDB's snapshot
+    zip, its metadata's SST files and key count differ (a batch that changed nothing writes a
+    zip with the same state, bytes aside); for a delta or changelog, its bytes (a batch that
+    changed nothing writes an empty one, the same bytes as another empty one)."""
+    if suffix == ".zip":
+        return _snapshot_state(newest) != _snapshot_state(older)
+    return newest.read_bytes() != older.read_bytes()
+
+
+def _snapshot_state(path: Path) -> tuple:
+    """A RocksDB snapshot zip's state, from its `metadata` entry ("v1" then JSON): its SST
+    files and key counts; the zip's bytes when it has no such entry."""
+    import json
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            text = z.read("metadata").decode()
+        meta = json.loads(text.split("\n", 1)[1] if text.startswith("v") else text)
+        ssts = sorted(f.get("dfsSstFileName", "") for f in meta.get("sstFiles", []))
+        return tuple(ssts), meta.get("numKeys"), meta.get("numInternalKeys")
+    except (OSError, KeyError, ValueError, IndexError, zipfile.BadZipFile):
+        return (path.read_bytes(),)
 
 
 def _crc(path: Path) -> Path:
