@@ -539,6 +539,17 @@ class TestLoginsState:
         assert got["raised"].values.tolist() == [[7, 1]]
         assert got["registered-timers"]["expiration_timestamp_ms"].tolist() == [1100, 1300, 1600, 11_000]
 
+    def test_a_timer_at_exactly_the_watermark_has_fired_and_forgotten_its_failure(self):
+        """Batch 1's watermark at 1,300 ms: the timers at 1,100 and 1,300 fired (Spark fires a timer
+        at or below the watermark), forgetting the failures at 100 and 300 (consumed by the alert
+        already, but kept in the map until then)."""
+        from harness.check import logins
+
+        batches = [LOGIN_BATCHES[0], Batch(1, 1300, {0: 5}, True), LOGIN_BATCHES[2]]
+        got = logins.state_after(LOGIN_TRUTH, batches, 3, 1000, 1)
+        assert sorted(got["seen"]["event_id"]) == [2, 3]
+        assert got["registered-timers"]["expiration_timestamp_ms"].tolist() == [1600, 11_000]
+
     def test_the_watermark_past_every_timer_leaves_only_the_alert_count(self):
         got = state_check_logins(2)
         assert got["pending"].empty and got["seen"].empty and got["registered-timers"].empty

@@ -157,12 +157,20 @@ class TestJudge:
 
     def test_a_timer_the_watermark_passed_with_no_firing_never_fired(self):
         """User 2's timer at 3.0 s is below batch 2's watermark (3.5 s): due there, and it never
-        fired; user 3's at 6.0 s is not below the last watermark (6.0 s): not due yet."""
-        out = timers.judge(self._firings([]), BATCHES, self._expected([(2, 3.0, 1), (3, 6.0, 1)]))
+        fired; user 3's at 6.5 s is above the last watermark (6.0 s): not due yet."""
+        out = timers.judge(self._firings([]), BATCHES, self._expected([(2, 3.0, 1), (3, 6.5, 1)]))
         (row,) = out.never.to_dict("records")
         assert (row["key"], row["due"], row["last_watermark_ms"]) == ("[2]", 2, _ms(6.0))
         assert (out.expected, out.problem()) == (1, "transformWithState's timers: 1 timer(s) the "
                                                     "watermark passed never fired")
+
+    def test_a_timer_at_exactly_the_watermark_is_due_in_that_batch(self):
+        """Spark fires a timer whose time equals the batch's eviction watermark (a real firing log:
+        watermark_ms == timer_ms, run 20261129T070119-timer-faults-b8a6): user 3's at 6.0 s is
+        due in batch 3, whose watermark is 6.0 s."""
+        out = timers.judge(self._firings([]), BATCHES, self._expected([(3, 6.0, 1)]))
+        (row,) = out.never.to_dict("records")
+        assert (row["key"], row["due"]) == ("[3]", 3)
 
     def test_a_fresh_query_does_not_owe_the_timers_of_the_query_before(self):
         """At-most-once restarts on a fresh checkpoint: user 2's timer at 5.0 s, registered by

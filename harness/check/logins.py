@@ -85,17 +85,18 @@ def state_after(truth: pd.DataFrame, batches: list[Batch], attempts: int, within
       registered-timers  user_id, expiration_timestamp_ms, copies
 
     By the mirror's rules, each accepted failure at t registered a timer at t + within; Spark
-    fires, in batch N, the timers below N's eviction watermark W (after the batch's input), and a
+    fires, in batch N, the timers at or below N's eviction watermark W (after the batch's input:
+    a timer at exactly W fired in run 20261129T070119-timer-faults-b8a6's batch 5), and a
     firing forgets the failures at or before its time - within: so after N the timers, the map
-    and the list hold exactly the failures with t + within >= W (the highest watermark the
+    and the list hold exactly the failures with t + within > W (the highest watermark the
     query had reached by N)."""
     held = mirror(truth, batches, attempts, within_ms, until=batch)[2]
     ran = [b for b in batches if b.committed and b.batch_id <= batch]
     query = next((b.query for b in batches if b.batch_id == batch), None)
     marks = [b.watermark_ms for b in ran if b.query == query]
     w = max(marks) if marks else -1
-    pending = [(u, t, i) for u, kept in held.pending.items() for t, i in kept if t + within_ms >= w]
-    seen = [(u, i, t) for i, (u, t) in held.seen.items() if t + within_ms >= w]
+    pending = [(u, t, i) for u, kept in held.pending.items() for t, i in kept if t + within_ms > w]
+    seen = [(u, i, t) for i, (u, t) in held.seen.items() if t + within_ms > w]
     timers = {(u, t + within_ms) for u, i, t in seen}
 
     def frame(rows, columns):

@@ -17,7 +17,7 @@ Which timers were registered is known for failed_logins: one per user and failur
 time + `within`, for each failure its query read and did not drop as late (Spark drops a row
 whose event time <= the previous batch's watermark before the processor sees it; the first
 copy of an event_id counts, as the processor's map state does). A timer fires in the first
-batch whose watermark is above its time (Spark's TimerStateImpl expires timers < the batch's
+batch whose watermark is at or above its time (Spark expires timers <= the batch's
 eviction watermark, as harness/check/nexmark.py reads it). A query restarted on a fresh
 checkpoint (at-most-once) starts with no timers: each query is judged on its own batches.
 For another pipeline only "fired twice" is judged.
@@ -153,8 +153,9 @@ def _due(expected: pd.DataFrame, batches: list[Batch]) -> pd.DataFrame:
         ids = np.array([b.batch_id for b in ran], dtype=np.int64)
         # a query's watermark never goes back: the first batch above a timer is a binary search
         marks = np.maximum.accumulate(np.array([b.watermark_ms for b in ran], dtype=np.int64))
-        # the first batch, at or after the one that registered it, whose watermark is above it
-        at = np.maximum(np.searchsorted(marks, timers["timer_ms"].to_numpy(np.int64), side="right"),
+        # the first batch, at or after the one that registered it, whose watermark is at or above it
+        # (a timer at exactly the watermark fires: run 20261129T070119-timer-faults-b8a6, batch 5)
+        at = np.maximum(np.searchsorted(marks, timers["timer_ms"].to_numpy(np.int64), side="left"),
                         np.searchsorted(ids, timers["registered"].to_numpy(np.int64)))
         passed = at < len(ids)
         parts.append(timers[passed].assign(due=ids[at[passed]], last_watermark_ms=int(marks[-1])))
