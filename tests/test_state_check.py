@@ -583,3 +583,39 @@ def state_check_logins(batch: int) -> dict[str, pd.DataFrame]:
     from harness.check import logins
 
     return logins.state_after(LOGIN_TRUTH, LOGIN_BATCHES, 3, 1000, batch)
+
+
+class TestTransformWithStateReads:
+    """Which reads the state reader makes of an operator (workloads/pipelines/state_read.py)."""
+
+    @staticmethod
+    def _op(name: str, props: dict | None):
+        from collections import namedtuple
+
+        Op = namedtuple("Op", "operatorId operatorName stateStoreName operatorProperties")
+        return Op(0, name, "default", json.dumps(props) if props is not None else None)
+
+    def test_each_variable_by_name_and_the_timers_of_an_event_time_processor(self):
+        from workloads.pipelines.state_read import TIMERS, state_variables
+
+        props = {"timeMode": "EventTime", "stateVariables": [
+            {"stateName": "pending", "stateVariableType": "ListState"},
+            {"stateName": "seen", "stateVariableType": "MapState"},
+            {"stateName": "$eventTimers_keyToTimestamp", "stateVariableType": "TimerState"}]}
+        op = self._op("transformWithStateInPySparkExec", props)
+        assert state_variables(op) == ["pending", "seen", TIMERS]
+        no_time = self._op("transformWithStateInPySparkExec", {**props, "timeMode": "NoTime"})
+        assert state_variables(no_time) == ["pending", "seen"]
+
+    def test_another_operator_is_read_as_its_store(self):
+        from workloads.pipelines.state_read import state_variables
+
+        assert state_variables(self._op("stateStoreSave", None)) == [None]
+
+    def test_a_variable_not_read_is_said(self, tmp_path):
+        held = _held(state_check_logins(1))
+        del held["seen"]
+        outcome = state_check.Outcome()
+        state_check._logins(tmp_path, _answer(tmp_path, 1, held), 0, 1, "final", LOGINS, LOGIN_TRUTH,
+                            LOGIN_BATCHES, outcome)
+        assert outcome.notes == ["not checked: seen after batch 1 was not read"]

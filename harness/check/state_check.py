@@ -416,6 +416,7 @@ def _logins(source: Path, answer: dict, operator: int, batch: int, why: str, pip
     for var, (names, key, values) in LOGINS_VARS.items():
         held = held_state(source, answer, operator, batch, var)
         if held is None:
+            outcome.notes.append(f"not checked: {var} after batch {batch} was not read")
             continue
         if set(held.columns) - {"partition_id"} != set(names):
             outcome.notes.append(f"not checked: {var}'s columns are {sorted(held.columns)}, not "

@@ -84,7 +84,12 @@ def read_into(spark, checkpoint: str, batches: list[int], out: Path, driver: Pat
                                          "batch": batch, "why": f"the operator kept batches {op.minBatchId} "
                                                                 f"to {op.maxBatchId}"})
                 continue
-            for var in state_variables(op):
+            variables = state_variables(op)
+            if not variables:   # a transformWithState operator whose properties name none
+                answer["failed"].append({"operator": int(op.operatorId), "store": op.stateStoreName,
+                                         "batch": batch, "why": "its state-metadata properties name no "
+                                                                "state variable to read"})
+            for var in variables:
                 answer["files"].append(read_one(spark, checkpoint, op, batch, out, answer["failed"], var))
     answer["files"] = [f for f in answer["files"] if f is not None]
     if driver is not None:
