@@ -257,3 +257,13 @@ def test_q9_s_rules_by_hand():
     assert (rows.loc[1, "price"], rows.loc[1, "bid_date_time_ms"], rows.loc[1, "bidder"]) == (60, 3000, 5)
     assert rows.loc[2, "price"] == 10
     assert list(exp.open_rows["id"]) == [3] and exp.dropped_late == 1
+
+
+def test_an_auction_expiring_at_exactly_the_last_watermark_is_final():
+    """Spark fires a timer at or below the batch's watermark (timers.py): auction 1, expiring at
+    5000 with the last watermark at 5000, has been written; it is expected, not open."""
+    A, B = nx.AUCTION, nx.BID
+    truth = _events((A, 1, 1000, 5000), (B, 1, 2000, 70, 1))
+    batches = [Batch(0, -1, {0: 2}, True), Batch(1, 5000, {0: 2}, True)]
+    exp = oracle.q9(oracle.real_events(truth, batches), batches, {"query": "q9"})
+    assert list(exp.frame["id"]) == [1] and exp.open_rows.empty

@@ -468,9 +468,9 @@ def winners(real: pd.DataFrame, batches: list[Batch]) -> tuple[pd.DataFrame, int
 
 
 def _final_by_expiry(out: pd.DataFrame, batches: list[Batch], key: list[str], dropped: int) -> Expected:
-    """A row is final once its auction's timer fired: expiry < the last watermark (a timer
-    fires when its time is below the batch's watermark)."""
-    open_mask = out["expires_ms"].to_numpy() >= last_watermark(batches)
+    """A row is final once its auction's timer fired: expiry <= the last watermark (Spark fires
+    a timer at or below the batch's eviction watermark, as harness/check/timers.py reads it)."""
+    open_mask = out["expires_ms"].to_numpy() > last_watermark(batches)
     time_col = "as_of_ms" if "as_of_ms" in out.columns else "expires_ms"
     return Expected(out[~open_mask], key, time_col, dropped_late=dropped, open_rows=out[open_mask])
 
