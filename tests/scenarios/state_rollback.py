@@ -139,12 +139,12 @@ class StateRollback(DriverRestart):
         self.changed_file(newest, "overwritten", f"with version {version - 1}'s {suffix[1:]}: batch "
                                                  f"{version - 1}'s updates of partition {partition} lost",
                           batch=version - 1)
-        snapshot = where / f"{version}{SNAPSHOTS.get(suffix, '.none')}"
-        if suffix in SNAPSHOTS and snapshot.exists():
+        snapshot = where / f"{version}{SNAPSHOTS[suffix]}" if suffix in SNAPSHOTS else None
+        if snapshot is not None and snapshot.exists():
             snapshot.unlink()
             _crc(snapshot).unlink(missing_ok=True)
-            self.changed_file(snapshot, "deleted", "so that Spark rebuilds the version from its deltas",
-                              batch=version - 1)
+            why = f"so that Spark rebuilds the version from its {suffix[1:]}s"
+            self.changed_file(snapshot, "deleted", why, batch=version - 1)
 
     def observe(self) -> Observation:
         seen = super().observe()
@@ -156,7 +156,7 @@ class StateRollback(DriverRestart):
                       f"{self.seen.version} put back to version {(self.seen.version or 1) - 1}'s "
                       f"{self.seen.file} "
                       f"({self.seen.lost_bytes} bytes of batch {self.seen.batch}'s updates lost)"
-                      if seen.landed else "no state delta was put back")
+                      if seen.landed else "no state file was put back")
         seen.detail = f"{seen.proof}; {seen.detail}"
         seen.details = self.seen
         return seen
