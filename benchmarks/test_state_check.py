@@ -167,18 +167,23 @@ class TestStateRollbackOnSessions:
         _the_twin_holds(tmp_path, "state_rollback_sessions_twin")
 
 
-def _users_read(case_dir: Path, topic: str, batch: int) -> set[int]:
-    """The users whose failures the committed batch `batch` read: those whose list, map and
-    value state and timers the rolled-back snapshot lost."""
+def _users_read(case_dir: Path, topic: str, batch: int, types: tuple[str, ...] = ("login-failed",),
+                sources: int = 1) -> set[int]:
+    """The users whose events of `types` the committed batch `batch` read (through any of the
+    query's `sources`): for failed_logins, those whose list, map and value state and timers the
+    rolled-back snapshot lost; for the join, those whose buffered rows it lost."""
     from harness.check import checkpoint
     from harness.check.batch_reads import assign_batches
     from workloads.generator import truth
-    from workloads.pipelines.failed_logins import FAILED
 
     events = truth.read(case_dir / "truth", ["user", "event_type", "partition", "offset", "control"])
-    events = events[(events["event_type"] == FAILED).to_numpy() & ~events["control"].to_numpy(bool)]
+    events = events[events["event_type"].isin(types).to_numpy() & ~events["control"].to_numpy(bool)]
     batches = checkpoint.read_queries([case_dir / "checkpoint"], topic)
-    return set(events.loc[assign_batches(events, batches).to_numpy() == batch, "user"].astype(int))
+    users: set[int] = set()
+    for source in range(sources):
+        read = assign_batches(events, checkpoint.for_source(batches, source)).to_numpy() == batch
+        users |= {int(u) for u in events.loc[read, "user"]}
+    return users
 
 
 class TestStateRollbackOnTransformWithState:
@@ -208,3 +213,33 @@ class TestStateRollbackOnTransformWithState:
         case = _the_twin_holds(tmp_path, "state_rollback_logins_twin")
         stores = {c.get("store") for c in case["state_check"]["checked"]}
         assert stores == {"pending", "seen", "raised", "registered-timers"}, case["state_check"]
+
+
+class TestStateRollbackOnJoin:
+    """The same plant and twin on order_payment_join's stream-stream join state
+    (tests/scenarios/state_rollback_join*.toml: the plant puts back every store of one partition
+    together): the model is harness/check/join.py's `state_after`, each side's buffered rows
+    with `matched` and its rows per join key."""
+
+    def test_the_planted_loss_of_buffered_rows_is_caught(self, tmp_path):
+        """After the first batch after the fault, rows the rolled-back batch buffered are missing
+        (held none), only for users that batch read, in the join's stores; the case FAILs with
+        state-diverged."""
+        run_dir, case, fault, first, at_first = _diverged_after_the_fault(tmp_path, "state_rollback_join")
+        assert set(at_first["operator"]) == {0}, at_first
+        assert set(at_first["store"]) <= {f"{side}-{store}" for side in ("left", "right")
+                                          for store in ("keyWithIndexToValue", "keyToNumValues")}, at_first
+        read = _users_read(run_dir / "cases" / case["name"], case["topic"], fault["batch"],
+                           ("order", "payment"), sources=2)
+        users = {int(json.loads(v)["user_id"]) for v in at_first["key_values"]}
+        assert users <= read, f"divergent users batch {fault['batch']} never read: {sorted(users - read)[:5]}"
+        assert case["verdict"]["status"] == "FAIL", case["verdict"]
+        assert any(f["class"] == "state-diverged" for f in case["findings"]), case["findings"]
+
+    def test_its_correct_twin_gives_no_finding(self, tmp_path):
+        """The same kill and restart, no file touched: both sides' rows and counts after the
+        first batch after the fault and after the last are the model's; PASS."""
+        case = _the_twin_holds(tmp_path, "state_rollback_join_twin")
+        stores = {c.get("store") for c in case["state_check"]["checked"]}
+        assert stores == {f"{side}-{store}" for side in ("left", "right")
+                          for store in ("keyWithIndexToValue", "keyToNumValues")}, case["state_check"]

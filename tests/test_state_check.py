@@ -333,6 +333,30 @@ class TestPlantTarget:
             _snapshot_zip(cp / "state" / "0" / "0" / f"{version}.zip", [], 0, pad=version)
         assert rollback_target(cp) is None
 
+    def test_no_target_before_two_versions(self, tmp_path):
+        from tests.scenarios.state_rollback import rollback_target
+
+        assert rollback_target(self._store(tmp_path, {0: {1: 5}}, commits=1)) is None
+
+    def test_a_join_s_four_stores_are_one_target_and_all_go_back(self, tmp_path):
+        """A stream-stream join keeps four stores per partition, each in its own directory: the
+        partition is a target when one of them changed, and the plant puts back every store's
+        version together (so that the rows and their counts per key agree)."""
+        from tests.scenarios.state_rollback import rollback_target, stores
+
+        cp = self._store(tmp_path, {}, commits=3)
+        names = ["left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues",
+                 "right-keyWithIndexToValue"]
+        for part, grew in ((0, 0), (1, 30)):
+            for name in names:
+                where = cp / "state" / "0" / str(part) / name
+                where.mkdir(parents=True)
+                (where / "2.delta").write_bytes(b"x" * 7)
+                (where / "3.delta").write_bytes(b"x" * (7 + (grew if name.startswith("left") else 0)))
+        assert rollback_target(cp) == (1, 3, ".delta")
+        assert [d.name for d in stores(cp / "state" / "0" / "1")] == names
+        assert stores(cp / "state" / "0" / "0") == [cp / "state" / "0" / "0" / n for n in names]
+
 
 def _snapshot_zip(path: Path, ssts: list[str], keys: int, pad: int = 0) -> None:
     """A RocksDB snapshot zip as Spark 4.2 writes it: a `metadata` entry ("v1", then JSON)."""
@@ -343,11 +367,6 @@ def _snapshot_zip(path: Path, ssts: list[str], keys: int, pad: int = 0) -> None:
     with zipfile.ZipFile(path, "w") as z:
         z.writestr("metadata", "v1\n" + json.dumps(meta))
         z.writestr("OPTIONS-000007", "x" * pad)
-
-    def test_no_target_before_two_versions(self, tmp_path):
-        from tests.scenarios.state_rollback import rollback_target
-
-        assert rollback_target(self._store(tmp_path, {0: {1: 5}}, commits=1)) is None
 
 
 class TestNothingToRead:
@@ -583,6 +602,83 @@ def state_check_logins(batch: int) -> dict[str, pd.DataFrame]:
     from harness.check import logins
 
     return logins.state_after(LOGIN_TRUTH, LOGIN_BATCHES, 3, 1000, batch)
+
+
+JOIN = Pipeline(kind="order_payment_join", values=MappingProxyType({"bound_ms": 1000, "watermark_ms": 0}),
+                columns=MappingProxyType({}))
+# user 5's order at 1,000 ms, paid at 1,500 (batch 1); user 6's order at 1,200, never paid, and a
+# payment of user 6 at 900 (before the order: no pair); a control event (both sides) at 3,000
+JOIN_TRUTH = pd.DataFrame({"event_id": [0, 1, 2, 3, 4], "user": [5.0, 6.0, 6.0, 5.0, np.nan],
+                           "event_type": ["order", "order", "payment", "payment", "control"],
+                           "event_time_ms": [1000, 1200, 900, 1500, 3000], "key": "k", "amount": 0,
+                           "partition": 0, "offset": np.arange(5), "control": [False] * 4 + [True]})
+
+
+def _join_batches(water_2: int) -> list[Batch]:
+    ends = ({0: 3}, {0: 4}, {0: 5})
+    marks = (0, 0, water_2)
+    return [Batch(n, marks[n], ends[n], True, {0: 0} if n == 0 else None, source_ends=(ends[n], ends[n]),
+                  source_starts=({0: 0}, {0: 0}) if n == 0 else (None, None)) for n in range(3)]
+
+
+class TestJoinState:
+    """order_payment_join's stream-stream join state (harness/check/join.py `state_after`):
+    each side's buffered rows, with `matched`, until the batch's watermark evicts them."""
+
+    def test_every_row_read_is_buffered_and_a_pair_marks_both(self):
+        from harness.check import join
+
+        got = join.state_after(JOIN_TRUTH, _join_batches(0), 1000, 1)
+        left, right = got["left"], got["right"]
+        assert left[["user_id", "order_id", "matched"]].values.tolist() == [[5, 0, True], [6, 1, False]]
+        assert right[["user_id", "payment_id", "matched"]].values.tolist() == [[5, 3, True], [6, 2, False]]
+
+    def test_the_watermark_evicts_orders_after_the_bound_and_payments_at_once(self):
+        """Watermark 2,200 at batch 2: an order stays while its time + bound >= it (1,200 + 1,000),
+        a payment while its time >= it (none); the control event (user -1, 3,000) stays on both
+        sides, matched by its own copy."""
+        from harness.check import join
+
+        got = join.state_after(JOIN_TRUTH, _join_batches(2200), 1000, 2)
+        assert got["left"][["user_id", "order_id", "copies", "matched"]].values.tolist() == [
+            [-1, 4, 1, True], [6, 1, 1, False]]
+        assert got["right"][["user_id", "payment_id"]].values.tolist() == [[-1, 4]]
+        got = join.state_after(JOIN_TRUTH, _join_batches(2201), 1000, 2)
+        assert got["left"]["order_id"].tolist() == [4]
+
+    def _answer(self, tmp_path: Path, model: dict[str, pd.DataFrame], batch: int) -> dict:
+        files = []
+        for side, prefix, name in (("left", "o", "order"), ("right", "p", "payment")):
+            frame = model[side]
+            rows = frame.loc[frame.index.repeat(frame["copies"])]
+            at = rows[f"{name}_time_ms"]
+            ident = rows[f"{name}_id"]
+            held = pd.DataFrame({"key.field0": rows["user_id"], "key.index": 0, f"value.{prefix}_id": ident,
+                                 f"value.{prefix}_user": rows["user_id"],
+                                 f"value.{prefix}_time": at, f"value.{prefix}_time_ms": at,
+                                 "value.matched": rows["matched"], "partition_id": 0})
+            counts = held.groupby("key.field0").size().rename("value.value").reset_index()
+            for store, frame_ in ((f"{side}-keyWithIndexToValue", held), (f"{side}-keyToNumValues", counts)):
+                name = f"state-0-{store}-{batch}.parquet"
+                frame_.to_parquet(tmp_path / name, index=False)
+                files.append({"operator": 0, "store": store, "batch": batch, "file": name})
+        return {"files": files, "failed": []}
+
+    def test_the_state_as_modelled_holds_and_a_lost_order_diverges_in_two_stores(self, tmp_path):
+        from harness.check import join
+
+        model = join.state_after(JOIN_TRUTH, _join_batches(0), 1000, 1)
+        outcome = state_check.Outcome()
+        same = state_check._join(tmp_path, self._answer(tmp_path, model, 1), 0, 1, "final", JOIN, JOIN_TRUTH,
+                                 _join_batches(0), outcome)
+        assert same is not None and same.empty
+        assert len(outcome.checked) == 4
+        model["left"] = model["left"][model["left"]["order_id"] != 1]
+        lost = state_check._join(tmp_path, self._answer(tmp_path, model, 1), 0, 1, "final", JOIN, JOIN_TRUTH,
+                                 _join_batches(0), state_check.Outcome())
+        assert lost[["store", "key", "column", "expected", "held"]].values.tolist() == [
+            ["left-keyWithIndexToValue", "user_id=6 order_id=1 order_time_ms=1200", "(the key)", "1", "none"],
+            ["left-keyToNumValues", "user_id=6", "(the key)", "1", "none"]], lost
 
 
 class TestTransformWithStateReads:

@@ -22,6 +22,12 @@ committed batch, and the first batch committed after each fault. Then:
         value `raised`) and the registered timers, read one by one, against the failures the
         batches up to N accepted, less those whose timer batch N's watermark had passed (a
         firing forgets them): every batch chosen is checked
+  order_payment_join (a stream-stream join)   Spark's rules (join.py, `state_after`): each
+        side's buffered rows (its keyWithIndexToValue store: the row, and whether a row of the
+        other side has joined it) and its rows per join key (keyToNumValues), from the rows the
+        batches up to N read and did not drop as late, less those behind the side's state
+        watermark (the orders' W - bound - 1, the payments' W - 1, from the join's condition and
+        batch N's watermark W): every batch chosen is checked
   a job whose one stateful operator is an aggregation (groupBy().agg())   the batch oracle's
         answer over every record the stream read (`<case>/oracle/with-flush.parquet`): its
         aggregate per key is what the final state must hold, for each output column that is a
@@ -63,6 +69,10 @@ AGGREGATE = "stateStoreSave"       # the state-metadata name of a streaming aggr
 DEDUP = "dedupeWithinWatermark"    # dropDuplicatesWithinWatermark's
 SESSIONS = "sessionWindowStateStoreSaveExec"   # a session_window aggregation's
 LOGINS = "transformWithStateInPySparkExec"      # failed_logins' (PySpark's groupBy().transformWithState)
+JOIN = "symmetricHashJoin"                       # a stream-stream join's (StreamingSymmetricHashJoinExec)
+# a stream-stream join's stores per side: its buffered rows (each under its join key and an
+# index, with whether a row of the other side has joined it), and how many rows each key holds
+JOIN_ROWS, JOIN_COUNTS = "{side}-keyWithIndexToValue", "{side}-keyToNumValues"
 # failed_logins' state variables as the state data source flattens them: file `var` -> (the
 # columns read -> the model's names (harness/check/logins.py `state_after`), the key, the values)
 LOGINS_VARS = {
@@ -118,7 +128,8 @@ class Outcome:
 # -- which case, which batches ------------------------------------------------------------------
 def applies(pipeline) -> bool:
     """Whether the case's pipeline keeps state this check can judge."""
-    return pipeline.kind in ("tumbling_count", "session_count", "dedup", "failed_logins") or (
+    return pipeline.kind in ("tumbling_count", "session_count", "dedup", "failed_logins",
+                             "order_payment_join") or (
         pipeline.kind == "job" and getattr(pipeline, "oracle", "batch") == "batch")
 
 
@@ -138,7 +149,8 @@ def unmodelled(case_dir: Path, pipeline, checkpoints) -> str | None:
 
 def modelled(pipeline) -> str:
     """The state-metadata name of the operator whose state the check has a model of."""
-    return {"dedup": DEDUP, "session_count": SESSIONS, "failed_logins": LOGINS}.get(pipeline.kind, AGGREGATE)
+    return {"dedup": DEDUP, "session_count": SESSIONS, "failed_logins": LOGINS,
+            "order_payment_join": JOIN}.get(pipeline.kind, AGGREGATE)
 
 
 def chosen(batches: list[Batch], faults, t0_s: float) -> dict[int, str]:
@@ -300,11 +312,12 @@ def _text(value) -> str:
 
 
 def held_state(out: Path, answer: dict, operator: int, batch: int,
-               var: str | None = None) -> pd.DataFrame | None:
-    """The flattened state the reader wrote for (operator, default store, batch), or one of a
+               var: str | None = None, store: str = "default") -> pd.DataFrame | None:
+    """The flattened state the reader wrote for (operator, store, batch), or one of a
     transformWithState operator's state variables (`var`); None when it has none."""
     for f in answer.get("files", []):
-        if f["operator"] == operator and f["batch"] == batch and f.get("var") == var:
+        if (f["operator"] == operator and f["batch"] == batch and f.get("var") == var
+                and f.get("store", "default") == store):
             return pd.read_parquet(out / f["file"])
     return None
 
@@ -359,14 +372,14 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
     outcome.notes += [f"operator {f['operator']} ({f['store']}) after batch {f['batch']} not read: {f['why']}"
                       for f in answer.get("failed", [])]
     name = modelled(pipeline)
-    operators = metadata[metadata["operatorName"] == name]
+    operators = sorted(set(metadata.loc[metadata["operatorName"] == name, "operatorId"]))   # a row per store
     others = sorted(set(metadata["operatorName"]) - {name})
     if others:
         outcome.notes.append(f"not checked: the state of {', '.join(others)} (no model of it here yet)")
     if len(operators) != 1:
         outcome.notes.append(f"not checked: {len(operators)} {name} operators (one is modelled)")
     else:
-        operator = int(operators.iloc[0]["operatorId"])
+        operator = int(operators[0])
         found = [_one_batch(Path(case_dir), source, answer, operator, batch, why, pipeline, truth, batches,
                             outcome) for batch, why in wanted.items()]
         outcome.diverged = pd.concat([f for f in found if f is not None and len(f)] or [outcome.diverged],
@@ -384,6 +397,8 @@ def _one_batch(case_dir: Path, source: Path, answer: dict, operator: int, batch:
                truth, batches, outcome: Outcome) -> pd.DataFrame | None:
     if pipeline.kind == "failed_logins":
         return _logins(source, answer, operator, batch, why, pipeline, truth, batches, outcome)
+    if pipeline.kind == "order_payment_join":
+        return _join(source, answer, operator, batch, why, pipeline, truth, batches, outcome)
     held = held_state(source, answer, operator, batch)
     if held is None:
         return None
@@ -429,6 +444,45 @@ def _logins(source: Path, answer: dict, operator: int, batch: int, why: str, pip
                                 "keys": int(len(expected[var])), "columns": values})
         differ = compare(expected[var], got, key, values)
         found.append(differ.assign(operator=operator, store=var, batch=batch, after=why)[COLUMNS])
+    return pd.concat(found, ignore_index=True) if found else None
+
+
+def _join(source: Path, answer: dict, operator: int, batch: int, why: str, pipeline, truth, batches,
+          outcome: Outcome) -> pd.DataFrame | None:
+    """order_payment_join's state after `batch`: each side's buffered rows with `matched`, and
+    its rows per join key, against Spark's rules (harness/check/join.py `state_after`); `store`
+    names the store."""
+    from harness.check import join
+
+    expected = join.state_after(truth, batches, pipeline.params()["bound_ms"], batch)
+    found = []
+    for side, (_kind, _source, prefix) in join.SIDES.items():
+        rows_ = expected[side]
+        counts = rows_.groupby("user_id")["copies"].sum().rename("count").reset_index()
+        named = join.NAMED[side]
+        for store, want, names, key, values in (
+                (JOIN_ROWS.format(side=side), rows_,
+                 {f"value.{prefix}_user": "user_id", f"value.{prefix}_id": named["id"],
+                  f"value.{prefix}_time_ms": named["time_ms"], "value.matched": "matched"},
+                 ["user_id", named["id"], named["time_ms"]], ["copies", "matched"]),
+                (JOIN_COUNTS.format(side=side), counts, {"key.field0": "user_id", "value.value": "count"},
+                 ["user_id"], ["count"])):
+            held = held_state(source, answer, operator, batch, store=store)
+            if held is None:
+                outcome.notes.append(f"not checked: {store} after batch {batch} was not read")
+                continue
+            if not set(names) <= set(held.columns):
+                outcome.notes.append(f"not checked: {store}'s columns are {sorted(held.columns)}, not "
+                                     f"order_payment_join's {sorted(names)}")
+                continue
+            got = held.rename(columns=names)
+            if "copies" in values:   # a row buffered twice is two entries under its key
+                got = got.groupby(key).agg(copies=("matched", "size"), matched=("matched", "all"))
+                got = got.reset_index()
+            outcome.checked.append({"operator": operator, "store": store, "batch": batch, "after": why,
+                                    "keys": int(len(want)), "columns": values})
+            differ = compare(want, got, key, values)
+            found.append(differ.assign(operator=operator, store=store, batch=batch, after=why)[COLUMNS])
     return pd.concat(found, ignore_index=True) if found else None
 
 

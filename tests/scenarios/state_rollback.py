@@ -3,7 +3,8 @@
 A fault kind of a user's own (docs/faults.md, "A fault kind of your own"), the planted state
 loss of issue 49: it kills the driver as kill-driver does and, while it is down, puts the
 newest committed version of one partition of the first stateful operator back to the previous
-version's content, with its checksum sidecar `.<file>.crc`, so that Hadoop's local file system
+version's content (every store of it: a stream-stream join keeps four), with its checksum
+sidecar `.<file>.crc`, so that Hadoop's local file system
 reads it without complaint. The file is the one the store writes per version:
 
   the HDFS-backed store     `state/0/<partition>/<V>.delta` (a snapshot `<V>.snapshot`, if
@@ -44,6 +45,7 @@ class RolledBack(Details):
     batch: int | None = None          # the committed batch whose updates were lost
     lost_bytes: int | None = None     # how large the file it replaced was
     file: str | None = None           # which: "delta", "changelog" or "zip" (RocksDB's snapshot)
+    stores: int | None = None         # how many stores' files went back (a stream-stream join has four)
 
 
 def committed(checkpoint: Path) -> list[int]:
@@ -71,13 +73,23 @@ def rollback_target(checkpoint: Path) -> tuple[int, int, str] | None:
     best = None
     for part in sorted((checkpoint / "state" / str(OPERATOR)).glob("[0-9]*")):
         for suffix in VERSION_FILES:
-            newest, older = part / f"{version}{suffix}", part / f"{version - 1}{suffix}"
-            if newest.exists() and older.exists():
-                size = newest.stat().st_size
-                if changed(newest, older, suffix) and (best is None or size > best[3]):
+            pairs = [(d / f"{version}{suffix}", d / f"{version - 1}{suffix}") for d in stores(part)]
+            pairs = [(newest, older) for newest, older in pairs if newest.exists() and older.exists()]
+            if pairs:
+                size = sum(newest.stat().st_size for newest, _ in pairs)
+                if any(changed(n, o, suffix) for n, o in pairs) and (best is None or size > best[3]):
                     best = (int(part.name), version, suffix, size)
                 break
     return None if best is None else best[:3]
+
+
+def stores(part: Path) -> list[Path]:
+    """Where a partition's version files are: the partition's directory (an operator with one
+    store), or each store's own directory under it (a stream-stream join's four: each side's
+    keyToNumValues and keyWithIndexToValue), all put back together so that the stores agree."""
+    if any(part.glob("[0-9]*.*")):
+        return [part]
+    return sorted(d for d in part.iterdir() if d.is_dir() and any(d.glob("[0-9]*.*"))) or [part]
 
 
 def changed(newest: Path, older: Path, suffix: str) -> bool:
@@ -106,6 +118,11 @@ def _snapshot_state(path: Path) -> tuple:
         return (path.read_bytes(),)
 
 
+def _of_stores(stores: int | None) -> str:
+    """"s of its 4 stores" after the file kind, for an operator with more than one store."""
+    return f"s of its {stores} stores" if (stores or 1) > 1 else ""
+
+
 def _crc(path: Path) -> Path:
     return path.with_name(f".{path.name}.crc")
 
@@ -128,23 +145,28 @@ class StateRollback(DriverRestart):
         if found is None:
             return
         partition, version, suffix = found
-        where = checkpoint / "state" / str(OPERATOR) / str(partition)
-        newest, older = where / f"{version}{suffix}", where / f"{version - 1}{suffix}"
-        self.seen = RolledBack(OPERATOR, partition, version, version - 1, newest.stat().st_size, suffix[1:])
-        shutil.copyfile(older, newest)
-        if _crc(older).exists():
-            shutil.copyfile(_crc(older), _crc(newest))
-        else:
-            _crc(newest).unlink(missing_ok=True)
-        self.changed_file(newest, "overwritten", f"with version {version - 1}'s {suffix[1:]}: batch "
-                                                 f"{version - 1}'s updates of partition {partition} lost",
-                          batch=version - 1)
-        snapshot = where / f"{version}{SNAPSHOTS[suffix]}" if suffix in SNAPSHOTS else None
-        if snapshot is not None and snapshot.exists():
-            snapshot.unlink()
-            _crc(snapshot).unlink(missing_ok=True)
-            why = f"so that Spark rebuilds the version from its {suffix[1:]}s"
-            self.changed_file(snapshot, "deleted", why, batch=version - 1)
+        lost, put_back = 0, 0
+        for where in stores(checkpoint / "state" / str(OPERATOR) / str(partition)):
+            newest, older = where / f"{version}{suffix}", where / f"{version - 1}{suffix}"
+            if not (newest.exists() and older.exists()):
+                continue
+            lost += newest.stat().st_size
+            put_back += 1
+            shutil.copyfile(older, newest)
+            if _crc(older).exists():
+                shutil.copyfile(_crc(older), _crc(newest))
+            else:
+                _crc(newest).unlink(missing_ok=True)
+            self.changed_file(newest, "overwritten", f"with version {version - 1}'s {suffix[1:]}: batch "
+                                                     f"{version - 1}'s updates of partition {partition} lost",
+                              batch=version - 1)
+            snapshot = where / f"{version}{SNAPSHOTS[suffix]}" if suffix in SNAPSHOTS else None
+            if snapshot is not None and snapshot.exists():
+                snapshot.unlink()
+                _crc(snapshot).unlink(missing_ok=True)
+                why = f"so that Spark rebuilds the version from its {suffix[1:]}s"
+                self.changed_file(snapshot, "deleted", why, batch=version - 1)
+        self.seen = RolledBack(OPERATOR, partition, version, version - 1, lost, suffix[1:], put_back)
 
     def observe(self) -> Observation:
         seen = super().observe()
@@ -154,7 +176,7 @@ class StateRollback(DriverRestart):
         seen.landed = self.seen.version is not None
         seen.proof = (f"operator {self.seen.operator}'s partition {self.seen.partition}: state version "
                       f"{self.seen.version} put back to version {(self.seen.version or 1) - 1}'s "
-                      f"{self.seen.file} "
+                      f"{self.seen.file}{_of_stores(self.seen.stores)} "
                       f"({self.seen.lost_bytes} bytes of batch {self.seen.batch}'s updates lost)"
                       if seen.landed else "no state file was put back")
         seen.detail = f"{seen.proof}; {seen.detail}"
