@@ -243,3 +243,54 @@ class TestStateRollbackOnJoin:
         stores = {c.get("store") for c in case["state_check"]["checked"]}
         assert stores == {f"{side}-{store}" for side in ("left", "right")
                           for store in ("keyWithIndexToValue", "keyToNumValues")}, case["state_check"]
+
+
+def _downtime_outlived_the_ttl(run_dir: Path, case: dict, ttl_ms: int) -> None:
+    """The kill landed and, between two committed batches, the batches' own timestamps (the
+    offset log's batchTimestampMs, what the TTL is measured by) moved on by more than the TTL:
+    the precondition for every count to expire across the downtime."""
+    from harness.check import checkpoint
+
+    (fault,) = case["faults"]
+    if not fault.get("landed"):
+        pytest.fail(f"the kill did not land: {fault.get('detail')}")
+    read = checkpoint.read_queries([run_dir / "cases" / case["name"] / "checkpoint"], case["topic"])
+    batches = [b for b in read if b.committed]
+    steps = [b.timestamp_ms - a.timestamp_ms for a, b in zip(batches, batches[1:], strict=False)]
+    if not steps or max(steps) <= ttl_ms:
+        pytest.fail(f"the plant did not bite: no step between batches outlived the {ttl_ms} ms TTL "
+                    f"(the longest: {max(steps, default=0)} ms)")
+
+
+class TestStateTTL:
+    """streak_count's count, a value state with a TTL, across a downtime longer than the TTL
+    (tests/scenarios/ttl_early*.toml): the twin's counts expire when the oracle says, and the
+    plant's (a quarter of the TTL) earlier: expired-early."""
+
+    def test_a_ttl_shorter_than_the_job_s_is_expired_early(self, tmp_path):
+        """The plant's counts of users quiet for more than a quarter of the TTL are gone where the
+        model keeps them: expired-early names them, with how early; the output's numbering
+        starts again too early (lost and unexpected rows); FAIL."""
+        run_dir, summary, output = _run(tmp_path, "ttl_early")
+        (case,) = summary["cases"]
+        _downtime_outlived_the_ttl(run_dir, case, 6000)
+        check = case.get("state_check") or {}
+        assert check.get("expired_early", 0) > 0, f"{check}\n{output}"
+        (finding,) = [f for f in case["findings"] if f["class"] == "expired-early"]
+        assert all(0 < w["early_s"] <= 6.0 for w in finding["witness"]), finding["witness"]
+        assert case["events"]["lost"] > 0 and case["events"]["unexpected"] > 0, case["events"]
+        assert case["verdict"]["status"] == "FAIL", case["verdict"]
+
+    def test_its_twin_expires_what_it_should_and_nothing_else(self, tmp_path):
+        """The job's own TTL: every count after the first batch after the restart and after the
+        last is the model's, with its expiry; the output's numbering, which starts again exactly
+        where a count expired, is right row by row; PASS."""
+        run_dir, summary, output = _run(tmp_path, "ttl_early_twin")
+        (case,) = summary["cases"]
+        _downtime_outlived_the_ttl(run_dir, case, 6000)
+        check = case.get("state_check") or {}
+        assert check.get("diverged") == 0 and check.get("expired_early") == 0, f"{check}\n{output}"
+        read = {c["after"].split(" at ")[0] for c in check["checked"]}
+        assert read == {"after kill-driver", "final"}, check
+        assert not [f for f in case.get("findings", []) if f["class"] in ("expired-early", "state-diverged")]
+        assert case["verdict"]["status"] == "PASS", case["verdict"]

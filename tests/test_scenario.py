@@ -397,6 +397,16 @@ class TestTrigger:
         err = _error(_edited(tmp_path, 'watermark = "1s"', f'watermark = "1s"\n{edit}'))
         assert field in err.problem and words in err.problem + err.fix
 
+    def test_available_now_is_refused_where_spark_never_stops_it(self, tmp_path):
+        """streak_count's processing-time transformWithState asks for a batch after each one:
+        an available-now query of it never ends, so the scenario is refused before anything starts."""
+        err = _error(_edited(tmp_path, 'window = "5s"\nwatermark = "1s"',
+                             'kind = "streak_count"\nttl = "5s"\ntrigger = "available-now"'))
+        assert "pipeline.trigger" in err.problem and "never stops" in err.problem, err.problem
+        assert 'trigger = "1s"' in err.fix
+        ok = load(_edited(tmp_path, 'window = "5s"\nwatermark = "1s"', 'kind = "streak_count"\nttl = "5s"'))
+        assert ok.pipeline.kind == "streak_count" and ok.pipeline.values["ttl_ms"] == 5000
+
     def test_real_time_needs_a_sink_in_its_tasks_and_a_core_per_partition(self, tmp_path):
         text = GOOD.replace('window = "5s"\nwatermark = "1s"', 'kind = "passthrough"\ntrigger = "real-time"')
         err = _error(_write(tmp_path, text))

@@ -681,6 +681,110 @@ class TestJoinState:
             ["left-keyToNumValues", "user_id=6", "(the key)", "1", "none"]], lost
 
 
+STREAKS = Pipeline(kind="streak_count", values=MappingProxyType({"ttl_ms": 1000}),
+                   columns=MappingProxyType({}))
+# users 1 and 2; batch 0 (at 10,000 ms) reads events 0-2, batch 1 (10,500) event 3 of user 2,
+# batch 2 (11,400: user 1's count, set at 10,000, expired at 11,000; user 2's lives until 11,500)
+# events 4-5 of users 1 and 2
+STREAK_TRUTH = pd.DataFrame({"event_id": [0, 1, 2, 3, 4, 5], "user": [1, 2, 1, 2, 1, 2], "key": "k",
+                             "event_time_ms": 0, "amount": 0, "partition": 0, "offset": np.arange(6),
+                             "control": False})
+STREAK_BATCHES = [Batch(0, 0, {0: 3}, True, {0: 0}, timestamp_ms=10_000),
+                  Batch(1, 0, {0: 4}, True, timestamp_ms=10_500),
+                  Batch(2, 0, {0: 6}, True, timestamp_ms=11_400)]
+
+
+class TestStreaks:
+    """streak_count's oracle and its count state with a TTL (harness/check/streaks.py)."""
+
+    def test_a_count_goes_on_within_its_ttl_and_starts_again_after_it(self):
+        from harness.check import streaks
+
+        emitted, _ = streaks.mirror(STREAK_TRUTH, STREAK_BATCHES, 1000)
+        assert emitted[["event_id", "user_id", "n"]].values.tolist() == [
+            [0, 1, 1], [2, 1, 2], [1, 2, 1], [3, 2, 2], [4, 1, 1], [5, 2, 3]]
+
+    def test_a_ttl_runs_out_when_the_batch_s_timestamp_reaches_it(self):
+        """Spark takes a value as gone once the batch's timestamp is at or past its expiry:
+        batch 2 at exactly 11,000 starts user 1 again."""
+        from dataclasses import replace
+
+        from harness.check import streaks
+
+        at = [*STREAK_BATCHES[:2], replace(STREAK_BATCHES[2], timestamp_ms=11_000)]
+        emitted, _ = streaks.mirror(STREAK_TRUTH, at, 1000)
+        assert emitted.set_index("event_id").at[4, "n"] == 1
+        at = [*STREAK_BATCHES[:2], replace(STREAK_BATCHES[2], timestamp_ms=10_999)]
+        assert streaks.mirror(STREAK_TRUTH, at, 1000)[0].set_index("event_id").at[4, "n"] == 3
+
+    def test_the_state_holds_each_count_until_its_expiry(self):
+        from harness.check import streaks
+
+        after_1 = streaks.state_after(STREAK_TRUTH, STREAK_BATCHES, 1000, 1)
+        assert after_1.values.tolist() == [[1, 2, 11_000, 0], [2, 2, 11_500, 1]]
+        after_2 = streaks.state_after(STREAK_TRUTH, STREAK_BATCHES, 1000, 2)
+        assert after_2.values.tolist() == [[1, 1, 12_400, 2], [2, 3, 12_400, 2]]
+
+    def _answer(self, tmp_path: Path, held: pd.DataFrame, batch: int) -> dict:
+        back = {v: k for k, v in state_check.STREAK_COLUMNS.items()}
+        name = f"state-0-default-{batch}-count.parquet"
+        held.rename(columns=back).assign(partition_id=0).to_parquet(tmp_path / name, index=False)
+        return {"files": [{"operator": 0, "store": "default", "batch": batch, "var": "count", "file": name}],
+                "failed": []}
+
+    def test_the_modelled_state_holds_and_a_count_gone_early_is_expired_early(self, tmp_path):
+        from harness.check import streaks
+
+        model = streaks.state_after(STREAK_TRUTH, STREAK_BATCHES, 1000, 1)[["user_id", "n", "expires_ms"]]
+        outcome = state_check.Outcome()
+        same = state_check._streaks(tmp_path, self._answer(tmp_path, model, 1), 0, 1, "final", STREAKS,
+                                    STREAK_TRUTH, STREAK_BATCHES, outcome)
+        assert same is not None and same.empty and not outcome.expired_early
+        outcome = state_check.Outcome()
+        only_2 = self._answer(tmp_path, model[model["user_id"] == 2], 1)
+        lost = state_check._streaks(tmp_path, only_2, 0, 1, "after kill-driver at 3 s", STREAKS, STREAK_TRUTH,
+                                    STREAK_BATCHES, outcome)
+        said = lost[["store", "key", "expected", "held"]].values.tolist()
+        assert said == [["count", "user_id=1", "2", "none"]]
+        (early,) = outcome.expired_early
+        assert (early["key"], early["expires_ms"], early["set_batch"], early["batch_timestamp_ms"]) == (
+            "user_id=1", 11_000, 0, 10_500)
+
+    def test_a_count_held_past_its_expiry_diverges_but_is_not_early(self, tmp_path):
+        from harness.check import streaks
+
+        model = streaks.state_after(STREAK_TRUTH, STREAK_BATCHES, 1000, 1)[["user_id", "n", "expires_ms"]]
+        late = pd.concat([model, pd.DataFrame([{"user_id": 3, "n": 1, "expires_ms": 10_400}])])
+        outcome = state_check.Outcome()
+        found = state_check._streaks(tmp_path, self._answer(tmp_path, late, 1), 0, 1, "final", STREAKS,
+                                     STREAK_TRUTH, STREAK_BATCHES, outcome)
+        assert found[["key", "expected", "held"]].values.tolist() == [["user_id=3", "none", "1"]]
+        assert not outcome.expired_early
+
+    def test_the_finding_tells_how_early(self, tmp_path):
+        case = tmp_path / "case"
+        (case / "checkpoint").mkdir(parents=True)
+        (case / state_check.STATE_DIR).mkdir()
+        pd.DataFrame([{"operator": 0, "store": "count", "batch": 1, "after": "final", "key": "user_id=1",
+                       "key_values": json.dumps({"user_id": 1}), "expires_ms": 11_000, "set_batch": 0,
+                       "batch_timestamp_ms": 10_500}]).to_parquet(case / state_check.STATE_DIR
+                                                                   / state_check.EXPIRED_EARLY)
+        checked = CheckResult({"lost": 0, "duplicated": 0, "unexpected": 0}, np.array([]), np.array([]))
+        fault = FaultRecord("kill-driver", 0.2, 0.2, 0.4, "driver", True, landed_s=0.2)
+        inputs = Inputs(truth=STREAK_TRUTH, sink=pd.DataFrame(), batches=STREAK_BATCHES, checked=checked,
+                        pipeline=STREAKS, faults=[fault], checkpoints=[case / "checkpoint"], t0_s=10.0)
+        (found,) = [f for f in build(inputs) if f.cls == "expired-early"]
+        assert "expired-early" in CLASSES and found.count == 1
+        (w,) = found.witness
+        assert (w["set_batch"], w["early_s"]) == (0, 0.5)
+        assert "held no value for user_id=1, set in batch 0" in found.story, found.story
+        # read after the run's last batch, not the first after the fault: said so
+        assert found.story.startswith("After batch 1, the run's last committed batch (the last fault before "
+                                      "it: kill-driver at 0.2 s)"), found.story
+        assert "ran until 1.0 s" in found.story and "batch 1 ran at 0.5 s: 0.5 s early" in found.story
+        assert "To fix:" in found.story
+
+
 class TestTransformWithStateReads:
     """Which reads the state reader makes of an operator (workloads/pipelines/state_read.py)."""
 

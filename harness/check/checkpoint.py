@@ -48,6 +48,9 @@ class Batch:
     source_starts: tuple[dict[int, int], ...] = ()
     committed_ms: int | None = None   # when Spark wrote its commits/N file (its mtime)
     planned_ms: int | None = None     # when Spark wrote its offsets/N file (its mtime): the batch's start
+    # the batch's processing time as Spark keeps it (the offset log's batchTimestampMs): what
+    # processing-time TTL measures against; a batch run again keeps its first timestamp
+    timestamp_ms: int | None = None
 
     @property
     def rows(self) -> int:
@@ -114,7 +117,8 @@ def read_batches(checkpoint: Path, topic: str, query: int = 0, purged: bool = Fa
                              dict(ends[0]) if ends else {}, batch_id in committed,
                              dict(starts[0]) if starts else {}, query,
                              tuple(ends), tuple(dict(st) for st in starts[:len(ends)]),
-                             committed.get(batch_id), path.stat().st_mtime_ns // 1_000_000))
+                             committed.get(batch_id), path.stat().st_mtime_ns // 1_000_000,
+                             int(meta["batchTimestampMs"]) if "batchTimestampMs" in meta else None))
         starts = [{**st, **end} for st, end in zip(starts, ends, strict=False)] + starts[len(ends):]
     return batches
 

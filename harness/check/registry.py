@@ -39,6 +39,7 @@ from harness.check import (
     logins,
     nexmark,
     sessions,
+    streaks,
     topn,
     windows,
 )
@@ -50,6 +51,7 @@ from workloads.pipelines import (
     order_payment_join,
     session_count,
     sliding_top_n,
+    streak_count,
     tumbling_count,
 )
 from workloads.pipelines import nexmark as nexmark_query
@@ -136,6 +138,11 @@ class PipelineKind:
         return bool(own(dict(values))) if own is not None else self.stateless
 
     @property
+    def available_now_refused(self) -> str | None:
+        """Why the query cannot run as an available-now job, when it cannot (streak_count)."""
+        return getattr(self.query, "AVAILABLE_NOW_REFUSED", None)
+
+    @property
     def state_stores(self) -> tuple[str, ...] | None:
         """The state stores it runs on, when not every one (transformWithState: RocksDB)."""
         return getattr(self.query, "STATE_STORES", None)
@@ -218,6 +225,9 @@ PIPELINES: dict[str, PipelineKind] = _register(
     PipelineKind("session_count", session_count, sessions),
     PipelineKind("dedup", dedup_query, dedup, unit=EVENTS),
     PipelineKind("failed_logins", failed_logins, logins, extra_truth_columns=("user", "event_type")),
+    # processing-time mode (a state TTL takes no other): no watermark
+    PipelineKind("streak_count", streak_count, streaks, extra_truth_columns=("user",),
+                 watermark_oracle=False),
     PipelineKind("order_payment_join", order_payment_join, join, extra_truth_columns=("user", "event_type"),
                  # the global watermark is the minimum of two: not the one-input rule
                  watermark_oracle=False),

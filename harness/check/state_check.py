@@ -22,6 +22,11 @@ committed batch, and the first batch committed after each fault. Then:
         value `raised`) and the registered timers, read one by one, against the failures the
         batches up to N accepted, less those whose timer batch N's watermark had passed (a
         firing forgets them): every batch chosen is checked
+  streak_count (transformWithState, a value state with a TTL)   its processor's rule
+        (streaks.py, `state_after`): each user's count and its TTL's expiry (the timestamp of
+        the batch that last set it + ttl), for the counts batch N's timestamp had not expired;
+        a count gone before its expiry is also an early expiry (EXPIRED_EARLY, the finding
+        expired-early): every batch chosen is checked
   order_payment_join (a stream-stream join)   Spark's rules (join.py, `state_after`): each
         side's buffered rows (its keyWithIndexToValue store: the row, and whether a row of the
         other side has joined it) and its rows per join key (keyToNumValues), from the rows the
@@ -60,15 +65,24 @@ from harness.check.checkpoint import Batch
 
 STATE_DIR = "state-check"          # in the case's directory
 DIVERGED = "diverged.parquet"      # the divergences found, for the finding (harness/findings/state.py)
+EXPIRED_EARLY = "expired-early.parquet"   # of those, values with a state TTL gone before their expiry
 OUTCOME = "outcome.json"           # what was checked, what not, how many diverged in all
 TIMEOUT_S = 600.0
 # key: the key as text ("key=k1 window_start_ms=0"); key_values: the same as JSON, for the finding
 COLUMNS = ["operator", "store", "batch", "after", "key", "key_values", "column", "expected", "held"]
 KEEP = 200                         # divergences kept in DIVERGED (all are counted)
+# a value that a state TTL removed before its time: its expiry, the batch that set it, and the
+# timestamp (batchTimestampMs) of the batch after which the state no longer held it
+EARLY_COLUMNS = ["operator", "store", "batch", "after", "key", "key_values", "expires_ms", "set_batch",
+                 "batch_timestamp_ms"]
 AGGREGATE = "stateStoreSave"       # the state-metadata name of a streaming aggregation's operator
 DEDUP = "dedupeWithinWatermark"    # dropDuplicatesWithinWatermark's
 SESSIONS = "sessionWindowStateStoreSaveExec"   # a session_window aggregation's
 LOGINS = "transformWithStateInPySparkExec"      # failed_logins' (PySpark's groupBy().transformWithState)
+# streak_count's count, a value state with a TTL, as the state data source flattens it (the value
+# nested beside its expiry) -> the model's names (harness/check/streaks.py `state_after`)
+STREAK_VAR = "count"
+STREAK_COLUMNS = {"key.user_id": "user_id", "value.value.n": "n", "value.ttlExpirationMs": "expires_ms"}
 JOIN = "symmetricHashJoin"                       # a stream-stream join's (StreamingSymmetricHashJoinExec)
 # a stream-stream join's stores per side: its buffered rows (each under its join key and an
 # index, with whether a row of the other side has joined it), and how many rows each key holds
@@ -108,6 +122,7 @@ class Outcome:
 
     diverged: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COLUMNS))
     count: int = 0                                   # every divergence, not only those kept
+    expired_early: list[dict] = field(default_factory=list)   # EARLY_COLUMNS: TTL values gone early
     checked: list[dict] = field(default_factory=list)   # {"operator", "batch", "after", "keys"}
     notes: list[str] = field(default_factory=list)   # what could not be known, and why
     seconds: dict = field(default_factory=dict)
@@ -122,14 +137,15 @@ class Outcome:
                 f"held {first['held']}, expected {first['expected']})")
 
     def to_json(self) -> dict:
-        return {"diverged": self.count, "checked": self.checked, "notes": self.notes, "seconds": self.seconds}
+        return {"diverged": self.count, "expired_early": len(self.expired_early), "checked": self.checked,
+                "notes": self.notes, "seconds": self.seconds}
 
 
 # -- which case, which batches ------------------------------------------------------------------
 def applies(pipeline) -> bool:
     """Whether the case's pipeline keeps state this check can judge."""
     return pipeline.kind in ("tumbling_count", "session_count", "dedup", "failed_logins",
-                             "order_payment_join") or (
+                             "order_payment_join", "streak_count") or (
         pipeline.kind == "job" and getattr(pipeline, "oracle", "batch") == "batch")
 
 
@@ -149,7 +165,7 @@ def unmodelled(case_dir: Path, pipeline, checkpoints) -> str | None:
 
 def modelled(pipeline) -> str:
     """The state-metadata name of the operator whose state the check has a model of."""
-    return {"dedup": DEDUP, "session_count": SESSIONS, "failed_logins": LOGINS,
+    return {"dedup": DEDUP, "session_count": SESSIONS, "failed_logins": LOGINS, "streak_count": LOGINS,
             "order_payment_join": JOIN}.get(pipeline.kind, AGGREGATE)
 
 
@@ -388,6 +404,7 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
     outcome.diverged = outcome.diverged.head(KEEP)
     out.mkdir(parents=True, exist_ok=True)
     outcome.diverged.to_parquet(out / DIVERGED, index=False)
+    pd.DataFrame(outcome.expired_early, columns=EARLY_COLUMNS).to_parquet(out / EXPIRED_EARLY, index=False)
     (out / OUTCOME).write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
     outcome.seconds["total_s"] = round(time.perf_counter() - began, 3)
     return outcome
@@ -399,6 +416,8 @@ def _one_batch(case_dir: Path, source: Path, answer: dict, operator: int, batch:
         return _logins(source, answer, operator, batch, why, pipeline, truth, batches, outcome)
     if pipeline.kind == "order_payment_join":
         return _join(source, answer, operator, batch, why, pipeline, truth, batches, outcome)
+    if pipeline.kind == "streak_count":
+        return _streaks(source, answer, operator, batch, why, pipeline, truth, batches, outcome)
     held = held_state(source, answer, operator, batch)
     if held is None:
         return None
@@ -445,6 +464,50 @@ def _logins(source: Path, answer: dict, operator: int, batch: int, why: str, pip
         differ = compare(expected[var], got, key, values)
         found.append(differ.assign(operator=operator, store=var, batch=batch, after=why)[COLUMNS])
     return pd.concat(found, ignore_index=True) if found else None
+
+
+def _streaks(source: Path, answer: dict, operator: int, batch: int, why: str, pipeline, truth, batches,
+             outcome: Outcome) -> pd.DataFrame | None:
+    """streak_count's count state after `batch`, each user's count and its TTL's expiry, against
+    the processor's rule (harness/check/streaks.py `state_after`); a count the state lost though
+    its TTL had not run out is also an early expiry (`_expired_early`)."""
+    from harness.check import streaks
+
+    held = held_state(source, answer, operator, batch, STREAK_VAR)
+    if held is None:
+        outcome.notes.append(f"not checked: {STREAK_VAR} after batch {batch} was not read")
+        return None
+    if set(held.columns) - {"partition_id"} != set(STREAK_COLUMNS):
+        outcome.notes.append(f"not checked: {STREAK_VAR}'s columns are {sorted(held.columns)}, not "
+                             f"streak_count's {sorted(STREAK_COLUMNS)}")
+        return None
+    expected = streaks.state_after(truth, batches, pipeline.params()["ttl_ms"], batch)
+    got = held.rename(columns=STREAK_COLUMNS)[list(STREAK_COLUMNS.values())].astype("int64")
+    values = ["n", "expires_ms"]
+    outcome.checked.append({"operator": operator, "store": STREAK_VAR, "batch": batch, "after": why,
+                            "keys": int(len(expected)), "columns": values})
+    differ = compare(expected, got, ["user_id"], values)
+    found = differ.assign(operator=operator, store=STREAK_VAR, batch=batch, after=why)[COLUMNS]
+    outcome.expired_early += _expired_early(found, expected, batch, batches)
+    return found
+
+def _expired_early(differ: pd.DataFrame, expected: pd.DataFrame, batch: int, batches) -> list[dict]:
+    """Of a TTL'd variable's divergences, the values the state no longer held though their TTL
+    had not run out at `batch` (the model keeps a value only while its expiry is past the
+    batch's timestamp): EARLY_COLUMNS rows."""
+    gone = differ[(differ["held"] == "none") & (differ["expected"] != "none")]
+    if not len(gone):
+        return []
+    by_user = expected.set_index("user_id")
+    stamp = {b.batch_id: b.timestamp_ms for b in batches}.get(batch)
+    out = []
+    for row in gone.to_dict("records"):
+        user = int(json.loads(row["key_values"])["user_id"])
+        if user in by_user.index:
+            out.append({**{c: row[c] for c in ("operator", "store", "batch", "after", "key", "key_values")},
+                        "expires_ms": int(by_user.at[user, "expires_ms"]),
+                        "set_batch": int(by_user.at[user, "set_batch"]), "batch_timestamp_ms": stamp})
+    return out
 
 
 def _join(source: Path, answer: dict, operator: int, batch: int, why: str, pipeline, truth, batches,

@@ -19,6 +19,7 @@ Classes, one finding each when present:
   commit-without-offsets                        a commits/N with no offsets/N in the checkpoint
   state-diverged                                an operator's state, read after a batch, is not the oracle's
   timer-fired-twice, timer-never-fired          a transformWithState timer fired in two batches, or never
+  expired-early                                 a value with a state TTL was gone before its TTL ran out
 
 The unit follows the pipeline: event by event when rows carry event_id (per_event.py), per
 (event, window) pair for windowed counts (per_window.py), by key columns otherwise (per_row.py).
@@ -46,7 +47,7 @@ __all__ = ["Inputs", "build", "CLASSES"]
 CLASSES = ("mismatch", "lost", "duplicated", "unexpected", "wrong-value", "dropped-late-wrongly",
            "went-backwards", "table-differs", "deleted-before-read",
            "refused-restart", "commit-without-offsets", "state-diverged", "timer-fired-twice",
-           "timer-never-fired")
+           "timer-never-fired", "expired-early")
 
 
 def build(inputs: Inputs) -> list[Finding]:
@@ -56,7 +57,7 @@ def build(inputs: Inputs) -> list[Finding]:
     found = [backwards.build(inputs), tables.build(inputs), spark.deleted_before_read(inputs, history),
              spark.refused_restart(inputs, history),
              spark.commit_without_offsets(inputs, history), state.build(inputs),
-             timers.fired_twice(inputs), timers.never_fired(inputs)]
+             timers.fired_twice(inputs), timers.never_fired(inputs), state.expired_early(inputs)]
     # a foreach_batch sink's output is its tables: table-differs explains them, not the row units
     if _output_anomalies(inputs, history) and not tables.applies(inputs):
         unit = unit_of(inputs, history)

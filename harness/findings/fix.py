@@ -116,6 +116,10 @@ FIXES: dict[tuple[str, str | None], str] = {
     ("timer-never-fired", None):
         "report it to Spark with the key, the timer and the batches: a timer the watermark passed must "
         "fire in that batch (apache/spark#55474 reports a timer scan that could skip timers)",
+    ("expired-early", None):
+        "give the state its TTL where it is created (getValueState(name, schema, ttlDurationMs)) from the "
+        "same setting the job documents, and keep batches' timestamps as Spark wrote them (a checkpoint "
+        "restored from another query, or a TTL shorter in one build than another, expires values early)",
     ("commit-without-offsets", None):
         "run with synchronous progress tracking (asyncProgressTrackingEnabled off) until your Spark has "
         "SPARK-56720's fix: asynchronous tracking can log a batch done whose offsets it never logged",

@@ -74,9 +74,19 @@ def _clause(row: dict, fault: str | None, then: str, end: str) -> str:
     what = (f"held no {row['key']}" if row["held"] == "none" else
             f"held {row['key']} that the oracle says it must not hold" if row["expected"] == "none" else
             f"held {row['column']}={row['held']} for {row['key']} where the oracle says {row['expected']}")
-    before = f", the first batch committed after {fault}" if fault else ""
-    return (f"after batch {int(row['batch'])}{before}, operator {int(row['operator'])}'s state "
+    which = _which(row["after"], fault)
+    return (f"after batch {int(row['batch'])}{which}, operator {int(row['operator'])}'s state "
             f"({row['store']}) {what}; {then}; {end}")
+
+
+def _which(after: str, fault: str | None) -> str:
+    """Which batch the check read, as the story says it: the first committed after a fault, or
+    the last of the run (its `after`, state_check.chosen's reason), with the fault before it."""
+    if str(after).startswith("after ") and fault:
+        return f", the first batch committed after {fault}"
+    if after == "final":
+        return ", the run's last committed batch" + (f" (the last fault before it: {fault})" if fault else "")
+    return ""
 
 
 def _fault_before(inputs, batch: int) -> str | None:
@@ -131,3 +141,38 @@ def _output_check(inputs, values: dict) -> str | None:
         hit &= d["item"].astype(str).str.contains(str(v), regex=False)
     kinds = d.loc[hit, "kind"].unique().tolist()
     return " and ".join(kinds) if kinds else None
+
+
+def expired_early(inputs) -> Finding | None:
+    """expired-early: a value with a state TTL that the state no longer held after a batch whose
+    timestamp had not reached its expiry (harness/check/state_check.py `_expired_early`); None
+    when there is none. Each is a state divergence too, told here by its TTL."""
+    if not inputs.checkpoints:
+        return None
+    from harness.check.state_check import EXPIRED_EARLY, STATE_DIR
+
+    path = Path(inputs.checkpoints[0]).parent / STATE_DIR / EXPIRED_EARLY
+    found = pd.read_parquet(path) if path.exists() else None
+    if found is None or not len(found):
+        return None
+    witnesses, clauses = [], []
+    for row in found.sort_values(["batch", "key"], kind="stable").head(MAX_WITNESSES).to_dict("records"):
+        fault = _fault_before(inputs, int(row["batch"]))
+        early_s = (int(row["expires_ms"]) - int(row["batch_timestamp_ms"])) / 1000.0
+        witnesses.append({"operator": int(row["operator"]), "store": row["store"], "key": row["key"],
+                          "batch": int(row["batch"]), "set_batch": int(row["set_batch"]),
+                          "expires_ms": int(row["expires_ms"]),
+                          "batch_timestamp_ms": int(row["batch_timestamp_ms"]),
+                          "early_s": round(early_s, 3), "fault": fault})
+        batch, until = int(row["batch"]), text.seconds(int(row["expires_ms"]) / 1000.0 - inputs.t0_s)
+        ran = text.seconds(int(row["batch_timestamp_ms"]) / 1000.0 - inputs.t0_s)
+        clauses.append(f"after batch {batch}{_which(row['after'], fault)}, operator {int(row['operator'])}'s "
+                       f"state ({row['store']}) held no value for {row['key']}, set in batch "
+                       f"{int(row['set_batch'])} with a TTL that ran until {until} of processing time; batch "
+                       f"{batch} ran at {ran}: {text.seconds(early_s)} early")
+    more = len(found) - len(witnesses)
+    summary = (f"{text.plural(len(found), 'value')} expired before their TTL"
+               + (f" ({more:,} not shown)" if more > 0 else ""))
+    return Finding(cls="expired-early", count=int(len(found)), witness=witnesses,
+                   faults=sorted({w["fault"] for w in witnesses if w["fault"]}),
+                   story=f"{text.paragraph([*clauses, summary])} {fix.advice('expired-early')}".strip())

@@ -57,6 +57,9 @@ def parse(top: Section, scenario_dir: Path, where: str = "pipeline") -> Pipeline
     if trigger == "real-time" and not registered.stateless_for(values):
         raise bad(s.field("trigger"), "real-time", f"Spark's real-time mode runs stateless queries only, "
                   f"and {kind} keeps state", 'use trigger = "1s" or "available-now", or the passthrough kind')
+    if trigger == "available-now" and registered.available_now_refused:
+        raise bad(s.field("trigger"), "available-now", f"{kind} cannot run as an available-now job: "
+                  f"{registered.available_now_refused}", 'use a processing-time trigger (trigger = "1s")')
     return Pipeline(kind=kind, values=MappingProxyType(values), trigger=trigger, trigger_ms=trigger_ms,
                     build=build, columns=MappingProxyType(registered.columns_for(values)), spark=spark)
 

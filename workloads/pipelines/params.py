@@ -68,8 +68,10 @@ N = Param("n", "count", 3, "how many keys to keep per window")
 BOUND = Param("bound", "duration", help="how long after an order its payment may come")
 ATTEMPTS = Param("attempts", "count", 3, "failed logins that raise an alert")
 WITHIN = Param("within", "duration", help="the time the failed logins must fall within")
+TTL = Param("ttl", "duration", help="how long, in processing time, a state value lives after its last "
+            "update (transformWithState's TTL)")
 # every key some pipeline may take: a custom pipeline takes any of them, none required
-COMMON = (WINDOW, SLIDE, WATERMARK, GAP, N, BOUND, ATTEMPTS, WITHIN)
+COMMON = (WINDOW, SLIDE, WATERMARK, GAP, N, BOUND, ATTEMPTS, WITHIN, TTL)
 
 
 def read(s: Section, declared: tuple[Param, ...], required: bool = True) -> dict[str, Any]:
