@@ -69,6 +69,11 @@ def test_each_example_is_exact_under_faults(benchmark, example, tmp_path):
     assert case["verdict"]["status"] == "PASS", case["verdict"]
     assert e["lost"] == e["duplicated"] == e["unexpected"] == 0 and e["delivered"] == e["expected"] > 0, e
     assert {f["kind"] for f in case["faults"] if f.get("landed")} == FAULTS, case["faults"]
+    check = case.get("state_check") or {}
+    assert check.get("diverged", 0) == 0, check
+    if example == "balances":   # one aggregation: its state is judged after each fault too
+        read = {c["after"].split(" at ")[0] for c in check.get("checked", [])}
+        assert {"final", "after kill-driver"} <= read, check
     oracle = _oracle(out, case["name"])
     benchmark.extra_info.update({
         "example": example, "rows_expected": e["expected"], "records_read": oracle["records_read"],

@@ -407,6 +407,63 @@ class TestNothingToRead:
                                  [case / "checkpoint"]) is None
 
 
+class TestJobMidRun:
+    """A job's aggregation state after a batch mid-run: the batch oracle answers over the records
+    batches 0 to N read, for each batch N before the last that the driver read the state after."""
+
+    def _given(self, mode: str = "whole"):
+        from harness.check.batch_oracle.job_input import Input
+
+        read = TRUTH.assign(batch=[0, 0, 1, 1, 2, 2])
+        return Input(read, np.zeros(len(read), bool), [(0, 0, 6)], mode, "")
+
+    def _case(self, tmp_path: Path, batches: list[int]) -> Path:
+        from workloads.pipelines.state_read import ANSWER
+
+        case = tmp_path / "case"
+        (case / state_check.STATE_DIR).mkdir(parents=True)
+        said = {"in_driver": True, "batches": batches}
+        (case / state_check.STATE_DIR / ANSWER).write_text(json.dumps(said))
+        return case
+
+    def test_each_batch_the_driver_read_before_the_last_gets_an_answer(self, tmp_path):
+        from harness.check.batch_oracle.oracle import state_batches
+
+        case = self._case(tmp_path, [4, 1, 2])
+        assert state_batches(case, self._given(), {"operators": ["aggregate"]}) == [1, 2]
+
+    def test_none_where_the_state_check_could_not_judge_it(self, tmp_path):
+        from harness.check.batch_oracle.oracle import state_batches
+
+        case = self._case(tmp_path, [1, 2])
+        assert state_batches(case, self._given("partial"), {"operators": ["aggregate"]}) == []
+        assert state_batches(case, self._given(), {"operators": ["aggregate", "join"]}) == []
+        assert state_batches(tmp_path / "nowhere", self._given(), {"operators": ["aggregate"]}) == []
+
+    def test_a_mid_run_batch_is_judged_against_the_answer_up_to_it(self, tmp_path):
+        """The answer up to batch 1 is what the state after batch 1 must hold; a batch with no
+        answer is said unchecked."""
+        from harness.check.batch_oracle.oracle import STATE_AFTER
+
+        case = tmp_path / "case"
+        (case / "oracle").mkdir(parents=True)
+        pd.DataFrame({"user": ["u"], "clicks": [2]}).to_parquet(case / "oracle" / f"{STATE_AFTER}1.parquet")
+        pd.DataFrame({"user": ["u"], "clicks": [5]}).to_parquet(case / "oracle" / "with-flush.parquet")
+        held = pd.DataFrame({"key.user": ["u"], "value.count": [2]})
+        answer = {"aggregates": [{"output": "clicks", "function": "count", "buffer": ["count"]}]}
+        from harness.scenario.job import JobSpec
+
+        columns = MappingProxyType({"user": "STRING", "clicks": "LONG"})
+        job = JobSpec(kind="job", oracle="batch", columns=columns)
+        (case / "plan.json").write_text(json.dumps({"operators": ["aggregate"], "watermarks": []}))
+        expected, got, key, values = state_check._job(case, answer, held, job, state_check.Outcome(), 1)
+        assert state_check.compare(expected, got, key, values).empty
+        expected, got, key, values = state_check._job(case, answer, held, job, state_check.Outcome())
+        differ = state_check.compare(expected, got, key, values)
+        assert differ[["expected", "held"]].values.tolist() == [["5", "2"]]
+        assert state_check._answered(case, 1) and not state_check._answered(case, 2)
+
+
 class TestReadInTheDriver:
     """The driver reads the state at its end when asked (workloads/pipelines/state_read.py serve);
     the check uses those reads only when they cover every batch it wants."""
@@ -447,7 +504,7 @@ class TestReadInTheDriver:
         state_check.ask(tmp_path, tmp_path / "case", tmp_path / "case" / "checkpoint", [1_000.5], job=True)
         asked = json.loads((tmp_path / REQUEST).read_text())
         assert asked == {"checkpoint": str(tmp_path / "case" / "checkpoint"), "after_ms": [1000.5],
-                         "last_only": True, "driver": str(tmp_path / "case" / "driver.json"),
+                         "last_only": False, "driver": str(tmp_path / "case" / "driver.json"),
                          "out": str(tmp_path / "case" / state_check.STATE_DIR)}
 
 

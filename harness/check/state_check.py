@@ -37,11 +37,14 @@ committed batch, and the first batch committed after each fault. Then:
         answer over every record the stream read (`<case>/oracle/with-flush.parquet`): its
         aggregate per key is what the final state must hold, for each output column that is a
         count, sum, min or max straight from the aggregation (the state's buffer is then the
-        value); only the last batch, and only when no record was late and the grouping keeps
-        no event time (then no group is evicted)
+        value); after a batch N mid-run, its answer over the records batches 0 to N read
+        (`<case>/oracle/state-after-N.parquet`, one more run of the job in the oracle's Spark
+        process, for each batch the driver read the state after: oracle.py `state_batches`);
+        only when no record was late and the grouping keeps no event time (then no group is
+        evicted)
 
-What cannot be known is not guessed: a job's state at a batch mid-run (the batch oracle runs
-the job over every record, not over the records up to that batch), an operator of another
+What cannot be known is not guessed: a job's state at a batch mid-run that the driver did not
+read (its own reader's reads come after the batch oracle has run), an operator of another
 kind, a grouping behind the watermark, a case that restarted on a fresh checkpoint. Each is
 said in `notes` and in summary.json's `state_check`.
 
@@ -62,8 +65,9 @@ import pandas as pd
 
 from harness.check.batch_reads import assign_batches, late_watermarks
 from harness.check.checkpoint import Batch
+from workloads.pipelines.state_read import CHECK_DIR
 
-STATE_DIR = "state-check"          # in the case's directory
+STATE_DIR = CHECK_DIR              # in the case's directory
 DIVERGED = "diverged.parquet"      # the divergences found, for the finding (harness/findings/state.py)
 EXPIRED_EARLY = "expired-early.parquet"   # of those, values with a state TTL gone before their expiry
 OUTCOME = "outcome.json"           # what was checked, what not, how many diverged in all
@@ -192,12 +196,13 @@ def chosen(batches: list[Batch], faults, t0_s: float) -> dict[int, str]:
 def ask(control_dir: Path, case_dir: Path, checkpoint: Path, after_ms: list[float], job: bool) -> None:
     """Ask the case's driver to read the state once its query has stopped (written just before
     the harness asks it to stop; workloads/pipelines/state_read.py `serve`): the first batch
-    committed after each of `after_ms` (each fault's landing, wall-clock ms) and the last, or the
-    last alone for a job. Its reads cost no JVM of their own; `read` uses them when they cover
-    what `chosen` wants."""
+    committed after each of `after_ms` (each fault's landing, wall-clock ms) and the last (for a
+    job, with its aggregates' fields). Its reads cost no JVM of their own; `read` uses them when
+    they cover what `chosen` wants, and the batch oracle answers a job's mid-run batches from
+    the list it read (batch_oracle/oracle.py `state_batches`)."""
     from workloads.pipelines.state_read import REQUEST
 
-    request = {"checkpoint": str(checkpoint), "after_ms": [float(t) for t in after_ms], "last_only": job,
+    request = {"checkpoint": str(checkpoint), "after_ms": [float(t) for t in after_ms], "last_only": False,
                "driver": str(Path(case_dir) / "driver.json") if job else None,
                "out": str(Path(case_dir) / STATE_DIR)}
     (Path(control_dir) / REQUEST).write_text(json.dumps(request, indent=2) + "\n")
@@ -369,12 +374,12 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
     if why_not:   # said before any Spark process starts: nothing it could read would be checked
         outcome.notes.append(why_not)
         return outcome
-    if is_job:   # only the last batch can be known: see the module's docstring
-        skipped = {b: why for b, why in wanted.items() if why != "final"}
-        wanted = {b: why for b, why in wanted.items() if why == "final"}
+    if is_job:   # a batch mid-run only where the batch oracle answered up to it
+        skipped = {b: why for b, why in wanted.items() if why != "final" and not _answered(case_dir, b)}
+        wanted = {b: why for b, why in wanted.items() if b not in skipped}
         if skipped:
-            outcome.notes.append(f"not checked mid-run ({_listed(skipped)}): the batch oracle runs the job "
-                                 "over every record the stream read, not over the records up to a batch")
+            outcome.notes.append(f"not checked mid-run ({_listed(skipped)}): the batch oracle gave no answer "
+                                 "over the records up to it (the driver did not read the state there)")
     out, run = written_dir(case_dir) / STATE_DIR, Path(case_dir) / STATE_DIR
     driver = Path(case_dir) / "driver.json" if is_job else None
     answer, metadata, source = read(out, checkpoints[0], sorted(wanted), driver,
@@ -428,7 +433,7 @@ def _one_batch(case_dir: Path, source: Path, answer: dict, operator: int, batch:
     elif pipeline.kind == "dedup":
         mapped = _dedup(held, pipeline, truth, batches, batch, outcome)
     else:
-        mapped = _job(case_dir, answer, held, pipeline, outcome)
+        mapped = _job(case_dir, answer, held, pipeline, outcome, None if why == "final" else batch)
     if mapped is None:
         return None
     expected, got, key, values = mapped
@@ -631,7 +636,19 @@ def _job_unknowable(case_dir: Path) -> str | None:
     return None
 
 
-def _job(case_dir: Path, answer: dict, held: pd.DataFrame, pipeline, outcome: Outcome):
+def _answered(case_dir: Path, batch: int) -> bool:
+    """Whether the batch oracle wrote its answer over the records batches 0 to `batch` read."""
+    from harness.check.batch_oracle.oracle import STATE_AFTER
+    from harness.check.batch_oracle.spark_run import oracle_dir
+
+    return (oracle_dir(Path(case_dir)) / f"{STATE_AFTER}{batch}.parquet").exists()
+
+
+def _job(case_dir: Path, answer: dict, held: pd.DataFrame, pipeline, outcome: Outcome,
+         batch: int | None = None):
+    """A job's aggregation state against the batch oracle's answer: over every record the stream
+    read (the last batch), or over the records batches 0 to `batch` read (mid-run)."""
+    from harness.check.batch_oracle.oracle import STATE_AFTER
     from harness.check.batch_oracle.spark_run import oracle_dir
 
     oracle = oracle_dir(case_dir)   # under a re-check, the re-check's own answer
@@ -646,7 +663,8 @@ def _job(case_dir: Path, answer: dict, held: pd.DataFrame, pipeline, outcome: Ou
     mapping = _values(answer.get("aggregates"), held, columns, outcome)
     if not mapping:
         return None
-    expected = pd.read_parquet(oracle / "with-flush.parquet")
+    answer_file = "with-flush.parquet" if batch is None else f"{STATE_AFTER}{batch}.parquet"
+    expected = pd.read_parquet(oracle / answer_file)
     got = held.rename(columns={**{f"key.{k}": k for k in plain}, **{v: o for v, o in mapping.items()}})
     return expected, got, plain, list(mapping.values())
 

@@ -53,6 +53,7 @@ TRANSFORM_WITH_STATE = ("transformWithStateExec", "transformWithStateInPandasExe
 TIMERS = "registered-timers"   # the `var` of an operator's registered timers (readRegisteredTimers)
 REQUEST = "state-read.json"   # in the driver's control directory: the harness's ask at a case's end
 ANSWER = "state.json"
+CHECK_DIR = "state-check"      # in the case's directory: where the reads and the state check's files go
 
 
 def main(argv: list[str]) -> int:

@@ -29,7 +29,7 @@ import pandas as pd
 
 from harness.check import multiset, upserts
 from harness.check.batch_oracle import foreach_tables, job_result, spark_run
-from harness.check.batch_oracle.job_input import EXACT, PARTIAL, Input
+from harness.check.batch_oracle.job_input import EXACT, PARTIAL, WHOLE, Input
 from harness.check.checkpoint import Batch
 from harness.check.result import CheckResult
 from workloads.pipelines.job import read_plan
@@ -37,6 +37,9 @@ from workloads.sinks.upsert import history_of
 
 ROWS = "rows"
 BACKWARDS = "backwards.parquet"   # in <case>/oracle/: upsert writes that went back (findings/backwards.py)
+# in <case>/oracle/: the job's answer over the records batches 0 to N read, one per batch N the
+# case's driver read the state after mid-run (harness/check/state_check.py checks the state there)
+STATE_AFTER = "state-after-"
 UNKNOWN_REACH_MS = 3_600_000   # how far the drain waits past the last record, for a stateful query
 
 
@@ -142,6 +145,8 @@ def check(case_dir: Path, truth: pd.DataFrame, sink: pd.DataFrame, batches: list
                                              "with-flush": late if given.mode == EXACT else None}
     if given.mode == PARTIAL:
         runs["without-late"] = pd.concat([flush, late])
+    for n in state_batches(case_dir, given, plan):   # the state check's answers mid-run
+        runs[f"{STATE_AFTER}{n}"] = given.read[given.read["batch"].to_numpy() > n]
     fields = (late, pipeline.schema) if given.mode == PARTIAL and pipeline.schema else None
     outputs, times = spark_run.run(case_dir, given.ranges, runs, fields)
     columns = dict(pipeline.columns)
@@ -165,6 +170,22 @@ def check(case_dir: Path, truth: pd.DataFrame, sink: pd.DataFrame, batches: list
         result = result.with_problems([upserts.problem(back, key)])
     _write(case_dir, given, found, times, left_out, time.perf_counter() - began)
     return result
+
+
+def state_batches(case_dir: Path, given: Input, plan: dict | None) -> list[int]:
+    """The batches, before the last, that the case's driver read its state after (its
+    `<case>/state-check/state.json`, written at the driver's end, before any check), when the
+    state check can judge them: one aggregation, and no late record (the answer over the records
+    up to a batch is then what the state holds after it). [] otherwise."""
+    from workloads.pipelines.state_read import ANSWER, CHECK_DIR
+
+    if given.mode != WHOLE or (plan or {}).get("operators") != ["aggregate"]:
+        return []
+    try:
+        read = json.loads((Path(case_dir) / CHECK_DIR / ANSWER).read_text()).get("batches") or []
+    except (OSError, ValueError):
+        return []
+    return sorted({int(b) for b in read})[:-1]
 
 
 def flush_output(with_flush: pd.DataFrame, expected: pd.DataFrame, sink: pd.DataFrame,
