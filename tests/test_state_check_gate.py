@@ -130,3 +130,42 @@ def test_a_case_restarted_on_a_fresh_checkpoint_says_so_not_that_it_was_short(tm
     assert _state(case, result, None, out, checked, 0.0) is checked
     (note,) = result.sections["state_check"]["notes"]
     assert "more than one checkpoint" in note and "lasted" not in note, note
+
+
+def test_a_short_case_whose_driver_read_part_of_it_starts_no_reader_for_the_rest(tmp_path):
+    """The driver read batch 2 at its end, but the check also wants batch 1 (a fault its read did
+    not see): on a short case under "auto", batch 1 is said unchecked with the gate's reason, and
+    no reader of its own starts (the unit lane has no Spark: one would fail here); on a long
+    case, or with state_check = true, the reader would be started (no_reader None)."""
+    import json
+
+    import pandas as pd
+
+    from harness.check import state_check
+    from harness.check.checkpoint import Batch
+    from harness.run.collect import _too_short
+    from harness.scenario.model import Pipeline
+    from workloads.pipelines.state_read import ANSWER
+
+    case_dir = tmp_path / "case"
+    (case_dir / "checkpoint" / "state").mkdir(parents=True)
+    out = case_dir / state_check.STATE_DIR
+    out.mkdir()
+    (out / ANSWER).write_text(json.dumps({"in_driver": True, "batches": [2], "files": []}))
+    pd.DataFrame({"operatorId": [0], "operatorName": ["stateStoreSave"]}).to_parquet(out / "metadata.parquet")
+    batches = [Batch(1, 0, {0: 1}, True, {0: 0}, committed_ms=2_000),
+               Batch(2, 0, {0: 2}, True, committed_ms=4_000)]
+    faults = [SimpleNamespace(kind="kill-driver", landed_s=1.0, started_s=1.0)]
+    truth = pd.DataFrame({"event_id": [0, 1], "key": "a", "event_time_ms": 0, "amount": 1, "partition": 0,
+                          "offset": [0, 1], "control": False})
+    windows = Pipeline(kind="tumbling_count")
+    short, _ = _case(None, 30)
+    why = _too_short(short, 1030.0)
+    assert why is not None
+    assert _too_short(*_case(True, 30)) is None and _too_short(*_case(None, 3600)) is None
+    outcome = state_check.check(case_dir, windows, truth, batches, faults, 0.0, [case_dir / "checkpoint"],
+                                no_reader=why)
+    assert outcome is not None
+    said = [n for n in outcome.notes if "batch 1 after kill-driver" in n and "did not read it" in n]
+    assert said and said[0].startswith("not checked: the case lasted 30 s"), outcome.notes
+    assert [c["batch"] for c in outcome.checked] in ([2], []), outcome.checked

@@ -214,6 +214,19 @@ def in_driver(out: Path, batch_ids: list[int]) -> tuple[dict, pd.DataFrame] | No
     return found if found is not None and found[0].get("in_driver") else None
 
 
+def _driver_read(out: Path) -> set[int]:
+    """The batches the case's driver read the state after at its end (none when it read none)."""
+    from workloads.pipelines.state_read import ANSWER
+
+    try:
+        answer = json.loads((out / ANSWER).read_text())
+    except (OSError, ValueError):
+        return set()
+    if not answer.get("in_driver"):
+        return set()
+    return {int(b) for b in answer.get("batches", [])}
+
+
 def kept_reads(where: Path, batch_ids: list[int]) -> tuple[dict, pd.DataFrame] | None:
     """The reads a run left in `where` (its driver's or its own reader's), when they cover every
     batch of `batch_ids`: what a re-check judges again, with no Spark process; else None."""
@@ -345,7 +358,8 @@ def held_state(out: Path, answer: dict, operator: int, batch: int,
 
 # -- the check ----------------------------------------------------------------------------------
 def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], faults, t0_s: float,
-          checkpoints: list[Path], wanted: dict[int, str] | None = None) -> Outcome | None:
+          checkpoints: list[Path], wanted: dict[int, str] | None = None,
+          no_reader: str | None = None) -> Outcome | None:
     """The state check of one finished case (see the module's docstring); None when its
     pipeline keeps no state this check judges. Writes `<case>/state-check/` (the reader's files,
     DIVERGED). Raises ReadFailed when the reader's Spark process failed.
@@ -353,7 +367,11 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
     Under a re-check (`python -m harness check`), `wanted` is the batches the run checked, with
     why; the run's reads are judged again when they cover them (no Spark process; else a
     reader of its own reads the run's checkpoint, as in a run), and the files are written in the
-    re-check's case directory, never over the run's."""
+    re-check's case directory, never over the run's.
+
+    `no_reader` says why no reader of its own may start (the cost gate of `[measure] state_check
+    = "auto"` on a short case, harness/run/collect.py): then only the batches the case's driver
+    read are checked, and the others are said unchecked with it."""
     from harness.check.batch_oracle.spark_run import written_dir
 
     if not applies(pipeline):
@@ -381,6 +399,14 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
             outcome.notes.append(f"not checked mid-run ({_listed(skipped)}): the batch oracle gave no answer "
                                  "over the records up to it (the driver did not read the state there)")
     out, run = written_dir(case_dir) / STATE_DIR, Path(case_dir) / STATE_DIR
+    if no_reader is not None and run == out:   # a run's check, not a re-check of the run's reads
+        covered = _driver_read(out)
+        left = {b: why for b, why in wanted.items() if b not in covered}
+        wanted = {b: why for b, why in wanted.items() if b in covered}
+        if left:
+            outcome.notes.append(f"{no_reader} (for {_listed(left)}: the driver did not read it)")
+        if not wanted:
+            return outcome
     driver = Path(case_dir) / "driver.json" if is_job else None
     answer, metadata, source = read(out, checkpoints[0], sorted(wanted), driver,
                                     kept=run if run != out else None)

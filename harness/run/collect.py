@@ -207,7 +207,7 @@ def _state(case: Case, result: CaseResult, truth, out: Output, checked: CheckRes
         # t0_s: the faults' own zero (their records' seconds count from it), so that the batches
         # chosen are those the driver read at its end (stages.ask_state_read)
         seen = state_check.check(case.dir, case.pipeline, truth, out.batches, result.faults, t0_s,
-                                 list(case.checkpoints))
+                                 list(case.checkpoints), no_reader=_too_short(case, began))
     except Exception as exc:  # noqa: BLE001 - evidence beside the verdict: its crash is no verdict
         case.files.path.joinpath("state-check-error.txt").write_text(traceback.format_exc())
         result.sections["state_check"] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
@@ -248,15 +248,23 @@ STATE_READ_S, STATE_CHECK_SHARE = 20.0, 0.15
 
 def _state_skipped(case: Case, now: float) -> str | None:
     """Why the state check does not run on this case, or None: [measure] state_check = false, or
-    "auto" (the default) on a case too short for a read to stay within STATE_CHECK_SHARE of it
-    (CI's cases of a minute: a read there is a third of the case)."""
-    wanted = case.scenario.measure.state_check
-    if wanted is False:
+    "auto" (the default) on a case too short for a reader of its own (`_too_short`) whose driver
+    read nothing at its end. A driver that read some of the batches wanted leaves the rest to
+    the check, which starts no reader on such a case either (state_check.check `no_reader`)."""
+    if case.scenario.measure.state_check is False:
         return "not checked: [measure] state_check = false"
     if (case.dir / state_check.STATE_DIR / ANSWER).exists():
         return None   # the driver read it at its end: the cost is paid, and small
+    return _too_short(case, now)
+
+
+def _too_short(case: Case, now: float) -> str | None:
+    """Why no reader of its own may read this case's state: "auto" (the default) on a case too
+    short for a read to stay within STATE_CHECK_SHARE of it (CI's cases of a minute: a read
+    there is a third of the case); None when one may."""
     case_s = now - case.started_at if case.started_at else None
-    if wanted is None and case_s is not None and case_s * STATE_CHECK_SHARE < STATE_READ_S:
+    auto = case.scenario.measure.state_check is None
+    if auto and case_s is not None and case_s * STATE_CHECK_SHARE < STATE_READ_S:
         return (f"not checked: the case lasted {case_s:.0f} s, and a read of its state costs "
                 f"{STATE_READ_S:g} s at least, over {STATE_CHECK_SHARE:.0%} of it "
                 '([measure] state_check = "auto"); state_check = true checks it anyway')
