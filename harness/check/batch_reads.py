@@ -78,3 +78,24 @@ def last_watermark(batches: list[Batch]) -> int:
         return -1
     last = batches[-1].query
     return max((b.watermark_ms for b in batches if b.query == last and b.committed), default=-1)
+
+
+def by_batch(rows: pd.DataFrame, batches: list[Batch]) -> dict[int, pd.DataFrame]:
+    """The rows each committed batch read (assign_batches), by batch id; a batch that read none
+    has no entry."""
+    read = rows.assign(batch=assign_batches(rows, batches).to_numpy())
+    return dict(tuple(read[read["batch"] >= 0].groupby("batch", sort=False)))
+
+
+def committed_in_order(batches: list[Batch], until: int | None = None):
+    """Each committed batch up to batch `until` (all when None), in order, with whether it is the
+    first of its query (a fresh checkpoint: an operator's state starts empty there)."""
+    query: int | None = None
+    for batch in batches:
+        if until is not None and batch.batch_id > until:
+            break
+        if not batch.committed:
+            continue
+        yield batch, batch.query != query
+        query = batch.query
+

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from harness.check import rows
-from harness.check.batch_reads import assign_batches, late_watermarks
+from harness.check.batch_reads import by_batch, committed_in_order, late_watermarks
 from harness.check.checkpoint import Batch
 from harness.check.result import CheckResult
 from workloads.pipelines.failed_logins import COLUMNS, FAILED, alerts
@@ -40,19 +40,14 @@ def mirror(truth: pd.DataFrame, batches: list[Batch], attempts: int, within_ms: 
     """(the alerts, with the batch that raised them; the late failures; what the mirror held after
     batch `until`, or after the last committed batch)."""
     fails = truth[(truth["event_type"] == FAILED) & ~truth["control"]]
-    fails = fails.assign(batch=assign_batches(fails, batches))
     late_mark = late_watermarks(batches)
-    by_batch = dict(tuple(fails[fails["batch"] >= 0].groupby("batch", sort=False)))
+    read_by = by_batch(fails, batches)
     held = Kept()
-    out, late_parts, query = [], [], None
-    for batch in batches:
-        if until is not None and batch.batch_id > until:
-            break
-        if not batch.committed:
-            continue
-        if batch.query != query:
-            held, query = Kept(), batch.query
-        read = by_batch.get(batch.batch_id)
+    out, late_parts = [], []
+    for batch, fresh in committed_in_order(batches, until):
+        if fresh:
+            held = Kept()
+        read = read_by.get(batch.batch_id)
         if read is None:
             continue
         late = read["event_time_ms"].to_numpy() <= late_mark[batch.batch_id]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from harness.check import rows
-from harness.check.batch_reads import assign_batches
+from harness.check.batch_reads import by_batch, committed_in_order
 from harness.check.checkpoint import Batch
 from harness.check.result import CheckResult
 from workloads.pipelines.streak_count import COLUMNS
@@ -48,21 +48,15 @@ def mirror(truth: pd.DataFrame, batches: list[Batch], ttl_ms: int,
            until: int | None = None) -> tuple[pd.DataFrame, Counts]:
     """(the rows the query writes, with the batch that wrote each; the counts after batch
     `until`, or after the last committed batch)."""
-    events = truth[~truth["control"]]
-    events = events.assign(batch=assign_batches(events, batches).to_numpy())
-    by_batch = dict(tuple(events[events["batch"] >= 0].groupby("batch", sort=False)))
-    state, query, out = Counts(), None, []
-    for batch in batches:
-        if until is not None and batch.batch_id > until:
-            break
-        if not batch.committed:
-            continue
-        if batch.query != query:
-            state, query = Counts(), batch.query
+    read_by = by_batch(truth[~truth["control"]], batches)
+    state, out = Counts(), []
+    for batch, fresh in committed_in_order(batches, until):
+        if fresh:
+            state = Counts()
         now = timestamp(batch)
         # gone for this batch's reads, and removed by it
         state.held = {u: c for u, c in state.held.items() if not expired(c[1], now)}
-        read = by_batch.get(batch.batch_id)
+        read = read_by.get(batch.batch_id)
         if read is None:
             continue
         for user, group in read.groupby("user", sort=False):
