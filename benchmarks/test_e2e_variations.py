@@ -95,7 +95,12 @@ class TestInterruptedRun:
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 128 + sig, err[-3000:]
-        assert json.loads((run_dir / "summary.json").read_text())["status"] == "aborted"
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["status"] == "aborted"
+        # the case it was in is said, undecided, not left out
+        (case,) = summary["cases"]
+        assert case["verdict"]["status"] == "UNKNOWN" and "interrupted" in case["verdict"]["detail"], case
+        assert case.get("interrupted"), case
         assert (run_dir / "report.html").exists(), "an aborted run gets its report too"
         assert _driver_status(run_dir)["state"] != "running", "status.json still says running"
         assert_nothing_left(run_dir)

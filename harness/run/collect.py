@@ -343,6 +343,18 @@ def _timeline(case: Case, out: Output, rates, lag, latencies: dict) -> None:
     frame.to_parquet(case.files.timeline, index=False)
 
 
+def interrupted(case: Case, why: str) -> CaseResult:
+    """The result of the case a run was interrupted in (Ctrl-C, SIGTERM): UNKNOWN, nothing of it
+    checked, named in summary.json with its directory, which keeps what the case wrote until
+    then (ground truth, the sink, the checkpoint), so that no case of the run goes unsaid."""
+    from dataclasses import replace
+
+    result = _empty(case, [], {"interrupted": why})
+    verdict = verdicts.undecided(case.spec.guarantee, f"the run was interrupted during this case ({why}); "
+                                 f"nothing of it was checked (its files: {case.dir})")
+    return replace(result, verdict=verdict, error=None)
+
+
 # -- helpers ------------------------------------------------------------------------------------
 def _empty(case: Case, faults: list[FaultRecord], sections: dict) -> CaseResult:
     """The result of a case whose output was not checked (yet): nothing was sent, or its

@@ -21,7 +21,7 @@ from harness.results.rundir import RunDir
 from harness.results.verdict import FAIL
 from harness.run import incidents, job_check, journal, reference_run, references, stages
 from harness.run.case import Case
-from harness.run.collect import case_result
+from harness.run.collect import case_result, interrupted
 from harness.run.schedule import FaultRunner
 from harness.run.stack import needs_postgres, start_stack
 from harness.scenario.fault_specs import needs_proxy
@@ -60,7 +60,11 @@ def run(scenario, run_dir: RunDir, run_id: str, progress: Progress, registry: Re
                 case = Case.create(scenario, spec, stack, run_dir, run_id, progress, registry)
                 # a node a fault left changed is put back for the next case (restart-broker's lease:
                 # a broker restart, about 6 s), not after the last one on services about to stop
-                done = run_case(case, restore=not (own and i == len(scenario.cases) - 1))
+                try:
+                    done = run_case(case, restore=not (own and i == len(scenario.cases) - 1))
+                except RunAborted as exc:   # the case it was in is said, undecided, with its files
+                    result.cases.append(interrupted(case, str(exc)))
+                    raise
                 reference_run.attach(done, reference)
                 if scenario.measure.ceiling:   # a reference of the run's own, after the case
                     references.with_ceiling(case, done)
