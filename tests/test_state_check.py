@@ -186,20 +186,10 @@ class TestCompare:
 
 
 class TestChosen:
-    def test_the_last_batch_and_the_batches_around_each_fault(self):
-        """A fault at 1.5 s: batch 1 committed at 2.0 s is the first after it, batch 0 at 1.0 s
-        the last before it; batch 2 is the last."""
+    def test_the_last_batch_and_the_first_committed_after_each_fault(self):
+        """A fault at 1.5 s: batch 1 committed at 2.0 s is the first after it; batch 2 is the last."""
         fault = FaultRecord("kill-driver", 1.5, 1.5, 3.0, "driver", True, landed_s=1.5)
-        assert state_check.chosen(BATCHES, [fault], T0_S) == {
-            0: "before kill-driver at 1.5 s", 1: "after kill-driver at 1.5 s", 2: "final"}
-
-    def test_a_batch_after_one_fault_and_before_another_says_after(self):
-        """Faults at 1.5 s and 2.5 s: batch 1 is both the first after the first and the last
-        before the second: it is read once, as the first after."""
-        first = FaultRecord("kill-driver", 1.5, 1.5, 3.0, "driver", True, landed_s=1.5)
-        second = FaultRecord("fail-task", 2.5, 2.5, 3.0, "task", True, landed_s=2.5)
-        assert state_check.chosen(BATCHES, [first, second], T0_S) == {
-            0: "before kill-driver at 1.5 s", 1: "after kill-driver at 1.5 s", 2: "after fail-task at 2.5 s"}
+        assert state_check.chosen(BATCHES, [fault], T0_S) == {1: "after kill-driver at 1.5 s", 2: "final"}
 
     def test_a_fault_after_the_last_commit_adds_nothing(self):
         fault = FaultRecord("kill-driver", 9.0, 9.0, 9.5, "driver", True)
@@ -487,16 +477,13 @@ class TestReadInTheDriver:
             path.write_text("v1\n{}")
             os.utime(path, (t_s, t_s))
 
-    def test_the_driver_picks_the_batches_around_each_landing_and_the_last(self, tmp_path):
+    def test_the_driver_picks_the_first_batch_after_each_landing_and_the_last(self, tmp_path):
         from workloads.pipelines.state_read import batches_after
 
         self._commits(tmp_path, {0: 100.0, 1: 101.0, 2: 102.0, 3: 103.0, 4: 104.0})
-        # 102.0 s is not after 102.0 s: batch 2 is the last at or before it, 3 the first after
-        assert batches_after(tmp_path, [100_500.0, 102_000.0]) == [0, 1, 2, 3, 4]
-        assert batches_after(tmp_path, [101_500.0]) == [1, 2, 4]
+        assert batches_after(tmp_path, [100_500.0, 102_000.0]) == [1, 3, 4]   # 102.0 s is not after 102.0 s
         assert batches_after(tmp_path, []) == [4]
         assert batches_after(tmp_path, [200_000.0]) == [4]   # nothing after it: the last only
-        assert batches_after(tmp_path, [50_000.0]) == [0, 4]   # nothing before it: the first after
 
     def test_its_reads_count_only_when_they_cover_every_batch_wanted(self, tmp_path):
         from workloads.pipelines.state_read import ANSWER

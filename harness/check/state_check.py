@@ -4,8 +4,7 @@ what the oracle says it must hold at that batch (issue 49, part 1).
 After a case, the case's checkpoint is copied (the query has stopped; the copy is what Spark's
 state data source reads, so nothing of the case's own is touched) and `python -m
 workloads.pipelines.state_read` reads the state after the batches chosen here (`chosen`): the last
-committed batch, and around each fault the last batch committed before it and the first
-committed after it. Then:
+committed batch, and the first batch committed after each fault. Then:
 
   tumbling_count (and its sliding windows)   ground truth, by Spark's rules (batch_reads.py):
         the events the batches up to N read, less those dropped as late, counted and summed
@@ -175,34 +174,29 @@ def modelled(pipeline) -> str:
 
 
 def chosen(batches: list[Batch], faults, t0_s: float) -> dict[int, str]:
-    """Batch id -> why it is read, around each fault: the first batch committed after it landed
-    ("after <kind> at <s> s"), the last committed batch ("final"), and the last batch committed
-    before it landed ("before <kind> at <s> s": the state the fault found). A batch that is
-    more than one of these keeps the first reason in that order."""
+    """Batch id -> why it is read: the last committed batch ("final"), and the first batch
+    committed after each fault landed ("after <kind> at <s> s")."""
     done = sorted((b for b in batches if b.committed and b.committed_ms is not None),
                   key=lambda b: b.batch_id)
     if not done:
         return {}
     out: dict[int, str] = {}
-    landed = [(f, f.landed_s if f.landed_s is not None else f.started_s) for f in faults]
-    landed = [(f, at_s) for f, at_s in landed if at_s is not None]
-    for f, at_s in landed:
+    for f in faults:
+        at_s = f.landed_s if f.landed_s is not None else f.started_s
+        if at_s is None:
+            continue
         after = [b for b in done if b.committed_ms > (t0_s + at_s) * 1000]
         if after:
             out.setdefault(after[0].batch_id, f"after {f.kind} at {at_s:g} s")
     out.setdefault(done[-1].batch_id, "final")
-    for f, at_s in landed:
-        before = [b for b in done if b.committed_ms <= (t0_s + at_s) * 1000]
-        if before:
-            out.setdefault(before[-1].batch_id, f"before {f.kind} at {at_s:g} s")
     return dict(sorted(out.items()))
 
 
 # -- the read -----------------------------------------------------------------------------------
 def ask(control_dir: Path, case_dir: Path, checkpoint: Path, after_ms: list[float], job: bool) -> None:
     """Ask the case's driver to read the state once its query has stopped (written just before
-    the harness asks it to stop; workloads/pipelines/state_read.py `serve`): the batches
-    committed around each of `after_ms` (each fault's landing, wall-clock ms) and the last (for a
+    the harness asks it to stop; workloads/pipelines/state_read.py `serve`): the first batch
+    committed after each of `after_ms` (each fault's landing, wall-clock ms) and the last (for a
     job, with its aggregates' fields). Its reads cost no JVM of their own; `read` uses them when
     they cover what `chosen` wants, and the batch oracle answers a job's mid-run batches from
     the list it read (batch_oracle/oracle.py `state_batches`)."""

@@ -80,13 +80,10 @@ def _clause(row: dict, fault: str | None, then: str, end: str) -> str:
 
 
 def _which(after: str, fault: str | None) -> str:
-    """Which batch the check read, as the story says it: the first committed after a fault, the
-    last before one, or the last of the run (its `after`, state_check.chosen's reason), with the
-    fault before it."""
+    """Which batch the check read, as the story says it: the first committed after a fault, or
+    the last of the run (its `after`, state_check.chosen's reason), with the fault before it."""
     if str(after).startswith("after ") and fault:
         return f", the first batch committed after {fault}"
-    if str(after).startswith("before "):
-        return f", the last batch committed before {after[len('before '):]}"
     if after == "final":
         return ", the run's last committed batch" + (f" (the last fault before it: {fault})" if fault else "")
     return ""

@@ -105,8 +105,7 @@ def serve(spark, control_dir: Path) -> None:
 
       {"checkpoint": "/abs/checkpoint",   the query's own: copied to <out>/checkpoint and read there
        "after_ms": [t, ...],              the first batch committed after each (its commit file's
-                                          mtime) and the last before it, and the last committed
-                                          batch, are read
+                                          mtime), and the last committed batch, are read
        "last_only": false,                only the last (a job's: see harness/check/state_check.py)
        "driver": "/abs/driver.json" | null, "out": "/abs/state-check"}
 
@@ -150,9 +149,8 @@ def copy_checkpoint(checkpoint: Path, to: Path) -> Path:
 
 
 def batches_after(checkpoint: Path, after_ms: list[float]) -> list[int]:
-    """Around each of `after_ms`: the first committed batch whose commit file was written after
-    it and the last written at or before it; and the last committed batch; in order (as
-    harness/check/state_check.py's `chosen` picks them)."""
+    """The first committed batch whose commit file was written after each of `after_ms`, and the
+    last committed batch, in order (as harness/check/state_check.py's `chosen` picks them)."""
     commits = sorted((int(p.name), p.stat().st_mtime * 1000) for p in (checkpoint / "commits").iterdir()
                      if p.name.isdigit())
     if not commits:
@@ -160,8 +158,8 @@ def batches_after(checkpoint: Path, after_ms: list[float]) -> list[int]:
     picked = {commits[-1][0]}
     for t in after_ms:
         later = [b for b, mtime in commits if mtime > t]
-        earlier = [b for b, mtime in commits if mtime <= t]
-        picked.update(later[:1] + earlier[-1:])
+        if later:
+            picked.add(later[0])
     return sorted(picked)
 
 
