@@ -74,7 +74,7 @@ def state_after(truth: pd.DataFrame, batches: list[Batch], bound_ms: int,
     for side, (kind, source, _prefix) in SIDES.items():
         rows_, late = _read(truth, batches, kind, source)
         rows_ = rows_[~late & (rows_["batch"].to_numpy() <= batch_id)]
-        user = rows_["user"].fillna(-1).astype("int64") if "user" in rows_ else -1
+        user = rows_["user"].fillna(-1).astype("int64")
         read[side] = pd.DataFrame({"user_id": np.where(rows_["control"], -1, user),
                                    "id": rows_["event_id"].astype("int64").to_numpy(),
                                    "time_ms": rows_["event_time_ms"].astype("int64").to_numpy()})

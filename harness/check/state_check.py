@@ -65,7 +65,7 @@ import pandas as pd
 
 from harness.check.batch_reads import assign_batches, late_watermarks
 from harness.check.checkpoint import Batch
-from workloads.pipelines.state_read import CHECK_DIR
+from workloads.pipelines.state_read import CHECK_DIR, driver_batches
 
 STATE_DIR = CHECK_DIR              # in the case's directory
 DIVERGED = "diverged.parquet"      # the divergences found, for the finding (harness/findings/state.py)
@@ -212,19 +212,6 @@ def in_driver(out: Path, batch_ids: list[int]) -> tuple[dict, pd.DataFrame] | No
     """The driver's own reads in `out`, when it read every batch of `batch_ids`; else None."""
     found = kept_reads(out, batch_ids)
     return found if found is not None and found[0].get("in_driver") else None
-
-
-def _driver_read(out: Path) -> set[int]:
-    """The batches the case's driver read the state after at its end (none when it read none)."""
-    from workloads.pipelines.state_read import ANSWER
-
-    try:
-        answer = json.loads((out / ANSWER).read_text())
-    except (OSError, ValueError):
-        return set()
-    if not answer.get("in_driver"):
-        return set()
-    return {int(b) for b in answer.get("batches", [])}
 
 
 def kept_reads(where: Path, batch_ids: list[int]) -> tuple[dict, pd.DataFrame] | None:
@@ -400,7 +387,7 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
                                  "over the records up to it (the driver did not read the state there)")
     out, run = written_dir(case_dir) / STATE_DIR, Path(case_dir) / STATE_DIR
     if no_reader is not None and run == out:   # a run's check, not a re-check of the run's reads
-        covered = _driver_read(out)
+        covered = set(driver_batches(out))
         left = {b: why for b, why in wanted.items() if b not in covered}
         wanted = {b: why for b, why in wanted.items() if b in covered}
         if left:
@@ -521,6 +508,7 @@ def _streaks(source: Path, answer: dict, operator: int, batch: int, why: str, pi
     found = differ.assign(operator=operator, store=STREAK_VAR, batch=batch, after=why)[COLUMNS]
     outcome.expired_early += _expired_early(found, expected, batch, batches)
     return found
+
 
 def _expired_early(differ: pd.DataFrame, expected: pd.DataFrame, batch: int, batches) -> list[dict]:
     """Of a TTL'd variable's divergences, the values the state no longer held though their TTL

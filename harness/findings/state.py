@@ -20,18 +20,26 @@ from harness.results.model import Finding
 MAX_WITNESSES = 5
 
 
-def build(inputs) -> Finding | None:
-    """The finding of a case (harness.findings.Inputs), or None when its state held what it must."""
+def _table(inputs, name: str) -> tuple[pd.DataFrame, Path] | None:
+    """The state check's table `name` in the case's state-check directory, and its path; None
+    when the check wrote none or an empty one."""
     if not inputs.checkpoints:
         return None
-    from harness.check.state_check import DIVERGED, OUTCOME, STATE_DIR
+    from harness.check.state_check import STATE_DIR
 
-    path = Path(inputs.checkpoints[0]).parent / STATE_DIR / DIVERGED
-    if not path.exists():
+    path = Path(inputs.checkpoints[0]).parent / STATE_DIR / name
+    found = pd.read_parquet(path) if path.exists() else None
+    return (found, path) if found is not None and len(found) else None
+
+
+def build(inputs) -> Finding | None:
+    """The finding of a case (harness.findings.Inputs), or None when its state held what it must."""
+    from harness.check.state_check import DIVERGED, OUTCOME
+
+    table = _table(inputs, DIVERGED)
+    if table is None:
         return None
-    found = pd.read_parquet(path)
-    if not len(found):
-        return None
+    found, path = table
     total = _total(path.with_name(OUTCOME), len(found))
     found = found.sort_values(["batch", "key"], kind="stable")
     witnesses, clauses = [], []
@@ -147,14 +155,12 @@ def expired_early(inputs) -> Finding | None:
     """expired-early: a value with a state TTL that the state no longer held after a batch whose
     timestamp had not reached its expiry (harness/check/state_check.py `_expired_early`); None
     when there is none. Each is a state divergence too, told here by its TTL."""
-    if not inputs.checkpoints:
-        return None
-    from harness.check.state_check import EXPIRED_EARLY, STATE_DIR
+    from harness.check.state_check import EXPIRED_EARLY
 
-    path = Path(inputs.checkpoints[0]).parent / STATE_DIR / EXPIRED_EARLY
-    found = pd.read_parquet(path) if path.exists() else None
-    if found is None or not len(found):
+    table = _table(inputs, EXPIRED_EARLY)
+    if table is None:
         return None
+    found = table[0]
     witnesses, clauses = [], []
     for row in found.sort_values(["batch", "key"], kind="stable").head(MAX_WITNESSES).to_dict("records"):
         fault = _fault_before(inputs, int(row["batch"]))

@@ -140,6 +140,16 @@ def serve(spark, control_dir: Path) -> None:
             shutil.rmtree(copy, ignore_errors=True)
 
 
+def driver_batches(where: Path) -> list[int]:
+    """The batches the case's driver read the state after at its end (`serve`'s answer in
+    `where`, with "in_driver"), in order; [] when it read none there."""
+    try:
+        answer = json.loads((Path(where) / ANSWER).read_text())
+    except (OSError, ValueError):
+        return []
+    return sorted({int(b) for b in answer.get("batches", [])}) if answer.get("in_driver") else []
+
+
 def copy_checkpoint(checkpoint: Path, to: Path) -> Path:
     """A copy of the case's checkpoint for Spark's state data source to read (Spark's temporary
     files left out): the reader opens the stores as a query would, and never the case's own."""

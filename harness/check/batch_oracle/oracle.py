@@ -177,15 +177,11 @@ def state_batches(case_dir: Path, given: Input, plan: dict | None) -> list[int]:
     `<case>/state-check/state.json`, written at the driver's end, before any check), when the
     state check can judge them: one aggregation, and no late record (the answer over the records
     up to a batch is then what the state holds after it). [] otherwise."""
-    from workloads.pipelines.state_read import ANSWER, CHECK_DIR
+    from workloads.pipelines.state_read import CHECK_DIR, driver_batches
 
     if given.mode != WHOLE or (plan or {}).get("operators") != ["aggregate"]:
         return []
-    try:
-        read = json.loads((Path(case_dir) / CHECK_DIR / ANSWER).read_text()).get("batches") or []
-    except (OSError, ValueError):
-        return []
-    return sorted({int(b) for b in read})[:-1]
+    return driver_batches(Path(case_dir) / CHECK_DIR)[:-1]
 
 
 def flush_output(with_flush: pd.DataFrame, expected: pd.DataFrame, sink: pd.DataFrame,
