@@ -1,7 +1,8 @@
 """Nexmark end to end in tox -e e2e (about a minute): q0, q5 and q7 at 200 events/s for 5 s
 on local[2], exactly-once into PostgreSQL, each checked against its oracle
 (harness/check/nexmark.py) on the session's Kafka and PostgreSQL
-(tests/scenarios/nexmark_quick.toml), the workload going on until the query has read three
+(tests/scenarios/nexmark_quick.toml), and q5's and q7's window aggregation's state against its
+model (harness/check/nexmark_state.py). The workload goes on until the query has read three
 batches past a 1 s stall of the sink at batch 2, so that late bids reach batches after the
 watermark moved past them. Every query, with and without faults, runs in tox -e bench --
 --nexmark (benchmarks/test_nexmark.py)."""
@@ -23,6 +24,12 @@ def test_q0_q5_and_q7_write_exactly_their_oracles_rows(harness_run):
         assert case.verdict.holds, case
         assert e["lost"] == e["duplicated"] == e["unexpected"] == 0 and e["expected"] > 0, (name, e)
         assert e["delivered"] == e["expected"], (name, e)
+    # the state check judged q5's and q7's window aggregation (harness/check/nexmark_state.py)
+    # after the batch past the stall and the last: held what it must (else the case FAILed above)
+    for name in ("q5", "q7"):
+        state = result.case(name).sections["state_check"]
+        assert state["diverged"] == 0 and len(state["checked"]) >= 2, (name, state)
+        assert any(c["keys"] > 0 for c in state["checked"]), (name, state)
     # the late bids: the windowed queries drop exactly the (bid, window) pairs Spark drops; that
     # needs a late bid read by a batch after the watermark passed it, which the stall's batches
     # give by design; should none come, said so, not as a wrong count

@@ -33,6 +33,10 @@ committed batch, and the first batch committed after each fault. Then:
         batches up to N read and did not drop as late, less those behind the side's state
         watermark (the orders' W - bound - 1, the payments' W - 1, from the join's condition and
         batch N's watermark W): every batch chosen is checked
+  Nexmark's q5 and q7 (their first window aggregation)   their oracles' rules
+        (nexmark_state.py): the bids counted per (window, auction) for q5, the highest price
+        per window for q7, for the windows batch N's watermark had not closed; the operator is
+        told by its state's columns, the others (and the other queries) said unchecked
   a job whose one stateful operator is an aggregation (groupBy().agg())   the batch oracle's
         answer over every record the stream read (`<case>/oracle/with-flush.parquet`): its
         aggregate per key is what the final state must hold, for each output column that is a
@@ -150,7 +154,14 @@ def applies(pipeline) -> bool:
     """Whether the case's pipeline keeps state this check can judge."""
     return pipeline.kind in ("tumbling_count", "session_count", "dedup", "failed_logins",
                              "order_payment_join", "streak_count") or (
-        pipeline.kind == "job" and getattr(pipeline, "oracle", "batch") == "batch")
+        pipeline.kind == "job" and getattr(pipeline, "oracle", "batch") == "batch") or (
+        pipeline.kind == "nexmark" and not _nexmark_query(pipeline).stateless)
+
+
+def _nexmark_query(pipeline):
+    from workloads.pipelines import nexmark
+
+    return nexmark.QUERIES[pipeline.params()["query"]]
 
 
 FRESH_QUERY = ("not checked: the case ran its query on more than one checkpoint (a restart on a fresh "
@@ -164,6 +175,10 @@ def unmodelled(case_dir: Path, pipeline, checkpoints) -> str | None:
     length."""
     if len(checkpoints) != 1:
         return FRESH_QUERY
+    if pipeline.kind == "nexmark":
+        from harness.check import nexmark_state
+
+        return nexmark_state.unmodelled(pipeline.params()["query"])
     return job_plan_unknowable(Path(case_dir)) if pipeline.kind == "job" else None
 
 
@@ -368,6 +383,10 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
     if len(checkpoints) != 1:
         outcome.notes.append(FRESH_QUERY)
         return outcome
+    no_model = unmodelled(case_dir, pipeline, checkpoints) if pipeline.kind == "nexmark" else None
+    if no_model:
+        outcome.notes.append(no_model)
+        return outcome
     wanted = dict(wanted) if wanted is not None else chosen(batches, faults, t0_s)
     if not wanted:
         outcome.notes.append("not checked: no batch was committed")
@@ -408,6 +427,8 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
     name = modelled(pipeline)
     operators = sorted(set(metadata.loc[metadata["operatorName"] == name, "operatorId"]))   # a row per store
     others = sorted(set(metadata["operatorName"]) - {name})
+    if pipeline.kind == "nexmark":   # the operator whose state has the model's columns; the others said
+        operators, others = _nexmark_operator(source, answer, metadata, operators, min(wanted), pipeline)
     if others:
         outcome.notes.append(f"not checked: the state of {', '.join(others)} (no model of it here yet)")
     if len(operators) != 1:
@@ -428,6 +449,37 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
     return outcome
 
 
+def _nexmark_operator(source: Path, answer: dict, metadata: pd.DataFrame, operators: list, batch: int,
+                     pipeline) -> tuple[list, list[str]]:
+    """Of a Nexmark query's aggregations, the one modelled (nexmark_state.py): the one whose state
+    has the model's columns; and the other operators, each named with its id."""
+    from harness.check import nexmark_state
+
+    m = nexmark_state.model(pipeline.params()["query"])
+    mine = []
+    for op in operators:
+        held = held_state(source, answer, int(op), batch)
+        if m is not None and held is not None and set(held.columns) - {"partition_id"} == set(m.names):
+            mine.append(op)
+    named = metadata[["operatorId", "operatorName"]].drop_duplicates()
+    others = [f"operator {int(r.operatorId)} ({r.operatorName})" for r in named.itertuples()
+              if not (len(mine) == 1 and r.operatorId == mine[0])]
+    return mine, sorted(others)
+
+
+def _nexmark(held: pd.DataFrame, pipeline, truth, batches, batch: int, outcome: Outcome):
+    """A Nexmark query's first window aggregation (nexmark_state.py), by its state's columns."""
+    from harness.check import nexmark_state
+
+    m = nexmark_state.model(pipeline.params()["query"])
+    if m is None or set(held.columns) - {"partition_id"} != set(m.names):
+        outcome.notes.append(f"not checked: the state's columns are {sorted(held.columns)}, not those of "
+                             f"{m.what if m else 'a modelled query'} ({sorted(m.names) if m else ''})")
+        return None
+    expected = m.expected(truth, batches, pipeline.params(), batch)
+    return expected, held.rename(columns=m.names), list(m.key), list(m.values)
+
+
 def _one_batch(case_dir: Path, source: Path, answer: dict, operator: int, batch: int, why: str, pipeline,
                truth, batches, outcome: Outcome) -> pd.DataFrame | None:
     if pipeline.kind == "failed_logins":
@@ -445,6 +497,8 @@ def _one_batch(case_dir: Path, source: Path, answer: dict, operator: int, batch:
         mapped = _sessions(held, pipeline, truth, batches, batch, outcome)
     elif pipeline.kind == "dedup":
         mapped = _dedup(held, pipeline, truth, batches, batch, outcome)
+    elif pipeline.kind == "nexmark":
+        mapped = _nexmark(held, pipeline, truth, batches, batch, outcome)
     else:
         mapped = _job(case_dir, answer, held, pipeline, outcome, None if why == "final" else batch)
     if mapped is None:
