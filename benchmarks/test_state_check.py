@@ -53,18 +53,32 @@ def _diverged_after_the_fault(tmp_path: Path, name: str):
     diverged = pd.read_parquet(run_dir / "cases" / case["name"] / "state-check" / "diverged.parquet")
     at_first = diverged[diverged["batch"] == first]
     assert len(at_first), f"no divergence at batch {first}: {check}"
+    _held_before_the_fault(case, first)
     return run_dir, case, fault, first, at_first
 
 
+def _held_before_the_fault(case: dict, first: int) -> None:
+    """The state the plant found: read from the copy made as it came due, before it acted, after
+    an earlier batch than the first after it, it held what the model says (each store of it), and
+    the finding's story says so: the divergence came with the fault, not before it."""
+    before = [c for c in case["state_check"]["checked"] if c.get("before")]
+    assert before, f"the state was not read before the fault: {case['state_check']}"
+    assert all(c["batch"] < first and c["diverged"] == 0 for c in before), before
+    assert any(c["keys"] > 0 for c in before), before
+    (finding,) = [f for f in case["findings"] if f["class"] == "state-diverged"]
+    said = "from the copy made as it came due, held what the oracle says"
+    assert said in finding["story"], finding["story"]
+
+
 def _the_twin_holds(tmp_path: Path, name: str) -> dict:
-    """A twin's run: the state read after the first batch after the fault and after the last,
-    0 diverged, no state-diverged finding, PASS; its case."""
+    """A twin's run: the state read before the fault (from the copy made as it came due), after
+    the first batch after it and after the last, 0 diverged, no state-diverged finding, PASS; its case."""
     _, summary, output = _run(tmp_path, name)
     (case,) = summary["cases"]
     check = case.get("state_check") or {}
     assert check.get("diverged") == 0, f"{check}\n{output}"
     read = {c["after"].split(" at ")[0] for c in check["checked"]}
-    assert read == {"after state-rollback", "final"}, check
+    assert read == {"before state-rollback", "after state-rollback", "final"}, check
     assert not [f for f in case.get("findings", []) if f["class"] == "state-diverged"]
     assert case["verdict"]["status"] == "PASS", case["verdict"]
     return case
@@ -291,6 +305,6 @@ class TestStateTTL:
         check = case.get("state_check") or {}
         assert check.get("diverged") == 0 and check.get("expired_early") == 0, f"{check}\n{output}"
         read = {c["after"].split(" at ")[0] for c in check["checked"]}
-        assert read == {"after kill-driver", "final"}, check
+        assert read == {"before kill-driver", "after kill-driver", "final"}, check
         assert not [f for f in case.get("findings", []) if f["class"] in ("expired-early", "state-diverged")]
         assert case["verdict"]["status"] == "PASS", case["verdict"]

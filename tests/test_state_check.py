@@ -546,7 +546,7 @@ class TestJudgedAgainUnderARecheck:
         assert outcome is not None and outcome.count == 1, outcome
         assert outcome.diverged.iloc[0][["column", "expected", "held"]].to_list() == ["count", "1", "2"]
         assert outcome.checked == [{"operator": 0, "batch": 2, "after": "final", "keys": 3,
-                                    "columns": ["count", "sum_amount"]}]
+                                    "columns": ["count", "sum_amount"], "diverged": 1}]
         assert any("judged again from the state the run read" in n for n in outcome.notes)
         written = tmp_path / "check" / "cases" / "windows" / state_check.STATE_DIR
         assert len(pd.read_parquet(written / state_check.DIVERGED)) == 1

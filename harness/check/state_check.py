@@ -4,7 +4,9 @@ what the oracle says it must hold at that batch (issue 49, part 1).
 After a case, the case's checkpoint is copied (the query has stopped; the copy is what Spark's
 state data source reads, so nothing of the case's own is touched) and `python -m
 workloads.pipelines.state_read` reads the state after the batches chosen here (`chosen`): the last
-committed batch, and the first batch committed after each fault. Then:
+committed batch, and the first batch committed after each fault; and the copies made as each
+fault came due, before it acted (harness/run/stages.py `state_snapshot`), after their last
+committed batch (`_before`: the state the fault found). Then:
 
   tumbling_count (and its sliding windows)   ground truth, by Spark's rules (batch_reads.py):
         the events the batches up to N read, less those dropped as late, counted and summed
@@ -437,9 +439,11 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
         operator = int(operators[0])
         found = [_one_batch(Path(case_dir), source, answer, operator, batch, why, pipeline, truth, batches,
                             outcome) for batch, why in wanted.items()]
+        found += _before(Path(case_dir), source, answer, operator, pipeline, truth, batches, outcome)
         outcome.diverged = pd.concat([f for f in found if f is not None and len(f)] or [outcome.diverged],
                                      ignore_index=True)
     outcome.count = int(len(outcome.diverged))
+    _count_each(outcome)
     outcome.diverged = outcome.diverged.head(KEEP)
     out.mkdir(parents=True, exist_ok=True)
     outcome.diverged.to_parquet(out / DIVERGED, index=False)
@@ -447,6 +451,53 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
     (out / OUTCOME).write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
     outcome.seconds["total_s"] = round(time.perf_counter() - began, 3)
     return outcome
+
+
+def _count_each(outcome: Outcome) -> None:
+    """Each `checked` entry's own count of divergences ("diverged"), from all of them (DIVERGED
+    keeps the first few hundred): what a story says of a read that held what it must."""
+    d = outcome.diverged
+    for entry in outcome.checked:
+        hit = ((d["batch"] == entry["batch"]) & (d["after"] == entry["after"])
+               & (d["operator"] == entry["operator"]))
+        if "store" in entry:
+            hit &= d["store"] == entry["store"]
+        entry["diverged"] = int(hit.sum())
+
+
+def _before(case_dir: Path, source: Path, main: dict, operator: int, pipeline, truth, batches,
+            outcome: Outcome) -> list[pd.DataFrame | None]:
+    """The state each fault found: the copy made as it came due, before it acted (harness/run/
+    stages.py `state_snapshot`), read after its last committed batch (state_read.py
+    `read_before`), judged as any read is. Its `checked` entry has "before": true."""
+    from workloads.pipelines.state_read import ANSWER, BEFORE, FAULT
+
+    found: list[pd.DataFrame | None] = []
+    for where in sorted((source / BEFORE).glob("*/"), key=lambda p: int(p.name) if p.name.isdigit() else -1):
+        try:
+            fault = json.loads((where / FAULT).read_text())
+            answer = json.loads((where / ANSWER).read_text())
+        except (OSError, ValueError):
+            error = where / "error.txt"
+            said = ((error.read_text().strip().splitlines() or [""])[-1] if error.exists()
+                    else "its copy was not read")
+            outcome.notes.append(f"the state before fault {where.name} not read: {said[:300]}")
+            continue
+        batch, kind = int(fault["batch"]), fault["kind"]
+        why = f"before {kind} at {float(fault['at_s']):g} s"
+        if pipeline.kind == "job" and not _answered(case_dir, batch):
+            outcome.notes.append(f"not checked {why} (batch {batch}): the batch oracle gave no answer over "
+                                 "the records up to it")
+            continue
+        outcome.notes += [f"operator {f['operator']} ({f['store']}) {why} not read: {f['why']}"
+                          for f in answer.get("failed", [])]
+        answer.setdefault("aggregates", main.get("aggregates"))   # a job's: which field holds which output
+        seen = len(outcome.checked)
+        found.append(_one_batch(case_dir, where, answer, operator, batch, why, pipeline, truth, batches,
+                                outcome))
+        for entry in outcome.checked[seen:]:
+            entry["before"] = True
+    return found
 
 
 def _nexmark_operator(source: Path, answer: dict, metadata: pd.DataFrame, operators: list, batch: int,

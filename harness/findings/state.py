@@ -55,7 +55,7 @@ def build(inputs) -> Finding | None:
     keys = found["key"].nunique()
     summary = (f"{text.plural(total, 'value')} of the state in all differ from the oracle's"
                + (f" ({more:,} not shown; of those kept, {text.plural(keys, 'key')})" if more > 0 else ""))
-    story = text.paragraph([*clauses, summary])
+    story = text.paragraph([*clauses, *_held_before(path.with_name(OUTCOME), inputs), summary])
     return Finding(cls="state-diverged", count=total, witness=witnesses,
                    faults=sorted({w["fault"] for w in witnesses if w["fault"]}),
                    story=f"{story} {fix.advice('state-diverged')}")
@@ -68,6 +68,26 @@ def _shown(values: dict, key: str, t0_s: float) -> str:
         return (f"window [{text.event_time(values['window_start_ms'], t0_s)}, "
                 f"{text.event_time(values['window_end_ms'], t0_s)}) of key {values['key']}")
     return key
+
+
+def _held_before(outcome: Path, inputs) -> list[str]:
+    """What each read made before a fault saw, when it held what it must (state_check._before,
+    its `checked` entry with "before" and no divergence): the state the fault found was right,
+    so the divergences after it came with or after the fault."""
+    try:
+        checked = json.loads(outcome.read_text()).get("checked", [])
+    except (OSError, ValueError):
+        return []
+    said = []
+    for c in checked:
+        if c.get("before") and c.get("diverged") == 0:
+            fault = str(c["after"])[len("before "):]
+            store = f", {c['store']}" if c.get("store") else ""
+            keys = text.plural(int(c["keys"]), "key")
+            said.append(f"the state {fault} found, read after batch {int(c['batch'])} from the copy made as "
+                        f"it came due, held what the oracle says ({keys}{store}): the divergence came "
+                        "after it")
+    return said
 
 
 def _total(outcome: Path, kept: int) -> int:
@@ -92,6 +112,9 @@ def _which(after: str, fault: str | None) -> str:
     the last of the run (its `after`, state_check.chosen's reason), with the fault before it."""
     if str(after).startswith("after ") and fault:
         return f", the first batch committed after {fault}"
+    if str(after).startswith("before "):   # state_check._before: a copy made as that fault came due
+        return (f", the last committed when {str(after)[len('before '):]} came due (read from the copy "
+                f"made before it acted: the state it found)")
     if after == "final":
         return ", the run's last committed batch" + (f" (the last fault before it: {fault})" if fault else "")
     return ""

@@ -8,6 +8,7 @@ in order: read the output, describe the case, measure it, check it, explain it, 
 from __future__ import annotations
 
 import os
+import shutil
 import time
 import traceback
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from harness.run import incidents
 from harness.run.case import Case
 from harness.run.schedule import FaultRunner
 from workloads.errors import Problem
-from workloads.pipelines.state_read import ANSWER
+from workloads.pipelines.state_read import ANSWER, BEFORE
 
 
 @dataclass
@@ -194,6 +195,15 @@ def _state(case: Case, result: CaseResult, truth, out: Output, checked: CheckRes
     that diverged from the oracle's is a problem of the case; a check that could not run is
     written down (state-check-error.txt) and decides nothing."""
     began = time.monotonic()
+    try:
+        return _state_checked(case, result, truth, out, checked, t0_s, began)
+    finally:   # the copies made before each fault that no read took (stages.state_snapshot)
+        for copy in (case.dir / state_check.STATE_DIR / BEFORE).glob("*/checkpoint"):
+            shutil.rmtree(copy, ignore_errors=True)
+
+
+def _state_checked(case: Case, result: CaseResult, truth, out: Output, checked: CheckResult, t0_s: float,
+                   began: float) -> CheckResult:
     kept_state = any(os.path.isdir(os.path.join(c, "state")) for c in case.checkpoints)
     if not state_check.applies(case.pipeline) or not kept_state:
         return checked   # no state this check judges: nothing to say

@@ -204,7 +204,9 @@ def evidence_again(files: CaseDir, case: CaseResult, pipeline, truth, batches) -
     problems: list[str] = []
     notes: list[str] = []
     state = case.sections.get("state_check") or {}
-    wanted = {int(c["batch"]): str(c.get("after") or "final") for c in state.get("checked") or []}
+    # the reads made before each fault are judged again from their own directories (state_check._before)
+    wanted = {int(c["batch"]): str(c.get("after") or "final") for c in state.get("checked") or []
+              if not c.get("before")}
     if wanted:
         try:
             seen = state_check.check(files.path, pipeline, truth, batches, case.faults, 0.0,

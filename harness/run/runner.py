@@ -177,7 +177,8 @@ def run_case(case: Case, restore: bool = True) -> CaseResult:
                                                               say=case.progress.step, clock=case.pace), None))
     case.mount_storage()   # the storage faults' file system, before the faults' targets name it
     schedule = FaultRunner(case.scenario.faults, case.targets(), say=case.progress.step, clock=case.pace,
-                           fresh_restarts=case.spec.guarantee == "at-most-once", mark=case.sent_offsets)
+                           fresh_restarts=case.spec.guarantee == "at-most-once", mark=case.sent_offsets,
+                           snapshot=stages.state_snapshot(case))
     sampler = resources.Sampler(case.registry, case.files.resources)
     if case.scenario.measure.enabled:
         sampler.start()

@@ -55,10 +55,14 @@ class FaultRun:
 
     def __init__(self, spec: FaultSpec, targets: Targets, t0: float, say: Callable[[str], None],
                  clock: Any = None, send_end: float | None = None, fresh_restarts: bool = False,
-                 cap: float | None = None, mark: Callable[[], dict[int, int] | None] | None = None):
+                 cap: float | None = None, mark: Callable[[], dict[int, int] | None] | None = None,
+                 index: int = 0, snapshot: Callable[[FaultRun], None] | None = None):
         """`send_end`: when the workload's duration ends (epoch s); `cap`: the latest it may go
-        on to (max_duration; default `send_end`); `mark()`: the topic's end offsets now."""
+        on to (max_duration; default `send_end`); `mark()`: the topic's end offsets now;
+        `index`: its place in the schedule; `snapshot(run)`: called as it comes due, before it
+        acts (the state check's copy of the checkpoint: the state the fault found)."""
         self.spec, self.targets, self.t0, self.say = spec, targets, t0, say
+        self.index, self.snapshot = index, snapshot
         self.clock, self.send_end, self.fresh_restarts = clock, send_end, fresh_restarts
         self.cap = cap if cap is not None else send_end
         self.mark_now = mark
@@ -188,6 +192,11 @@ class FaultRun:
             self.finished.set()
 
     def _carry_out(self, stopping: threading.Event) -> None:
+        if self.snapshot is not None:
+            try:
+                self.snapshot(self)
+            except Exception as exc:  # noqa: BLE001 - evidence for the state check; the fault goes on
+                log.warning("the state's copy before %s: %s", self.spec.kind, exc)
         try:
             self.fault = registry.make(self.spec, self.targets)
             self.fault.inject()
@@ -302,8 +311,10 @@ class FaultRunner:
 
     def __init__(self, specs: tuple[FaultSpec, ...], targets: Targets,
                  say: Callable[[str], None] = log.info, clock: Any = None, fresh_restarts: bool = False,
-                 mark: Callable[[], dict[int, int] | None] | None = None):
+                 mark: Callable[[], dict[int, int] | None] | None = None,
+                 snapshot: Callable[[FaultRun], None] | None = None):
         _LIVE.add(self)
+        self.snapshot = snapshot   # FaultRun's: a copy of the checkpoint as each fault comes due
         self.runs: list[FaultRun] = []
         self.specs, self.targets, self.say = specs, targets, say
         self.clock, self.fresh_restarts, self.mark = clock, fresh_restarts, mark
@@ -321,7 +332,7 @@ class FaultRunner:
         self.t0 = t0
         targets = replace(self.targets, stopping=self.aborting.is_set)
         self.runs = [FaultRun(spec, targets, t0, self.say, self.clock, send_end, self.fresh_restarts,
-                              cap, self.mark) for spec in self.specs]
+                              cap, self.mark, i, self.snapshot) for i, spec in enumerate(self.specs)]
         previous: dict[tuple, FaultRun] = {}
         for run in self.runs:
             key = (run.spec.when.after, run.spec.when.plus_s, run.spec.when.batches)

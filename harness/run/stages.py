@@ -257,6 +257,48 @@ def drain(case: Case) -> None:
         case.progress.step(f"the drain ran out: {case.drain_short}; the sink's rows decide")
 
 
+def _state_checked(case: Case) -> bool:
+    """Whether the state check will read this case's state (its query's, on one checkpoint)."""
+    from harness.check import state_check
+
+    return (case.scenario.measure.state_check is not False and state_check.applies(case.pipeline)
+            and not state_check.unmodelled(case.dir, case.pipeline, case.checkpoints))
+
+
+def state_snapshot(case: Case):
+    """The schedule's `snapshot` (harness/run/schedule.py): as each fault comes due, before it
+    acts, a copy of the query's checkpoint in `<case>/state-check/before/<n>/`, read after its
+    last committed batch with the other reads at the case's end (state_read.py `snapshot`,
+    `read_before`): the state the fault found, which a read after the run cannot give (a fault
+    may rewrite the very files). None when the state check will not read this case."""
+    import json
+
+    from harness.check import state_check
+    from workloads.pipelines.state_read import BEFORE, FAULT, snapshot
+
+    if case.scenario.measure.state_check is False or not state_check.applies(case.pipeline):
+        return None
+
+    def copy(run) -> None:
+        live = Path(case.checkpoints[-1])
+        if not live.is_dir() or not _state_checked(case):
+            return
+        where = case.dir / state_check.STATE_DIR / BEFORE / str(run.index)
+        began = time.time()
+        try:
+            batch = snapshot(live, where / "checkpoint")
+        except Exception as exc:   # said by the state check: "the state before fault n not read: ..."
+            where.mkdir(parents=True, exist_ok=True)
+            (where / "error.txt").write_text(f"its copy failed: {type(exc).__name__}: {exc}\n")
+            raise
+        if batch is None:
+            return
+        record = {"index": run.index, "kind": run.spec.kind, "at_s": round(began - run.t0, 3), "batch": batch,
+                  "copy_s": round(time.time() - began, 3)}
+        (where / FAULT).write_text(json.dumps(record, indent=2) + "\n")
+    return copy
+
+
 def ask_state_read(case: Case, schedule: FaultRunner) -> bool:
     """Before the driver is asked to stop: ask it to read its state once its query has stopped
     (harness/check/state_check.py `ask`), after each fault's landing and at the end, when the
@@ -264,10 +306,8 @@ def ask_state_read(case: Case, schedule: FaultRunner) -> bool:
     a reader of its own first starts a JVM. Whether it asked (then the stop may take longer)."""
     from harness.check import state_check
 
-    if case.scenario.measure.state_check is False or not state_check.applies(case.pipeline):
-        return False
-    if state_check.unmodelled(case.dir, case.pipeline, case.checkpoints):
-        return False   # a fresh query's state, a job's operators: the check has no model of them
+    if not _state_checked(case):
+        return False   # not asked, or a fresh query's state, a job's operators: no model of them
     if not (Path(case.checkpoints[0]) / "state").is_dir():
         return False   # no state kept
     is_job = case.pipeline.kind == "job"

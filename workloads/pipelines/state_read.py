@@ -54,6 +54,12 @@ TIMERS = "registered-timers"   # the `var` of an operator's registered timers (r
 REQUEST = "state-read.json"   # in the driver's control directory: the harness's ask at a case's end
 ANSWER = "state.json"
 CHECK_DIR = "state-check"      # in the case's directory: where the reads and the state check's files go
+# in CHECK_DIR: a copy of the checkpoint made as each fault came due, before it acted, one
+# directory per fault (`snapshot`), each read after its last committed batch (`read_before`)
+BEFORE = "before"
+FAULT = "fault.json"           # in a copy's directory: the fault, when it was made, its last batch
+# the checkpoint's parts a state read needs: the offset and commit logs, the query's id, the state
+PARTS = ("offsets", "commits", "metadata", "state")
 
 
 def main(argv: list[str]) -> int:
@@ -65,6 +71,7 @@ def main(argv: list[str]) -> int:
     session_s = round(time.perf_counter() - began, 3)
     answer = read_into(spark, str(at / request["checkpoint"]), request["batches"], out,
                        at / request["driver"] if request.get("driver") else None)
+    read_before(spark, out)
     spark.stop()
     answer.update(session_s=session_s, total_s=round(time.perf_counter() - began, 3))
     (out / ANSWER).write_text(json.dumps(answer, indent=2) + "\n")
@@ -132,12 +139,86 @@ def serve(spark, control_dir: Path) -> None:
         answer.update(in_driver=True, batches=batches, session_s=0.0,
                       total_s=round(time.perf_counter() - began, 3))
         (out / ANSWER).write_text(json.dumps(answer, indent=2) + "\n")
+        read_before(spark, out)
     except Exception:  # noqa: BLE001 - the harness's own reader then reads it; the driver ends as it would
         out.mkdir(parents=True, exist_ok=True)
         (out / "in-driver-error.txt").write_text(traceback.format_exc())
     finally:
         if copy is not None:
             shutil.rmtree(copy, ignore_errors=True)
+
+
+def snapshot(checkpoint: Path, to: Path) -> int | None:
+    """A copy of a running query's checkpoint (its PARTS) in `to`, made as a fault came due and
+    before it acted: the state the fault found. The query goes on writing meanwhile; a version
+    it commits is written to a temporary file and renamed (HDFSBackedStateStore, RocksDB's
+    uploads, the logs' CheckpointFileManager), so the versions of the batches committed are whole
+    and a temporary file that vanishes mid-copy is left out. Returns the last batch committed in
+    the copy (its commit file), the one to read; None (and no copy) when none was. The state is
+    copied after the commit log, so every batch committed in the copy has its state there."""
+    if not (checkpoint / "commits").is_dir() or not (checkpoint / "state").is_dir():
+        return None
+    shutil.rmtree(to, ignore_errors=True)
+    try:
+        for part in PARTS:
+            if (checkpoint / part).exists():
+                _copy_live(checkpoint / part, to / part)
+    except BaseException:
+        shutil.rmtree(to, ignore_errors=True)
+        raise
+    commits = [int(p.name) for p in (to / "commits").iterdir() if p.name.isdigit()]
+    if not commits:
+        shutil.rmtree(to, ignore_errors=True)
+        return None
+    return max(commits)
+
+
+def _copy_live(src: Path, dst: Path) -> None:
+    """copytree (a file: copied), leaving out the temporary files and any file gone before it was
+    copied."""
+    if src.is_file():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst)
+        return
+    try:
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.tmp", "*.tmp.crc"), dirs_exist_ok=True)
+    except shutil.Error as exc:   # each entry: (src, dst, why); a file renamed or deleted under us
+        gone = [e for e in exc.args[0] if "No such file" not in str(e[2])]
+        if gone:
+            raise
+
+
+def read_before(spark, out: Path) -> None:
+    """The copies made before each fault (`snapshot`, in `out`/BEFORE/<n>/) not yet read: the
+    state after each copy's last committed batch, into its own directory (its ANSWER, its
+    metadata.parquet, its files, as `read_into` writes them); the copy is deleted once read. A
+    read that fails leaves `error.txt` there, never fatal."""
+    for where in sorted((Path(out) / BEFORE).glob("*/")) if (Path(out) / BEFORE).is_dir() else []:
+        copy = where / "checkpoint"
+        if (where / ANSWER).exists() or not copy.is_dir():
+            continue
+        began = time.perf_counter()
+        try:
+            batch = int(json.loads((where / FAULT).read_text())["batch"])
+            answer = read_into(spark, str(copy), [batch], where, None)
+            answer.update(batches=[batch], total_s=round(time.perf_counter() - began, 3))
+            (where / ANSWER).write_text(json.dumps(answer, indent=2) + "\n")
+        except Exception:  # noqa: BLE001 - said where it was to be read; the other reads go on
+            (where / "error.txt").write_text(traceback.format_exc())
+        finally:
+            shutil.rmtree(copy, ignore_errors=True)
+
+
+def before_batches(where: Path) -> list[int]:
+    """The batches read from the copies made before each fault (`read_before`'s answers under
+    `where`/BEFORE), in order."""
+    found = set()
+    for answer in (Path(where) / BEFORE).glob(f"*/{ANSWER}"):
+        try:
+            found |= {int(b) for b in json.loads(answer.read_text()).get("batches", [])}
+        except (OSError, ValueError):
+            continue
+    return sorted(found)
 
 
 def driver_batches(where: Path) -> list[int]:

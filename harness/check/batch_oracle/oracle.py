@@ -174,14 +174,17 @@ def check(case_dir: Path, truth: pd.DataFrame, sink: pd.DataFrame, batches: list
 
 def state_batches(case_dir: Path, given: Input, plan: dict | None) -> list[int]:
     """The batches, before the last, that the case's driver read its state after (its
-    `<case>/state-check/state.json`, written at the driver's end, before any check), when the
+    `<case>/state-check/state.json`, written at the driver's end, before any check, and the
+    answers of the copies made before each fault under it), when the
     state check can judge them: one aggregation, and no late record (the answer over the records
     up to a batch is then what the state holds after it). [] otherwise."""
-    from workloads.pipelines.state_read import CHECK_DIR, driver_batches
+    from workloads.pipelines.state_read import CHECK_DIR, before_batches, driver_batches
 
     if given.mode != WHOLE or (plan or {}).get("operators") != ["aggregate"]:
         return []
-    return driver_batches(Path(case_dir) / CHECK_DIR)[:-1]
+    read = driver_batches(Path(case_dir) / CHECK_DIR)
+    # and those read from the copies made before each fault (state_read.py `read_before`)
+    return sorted((set(read[:-1]) | set(before_batches(Path(case_dir) / CHECK_DIR))) - set(read[-1:]))
 
 
 def flush_output(with_flush: pd.DataFrame, expected: pd.DataFrame, sink: pd.DataFrame,
