@@ -78,15 +78,19 @@ def _held_before(outcome: Path, inputs) -> list[str]:
         checked = json.loads(outcome.read_text()).get("checked", [])
     except (OSError, ValueError):
         return []
-    said = []
+    reads: dict[tuple[str, int], list[dict]] = {}   # a read's entries: one per store of it
     for c in checked:
-        if c.get("before") and c.get("diverged") == 0:
-            fault = str(c["after"])[len("before "):]
-            store = f", {c['store']}" if c.get("store") else ""
-            keys = text.plural(int(c["keys"]), "key")
-            said.append(f"the state {fault} found, read after batch {int(c['batch'])} from the copy made as "
-                        f"it came due, held what the oracle says ({keys}{store}): the divergence came "
-                        "after it")
+        if c.get("before"):
+            reads.setdefault((str(c["after"]), int(c["batch"])), []).append(c)
+    said = []
+    for (after, batch), entries in reads.items():
+        if any(c.get("diverged") != 0 for c in entries):
+            continue
+        keys = text.plural(sum(int(c["keys"]) for c in entries), "key")
+        stores = f" in {len(entries)} stores" if len(entries) > 1 else ""
+        said.append(f"the state {after[len('before '):]} found, read after batch {batch} from the copy made "
+                    f"as it came due, held what the oracle says ({keys}{stores}): the divergence came "
+                    "after it")
     return said
 
 
