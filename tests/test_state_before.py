@@ -137,3 +137,45 @@ class TestStory:
         assert found.story.startswith("After batch 2, the run's last committed batch"), found.story
         assert ("the state kill-driver at 1.5 s found, read after batch 1 from the copy made as it came due, "
                 "held what the oracle says (3 keys): the divergence came after it") in found.story
+
+
+class TestAsAFaultComesDue:
+    """harness/run/stages.py `state_snapshot`: the schedule's call as a fault comes due."""
+
+    def _copy(self, tmp_path: Path):
+        import time
+        from types import SimpleNamespace
+
+        from harness.run import stages
+
+        checkpoint = str(_checkpoint(tmp_path, 2))
+        case = SimpleNamespace(dir=tmp_path / "case", pipeline=WINDOWS, checkpoints=[checkpoint],
+                               scenario=SimpleNamespace(measure=SimpleNamespace(state_check=None)))
+        copy = stages.state_snapshot(case)
+        assert copy is not None
+        copy(SimpleNamespace(index=3, spec=SimpleNamespace(kind="kill-driver"), t0=time.time() - 12.5))
+        return case.dir / state_check.STATE_DIR / state_read.BEFORE / "3"
+
+    def test_the_copy_and_its_record(self, tmp_path):
+        where = self._copy(tmp_path)
+        record = json.loads((where / state_read.FAULT).read_text())
+        assert (record["index"], record["kind"], record["batch"]) == (3, "kill-driver", 1)
+        assert 12.0 < record["at_s"] < 30.0 and record["copy_s"] >= 0
+        assert (where / "checkpoint" / "state" / "0" / "0" / "2.delta").exists()
+
+    def test_a_state_above_the_cap_is_not_copied_and_said(self, tmp_path, monkeypatch):
+        from harness.run import stages
+
+        monkeypatch.setattr(stages, "SNAPSHOT_MAX_BYTES", 1)
+        where = self._copy(tmp_path)
+        assert not (where / "checkpoint").exists()
+        assert (where / "error.txt").read_text().startswith("not copied: the query's state was 0 MiB, above")
+
+    def test_a_case_not_state_checked_is_never_copied(self, tmp_path):
+        from types import SimpleNamespace
+
+        from harness.run import stages
+
+        off = SimpleNamespace(dir=tmp_path, pipeline=WINDOWS, checkpoints=[],
+                              scenario=SimpleNamespace(measure=SimpleNamespace(state_check=False)))
+        assert stages.state_snapshot(off) is None

@@ -265,6 +265,10 @@ def _state_checked(case: Case) -> bool:
             and not state_check.unmodelled(case.dir, case.pipeline, case.checkpoints))
 
 
+# the largest state a copy before a fault takes (a copy per fault, deleted once read)
+SNAPSHOT_MAX_BYTES = 512 * 2**20
+
+
 def state_snapshot(case: Case):
     """The schedule's `snapshot` (harness/run/schedule.py): as each fault comes due, before it
     acts, a copy of the query's checkpoint in `<case>/state-check/before/<n>/`, read after its
@@ -285,6 +289,14 @@ def state_snapshot(case: Case):
             return
         where = case.dir / state_check.STATE_DIR / BEFORE / str(run.index)
         began = time.time()
+        size = sum(f.stat().st_size for f in (live / "state").rglob("*") if f.is_file()) \
+            if (live / "state").is_dir() else 0
+        if size > SNAPSHOT_MAX_BYTES:   # said by the state check: "the state before fault n not read: ..."
+            where.mkdir(parents=True, exist_ok=True)
+            said = (f"not copied: the query's state was {size / 2**20:,.0f} MiB, above the "
+                    f"{SNAPSHOT_MAX_BYTES // 2**20} MiB a copy before a fault takes")
+            (where / "error.txt").write_text(said + "\n")
+            return
         try:
             batch = snapshot(live, where / "checkpoint")
         except Exception as exc:   # said by the state check: "the state before fault n not read: ..."
