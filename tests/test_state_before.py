@@ -142,7 +142,7 @@ class TestStory:
 class TestAsAFaultComesDue:
     """harness/run/stages.py `state_snapshot`: the schedule's call as a fault comes due."""
 
-    def _copy(self, tmp_path: Path):
+    def _copy(self, tmp_path: Path, wait_s: float | None = None):
         import time
         from types import SimpleNamespace
 
@@ -153,7 +153,11 @@ class TestAsAFaultComesDue:
                                scenario=SimpleNamespace(measure=SimpleNamespace(state_check=None)))
         copy = stages.state_snapshot(case)
         assert copy is not None
-        copy(SimpleNamespace(index=3, spec=SimpleNamespace(kind="kill-driver"), t0=time.time() - 12.5))
+        run = SimpleNamespace(index=3, spec=SimpleNamespace(kind="kill-driver"), t0=time.time() - 12.5)
+        if wait_s is None:
+            copy(run)
+        else:
+            stages._snapshot_within(case, run, wait_s)
         return case.dir / state_check.STATE_DIR / state_read.BEFORE / "3"
 
     def test_the_copy_and_its_record(self, tmp_path):
@@ -179,3 +183,22 @@ class TestAsAFaultComesDue:
         off = SimpleNamespace(dir=tmp_path, pipeline=WINDOWS, checkpoints=[],
                               scenario=SimpleNamespace(measure=SimpleNamespace(state_check=False)))
         assert stages.state_snapshot(off) is None
+
+    def test_a_copy_held_past_its_wait_is_abandoned_said_and_deleted(self, tmp_path, monkeypatch):
+        """A checkpoint on storage an earlier fault holds: the copy is not done in its wait, the
+        fault goes on, the reason is written, and the copy, once it ends, is deleted unread."""
+        import time
+
+        real = state_read.snapshot
+
+        def held(live, to):   # storage that answers after 1 s
+            time.sleep(1.0)
+            return real(live, to)
+
+        monkeypatch.setattr(state_read, "snapshot", held)
+        began = time.monotonic()
+        where = self._copy(tmp_path, wait_s=0.2)
+        assert time.monotonic() - began < 0.9
+        assert (where / "error.txt").read_text().startswith("not copied: the copy took over 0.2 s")
+        time.sleep(1.5)
+        assert not (where / "checkpoint").exists() and not (where / state_read.FAULT).exists()

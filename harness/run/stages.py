@@ -265,8 +265,10 @@ def _state_checked(case: Case) -> bool:
             and not state_check.unmodelled(case.dir, case.pipeline, case.checkpoints))
 
 
-# the largest state a copy before a fault takes (a copy per fault, deleted once read)
+# the largest state a copy before a fault takes (a copy per fault, deleted once read), and how
+# long the fault waits for it (the state_rollback plants' copies took 13-40 ms on one core)
 SNAPSHOT_MAX_BYTES = 512 * 2**20
+SNAPSHOT_WAIT_S = 5.0
 
 
 def state_snapshot(case: Case):
@@ -275,40 +277,64 @@ def state_snapshot(case: Case):
     last committed batch with the other reads at the case's end (state_read.py `snapshot`,
     `read_before`): the state the fault found, which a read after the run cannot give (a fault
     may rewrite the very files). None when the state check will not read this case."""
+    from harness.check import state_check
+
+    if case.scenario.measure.state_check is False or not state_check.applies(case.pipeline):
+        return None
+    return lambda run: _snapshot_within(case, run, SNAPSHOT_WAIT_S)
+
+
+def _snapshot_within(case: Case, run, wait_s: float) -> None:
+    """`state_snapshot`'s copy for the fault `run` (a FaultRun), given `wait_s` at most: a
+    checkpoint on storage that an earlier fault holds (a FUSE stall) would hold the copy, and with
+    it this fault. A copy not done by then is abandoned (deleted when it ends, never read) and
+    said; the fault goes on. A copy that fails or is not made is said the same way, in the fault's
+    `error.txt`, which the state check's note repeats."""
     import json
+    import shutil
+    import threading
 
     from harness.check import state_check
     from workloads.pipelines.state_read import BEFORE, FAULT, snapshot
 
-    if case.scenario.measure.state_check is False or not state_check.applies(case.pipeline):
-        return None
+    live = Path(case.checkpoints[-1])
+    if not live.is_dir() or not _state_checked(case):
+        return
+    where = case.dir / state_check.STATE_DIR / BEFORE / str(run.index)
+    began = time.time()
+    done: dict = {}
+    abandoned = threading.Event()
 
-    def copy(run) -> None:
-        live = Path(case.checkpoints[-1])
-        if not live.is_dir() or not _state_checked(case):
-            return
-        where = case.dir / state_check.STATE_DIR / BEFORE / str(run.index)
-        began = time.time()
-        size = sum(f.stat().st_size for f in (live / "state").rglob("*") if f.is_file()) \
-            if (live / "state").is_dir() else 0
-        if size > SNAPSHOT_MAX_BYTES:   # said by the state check: "the state before fault n not read: ..."
-            where.mkdir(parents=True, exist_ok=True)
-            said = (f"not copied: the query's state was {size / 2**20:,.0f} MiB, above the "
-                    f"{SNAPSHOT_MAX_BYTES // 2**20} MiB a copy before a fault takes")
-            (where / "error.txt").write_text(said + "\n")
-            return
+    def work() -> None:
         try:
-            batch = snapshot(live, where / "checkpoint")
-        except Exception as exc:   # said by the state check: "the state before fault n not read: ..."
-            where.mkdir(parents=True, exist_ok=True)
-            (where / "error.txt").write_text(f"its copy failed: {type(exc).__name__}: {exc}\n")
-            raise
-        if batch is None:
-            return
-        record = {"index": run.index, "kind": run.spec.kind, "at_s": round(began - run.t0, 3), "batch": batch,
-                  "copy_s": round(time.time() - began, 3)}
-        (where / FAULT).write_text(json.dumps(record, indent=2) + "\n")
-    return copy
+            size = sum(f.stat().st_size for f in (live / "state").rglob("*") if f.is_file())
+            if size > SNAPSHOT_MAX_BYTES:
+                done["said"] = (f"not copied: the query's state was {size / 2**20:,.0f} MiB, above the "
+                                f"{SNAPSHOT_MAX_BYTES // 2**20} MiB a copy before a fault takes")
+                return
+            done["batch"] = snapshot(live, where / "checkpoint")
+        except Exception as exc:  # noqa: BLE001 - said where the check looks, below
+            done["said"] = f"its copy failed: {type(exc).__name__}: {exc}"
+        finally:
+            if abandoned.is_set():
+                shutil.rmtree(where / "checkpoint", ignore_errors=True)
+
+    worker = threading.Thread(target=work, name=f"state-copy-{run.index}", daemon=True)
+    worker.start()
+    worker.join(wait_s)
+    if worker.is_alive():
+        abandoned.set()
+        done["said"] = (f"not copied: the copy took over {wait_s:g} s (the checkpoint's storage slow, or "
+                        "held by a fault before this one?), and this fault went on without it")
+    if "said" in done:   # the state check says it: "the state before fault n not read: ..."
+        where.mkdir(parents=True, exist_ok=True)
+        (where / "error.txt").write_text(done["said"] + "\n")
+        return
+    if done.get("batch") is None:
+        return
+    record = {"index": run.index, "kind": run.spec.kind, "at_s": round(began - run.t0, 3),
+              "batch": done["batch"], "copy_s": round(time.time() - began, 3)}
+    (where / FAULT).write_text(json.dumps(record, indent=2) + "\n")
 
 
 def ask_state_read(case: Case, schedule: FaultRunner) -> bool:

@@ -197,6 +197,9 @@ def read_before(spark, out: Path) -> None:
         copy = where / "checkpoint"
         if (where / ANSWER).exists() or not copy.is_dir():
             continue
+        if not (where / FAULT).exists():   # a copy abandoned or failed: its error.txt says why
+            shutil.rmtree(copy, ignore_errors=True)
+            continue
         began = time.perf_counter()
         try:
             batch = int(json.loads((where / FAULT).read_text())["batch"])
