@@ -12,6 +12,7 @@ signal N (130 for Ctrl-C, 143 for SIGTERM).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import logging
 import os
@@ -278,8 +279,9 @@ def _history(args) -> int:
 def _fetch_jvm() -> int:
     from harness import jvm
 
-    for name, path in jvm.fetch_all(log=lambda m: print(m, file=sys.stderr)).items():
-        print(f"{name}: {path}")
+    with _cache_lock():
+        for name, path in jvm.fetch_all(log=lambda m: print(m, file=sys.stderr)).items():
+            print(f"{name}: {path}")
     return 0
 
 
@@ -287,8 +289,27 @@ def _fetch_all() -> int:
     from harness import toxiproxy_build
 
     _fetch_jvm()
-    print(f"toxiproxy: {toxiproxy_build.fetch_toxiproxy(log=lambda m: print(m, file=sys.stderr))}")
+    with _cache_lock():
+        print(f"toxiproxy: {toxiproxy_build.fetch_toxiproxy(log=lambda m: print(m, file=sys.stderr))}")
     return 0
+
+
+@contextlib.contextmanager
+def _cache_lock():
+    """One fetch into the cache at a time: two tox environments set up side by side (CI runs
+    tox -e test and tox -e e2e together) would each find an artifact missing and fetch it into
+    the same directory, one deleting what the other wrote. The second waits, then finds it."""
+    import fcntl
+
+    from harness.paths import cache_dir
+
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    with open(cache_dir() / ".fetch.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _run(args, search=None) -> int:

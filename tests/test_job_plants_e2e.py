@@ -3,8 +3,10 @@ every commit): each bug FAILs with its finding and each twin of its shape PASSes
 kill-driver after the sink's write (tests/scenarios/job_planted.py; the same six cases at 6,000
 clicks, three runs each, are in tox -e bench: benchmarks/test_jobs.py).
 
-Setup: 3,000 clicks of the sessions example's generator at 100 a second (30 s: the kill's
-schedule takes 23 s at least, and a loaded machine's first batches are slow), through the
+Setup: 6,000 clicks of the sessions example's generator at 100 a second, 30 s of them, the rest
+(30 s more at most) only while the kill is pending: the kill's schedule takes 23 s at least, and
+a loaded machine's first batches are slow (the flake lane, pinned to one core beside a busy loop,
+saw two cases whose third batch came after a 30 s file's end: "the plant did not bite"), through the
 session's Kafka into PostgreSQL, Spark on local[2]; one run of six cases, shared by every test
 here. Steps: per case, first that the kill did what the plants need (read from its record: else
 the test fails as "the plant did not bite"), then the verdict.
@@ -27,7 +29,7 @@ def planted_run(harness_services, tmp_path_factory):
     from harness import api
 
     directory = tmp_path_factory.mktemp("planted")
-    path = scenario(directory, 3_000, eps=100, local=True, drain="120s")
+    path = scenario(directory, 6_000, eps=100, local=True, drain="120s", duration_s=30)
     registry, stack = harness_services.get()
     api.run(path, directory / "run", registry=registry, stack=stack)
     return {c["name"]: c for c in json.loads((directory / "run" / "summary.json").read_text())["cases"]}

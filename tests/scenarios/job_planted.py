@@ -190,7 +190,7 @@ event_time = "ts"
 key = "user"
 rate = {{ eps = {eps} }}
 partitions = 2
-{pipeline}
+{limits}{pipeline}
 # one kill after the sink's write of the next batch with rows once three have committed: the
 # batch runs again (the appending sink inserts it twice), the new driver's sink re-applies its
 # staged batches (the unguarded upsert goes back), its Python workers start with no dict
@@ -217,14 +217,20 @@ guarantee = "exactly-once"
 
 
 def scenario(directory: Path, rows: int, eps: int = 200, plants=PLANTS, local: bool = False,
-             drain: str = "180s") -> Path:
+             drain: str = "180s", duration_s: float | None = None) -> Path:
     """Write `rows` clicks and a scenario sending them at `eps` and running each plant and its twin
     as cases of their own (each with its own pipeline) into `directory`; the scenario's path.
     `local`: Spark on local[2] (the small runs in tox -e e2e). The loader wants 23 s of workload
-    at least (the kill's 3 s and 20 s for the new driver to show it is back): rows / eps >= 23."""
+    at least (the kill's 3 s and 20 s for the new driver to show it is back): rows / eps >= 23.
+    `duration_s`: send that long, then the rest of the file only while the kill is pending (not
+    come, landed, or read past: docs/scenario.md, "A workload that waits for its faults"), so
+    that a slow machine still has records to send when its third batch comes, and a fast one
+    sends no more than it needs."""
     (directory / "clicks.jsonl").write_text("".join(json.dumps(c) + "\n" for c in clicks(rows)))
     first = plants[0]
-    text = _HEAD.format(here=directory, scenarios=Path(__file__).parent, drain=drain, eps=eps,
+    limits = ("" if duration_s is None
+              else f'duration = "{duration_s:g}s"\nmax_duration = "{rows / eps:g}s"\n')
+    text = _HEAD.format(here=directory, scenarios=Path(__file__).parent, drain=drain, eps=eps, limits=limits,
                         spark='\n[services.spark]\nmaster = "local[2]"\n' if local else "",
                         pipeline=_PIPELINE.format(table="pipeline", job=first.job, columns=first.columns,
                                                   key=first.key, mode=first.mode))
