@@ -33,19 +33,28 @@ class _Registry:
 
 
 def test_each_component_gets_its_cpu_and_memory_every_second(tmp_path):
+    import psutil
+
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         sampler = Sampler(_Registry(_Service("kafka", busy)), tmp_path / "resources.parquet", interval_s=0.2)
+        own, began = psutil.Process(busy.pid), time.monotonic()
         sampler.start()
         time.sleep(1.5)
+        spent = sum(own.cpu_times()[:2])
         used = sampler.stop()
+        share = 100 * spent / (time.monotonic() - began)   # what the busy loop got, by its own clock
     finally:
         busy.kill()
         busy.wait()
     frame = pd.read_parquet(tmp_path / "resources.parquet")
     # "generator": spawn-pool workers of the process running the tests, if it has any
     assert {"harness", "kafka"} <= set(frame["component"]) <= {"harness", "kafka", "generator"}
-    assert used["kafka"]["cpu_percent_mean"] > 30 and used["kafka"]["rss_bytes_max"] > 1_000_000
+    # near the share it got, whatever the machine's load (a CI running two lanes side by side gave
+    # it 15 % of a core): the first sample reads 0 (no interval yet), so the mean is a bit under it
+    mean = used["kafka"]["cpu_percent_mean"]
+    assert 0 < mean and abs(mean - share) <= max(10.0, share / 2), (mean, share)
+    assert used["kafka"]["rss_bytes_max"] > 1_000_000
     assert (frame.groupby("component").size() >= 4).all()
 
 
@@ -90,7 +99,7 @@ def test_no_sample_is_over_what_the_cores_can_give(tmp_path):
     frame = pd.read_parquet(tmp_path / "resources.parquet")
     assert frame["cpu_percent"].max() <= 100 * os.cpu_count() + 5, frame.to_string()
     kafka = frame[frame["component"] == "kafka"]["cpu_percent"].tolist()
-    assert kafka[0] == 0.0 and max(kafka[1:]) > 30, kafka
+    assert kafka[0] == 0.0 and max(kafka[1:]) > 0, kafka
 
 
 def test_an_exiting_driver_process_is_still_the_driver():
