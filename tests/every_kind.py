@@ -37,11 +37,18 @@ delay = {{ distribution = "uniform", max = "500ms" }}
 window = "2s"
 watermark = "1s"
 
+[measure]
+state_check = false
+
 [[cases]]
 name = "{name}"
 guarantee = "at-least-once"
 """
 
+# [measure] state_check = false: this plan asks whether each kind lands and its case ends with a
+# verdict; the state check would copy the checkpoint before each of its 5-14 faults and read each
+# copy at the end (20-40 s more a case in a fresh clone's CI, 691 s for tox -e test), and it is
+# judged under faults elsewhere (every_fault.toml in tox -e e2e, the state-rollback plants)
 # what Spark does at these kinds' defaults ends the query for good, so each goes last in its case:
 # kafka-retention under Spark's failOnDataLoss, lose-unsynced's torn checkpoint (docs/faults.md)
 ENDS_THE_QUERY = ("kafka-retention", "lose-unsynced")
