@@ -296,9 +296,9 @@ def _fetch_all() -> int:
 
 @contextlib.contextmanager
 def _cache_lock():
-    """One fetch into the cache at a time: two tox environments set up side by side (CI runs
-    tox -e test and tox -e e2e together) would each find an artifact missing and fetch it into
-    the same directory, one deleting what the other wrote. The second waits, then finds it."""
+    """One fetch into the cache at a time: two tox environments set up at once (say tox -e test
+    and tox -e e2e in two terminals) would each find an artifact missing and fetch it into the
+    same directory, one deleting what the other wrote. The second waits, then finds it."""
     import fcntl
 
     from harness.paths import cache_dir

@@ -55,7 +55,7 @@ def build(inputs) -> Finding | None:
     keys = found["key"].nunique()
     summary = (f"{text.plural(total, 'value')} of the state in all differ from the oracle's"
                + (f" ({more:,} not shown; of those kept, {text.plural(keys, 'key')})" if more > 0 else ""))
-    story = text.paragraph([*clauses, *_held_before(path.with_name(OUTCOME), inputs), summary])
+    story = text.paragraph([*clauses, *_held_before(path.with_name(OUTCOME)), summary])
     return Finding(cls="state-diverged", count=total, witness=witnesses,
                    faults=sorted({w["fault"] for w in witnesses if w["fault"]}),
                    story=f"{story} {fix.advice('state-diverged')}")
@@ -70,7 +70,7 @@ def _shown(values: dict, key: str, t0_s: float) -> str:
     return key
 
 
-def _held_before(outcome: Path, inputs) -> list[str]:
+def _held_before(outcome: Path) -> list[str]:
     """What each read made before a fault saw, when it held what it must (state_check._before,
     its `checked` entry with "before" and no divergence): the state the fault found was right,
     so the divergences after it came with or after the fault."""

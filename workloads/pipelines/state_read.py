@@ -193,7 +193,7 @@ def read_before(spark, out: Path) -> None:
     state after each copy's last committed batch, into its own directory (its ANSWER, its
     metadata.parquet, its files, as `read_into` writes them); the copy is deleted once read. A
     read that fails leaves `error.txt` there, never fatal."""
-    for where in sorted((Path(out) / BEFORE).glob("*/")) if (Path(out) / BEFORE).is_dir() else []:
+    for where in sorted((Path(out) / BEFORE).glob("*/")):
         copy = where / "checkpoint"
         if (where / ANSWER).exists() or not copy.is_dir():
             continue
