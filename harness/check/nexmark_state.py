@@ -1,28 +1,42 @@
 """What a Nexmark query's state must hold after a batch (issue 49), for the queries whose state
-is modelled here: the window aggregation that q5 and q7 each begin with
-(workloads/pipelines/nexmark.py), by Spark's rules on ground truth, as their oracles
-(harness/check/nexmark.py) apply them to the rows:
+is modelled here (workloads/pipelines/nexmark.py), by Spark's rules on ground truth, as their
+oracles (harness/check/nexmark.py) apply them to the rows. The window aggregations hold, for
+the windows batch N's watermark had not closed (Spark evicts a window once its end <= the
+watermark), the bids that batches up to N read and did not drop as late (a (bid, window) pair
+whose window ended at or before the watermark of the batch that read it):
 
-  q5   bids counted per (window, auction), on sliding windows: the state holds, per
-       (window_start_ms, window_end_ms, auction), the `count` of the bids that batches up to N
-       read and did not drop as late (a (bid, window) pair whose window ended at or before the
-       watermark of the batch that read it), for the windows batch N's watermark had not closed
-       (Spark evicts a window once its end <= the watermark)
-  q7   the highest price per tumbling window, by the same rules: per (window_start_ms,
-       window_end_ms), the `max` price
+  q5   per (window_start_ms, window_end_ms, auction) on sliding windows, the `count`
+  q7   per tumbling window, the highest price (`max`)
+  q12  per (window, bidder), the `count`
+  q17  per (day, auction), the buffers of its nine aggregates: four counts (all bids, and
+       those of each price rank), min, max, avg's sum and count, sum; the state's value repeats
+       `count` and `sum`, told apart by position (workloads/pipelines/state_read.py
+       `unique_names`: `count#2` is the second)
+  q11  per (bidder, session start), the session's end and `count`, by Spark's session rules
+       (harness/check/sessions.py), the bidder as the key
 
-The operator after it (q5's second aggregation, q7's join) is not modelled: the check says so.
-The other stateful queries are not modelled at all; `unmodelled` names them before anything is
-read. A query is told from the state's own columns (`Model.names`), so a build of the
-scenario's own whose state has other columns is said unchecked, not judged against this.
+The unbounded joins (`JOINS`) hold every row each side read up to batch N, kept for the run:
+  q3   left: the category-10 auctions (a_id, seller) by seller; right: the people of OR, ID
+       and CA (p_id, name, city, state) by id
+  q20  left: every bid by auction; right: the category-10 auctions by id
+each row with `matched` (the other side held its key by then) and, per key, the rows' count.
+
+The operator after q5's and q7's first (q5's second aggregation, q7's join) is not modelled: the
+check says so. The other stateful queries are not modelled at all; `unmodelled` names them
+before anything is read. A query is told from the state's own columns (`Model.names`), so a
+build of the scenario's own whose state has other columns is said unchecked, not judged against
+this.
 
     model("q5").expected(truth, batches, params, batch) -> frame of key + value columns
+    join_state_after(JOINS["q3"], truth, batches, batch) -> {store: frame}
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from harness.check.batch_reads import real_events
@@ -43,30 +57,152 @@ class Model:
     def expected(self, truth: pd.DataFrame, batches: list[Batch], params: dict, batch: int) -> pd.DataFrame:
         from harness.check import nexmark
 
-        window = int(params["window_ms"])
-        slide = int(params.get("slide_ms") or window) if self.query == "q5" else window
         b = nexmark.bids(real_events(truth, batches, ["event_time_ms", "partition", "offset", "nx_type",
-                                                      "auction", "price"]))
+                                                      "auction", "bidder", "price"]))
         b = b[(b["batch"] >= 0) & (b["batch"] <= batch)]
+        if self.query == "q11":
+            return _sessions(b, batches, int(params["gap_ms"]), batch)[[*self.key, *self.values]]
+        window = nexmark.DAY_MS if self.query == "q17" else int(params["window_ms"])
+        slide = int(params.get("slide_ms") or window) if self.query == "q5" else window
         pairs = nexmark._pairs(b, batches, window, slide)
         evict = {x.batch_id: x.watermark_ms for x in batches}.get(batch, -1)
         kept = pairs[~pairs["late"] & (pairs["window_end_ms"] > evict)]
-        by = ["window_start_ms", "window_end_ms", *(["auction"] if self.query == "q5" else [])]
+        by = ["window_start_ms", "window_end_ms", *[k for k in self.key if not k.startswith("window_")]]
         grouped = kept.groupby(by)
-        out = grouped.size().rename("count") if self.query == "q5" else grouped["price"].max().rename("max")
-        return out.reset_index()[[*self.key, *self.values]]
+        if self.query == "q7":
+            out = grouped["price"].max().rename("max").reset_index()
+        elif self.query == "q17":
+            out = nexmark._ranked(kept).groupby(by).agg(
+                total_bids=("price", "size"), rank1_bids=("rank1", "sum"), rank2_bids=("rank2", "sum"),
+                rank3_bids=("rank3", "sum"), min_price=("price", "min"), max_price=("price", "max"),
+                avg_sum=("price", "sum"), avg_count=("price", "size"), sum_price=("price", "sum"))
+            out = out.reset_index()
+            out["avg_sum"] = out["avg_sum"].astype("float64")   # avg's buffer sums as a double
+        else:
+            out = grouped.size().rename("count").reset_index()
+        return out[[*self.key, *self.values]]
 
 
+def _sessions(b: pd.DataFrame, batches: list[Batch], gap_ms: int, batch: int) -> pd.DataFrame:
+    """q11's sessions stored after `batch`: the bidder as the key of Spark's session rules
+    (harness/check/sessions.py `state_after`), as q11's oracle mirrors them."""
+    from harness.check import sessions
+
+    as_keys = pd.DataFrame({"key": b["bidder"].astype(str), "event_time_ms": b["event_time_ms"],
+                            "amount": np.zeros(len(b), np.int64), "partition": b["partition"],
+                            "offset": b["offset"]})
+    state = sessions.state_after(as_keys, batches, gap_ms, batch)
+    return pd.DataFrame({"bidder": state["key"].astype(np.int64),
+                         "session_start_ms": state["session_start_ms"].astype(np.int64),
+                         "session_end_ms": state["session_end_ms"].astype(np.int64),
+                         "count": state["count"].astype(np.int64)})
+
+
+_WINDOW_KEY = {"key.window.start": "window_start_ms", "key.window.end": "window_end_ms"}
 MODELS = {
     "q5": Model("q5", "q5's count per window and auction",
-                {"key.window.start": "window_start_ms", "key.window.end": "window_end_ms",
-                 "key.auction": "auction", "value.count": "count"},
+                {**_WINDOW_KEY, "key.auction": "auction", "value.count": "count"},
                 ("window_start_ms", "window_end_ms", "auction"), ("count",)),
-    "q7": Model("q7", "q7's highest price per window",
-                {"key.window.start": "window_start_ms", "key.window.end": "window_end_ms",
-                 "value.max": "max"},
+    "q7": Model("q7", "q7's highest price per window", {**_WINDOW_KEY, "value.max": "max"},
                 ("window_start_ms", "window_end_ms"), ("max",)),
+    "q12": Model("q12", "q12's count per window and bidder",
+                 {**_WINDOW_KEY, "key.bidder": "bidder", "value.count": "count"},
+                 ("window_start_ms", "window_end_ms", "bidder"), ("count",)),
+    "q17": Model("q17", "q17's aggregates per day and auction",
+                 {**_WINDOW_KEY, "key.auction": "auction", "value.count": "total_bids",
+                  "value.count#2": "rank1_bids", "value.count#3": "rank2_bids", "value.count#4": "rank3_bids",
+                  "value.min": "min_price", "value.max": "max_price", "value.sum": "avg_sum",
+                  "value.count#5": "avg_count", "value.sum#2": "sum_price"},
+                 ("window_start_ms", "window_end_ms", "auction"),
+                 ("total_bids", "rank1_bids", "rank2_bids", "rank3_bids", "min_price", "max_price", "avg_sum",
+                  "avg_count", "sum_price")),
+    # the session's start and the bidder are the key's, again in the value: not compared
+    "q11": Model("q11", "q11's sessions per bidder",
+                 {"key.bidder": "bidder", "key.sessionStartTime": "session_start_ms",
+                  "value.session_window.start": "start_again", "value.session_window.end": "session_end_ms",
+                  "value.bidder": "bidder_again", "value.count": "count"},
+                 ("bidder", "session_start_ms"), ("session_end_ms", "count")),
 }
+
+
+@dataclass(frozen=True)
+class JoinSide:
+    """One side of an unbounded stream-stream join: its rows' kind and filter, the state's value
+    columns -> ground truth's, and the join key among them."""
+
+    kind: int
+    where: Callable[[pd.DataFrame], np.ndarray]
+    names: dict[str, str]      # value.<column> (without "value.") -> the truth's column
+    key: str                   # the truth's column the side joins on
+    uses: tuple[str, ...] = ()     # the truth's columns `where` reads
+
+
+@dataclass(frozen=True)
+class Join:
+    query: str
+    what: str
+    sides: dict[str, JoinSide]   # "left", "right"
+
+
+def _category_10(a: pd.DataFrame) -> np.ndarray:
+    return a["category"].to_numpy() == 10
+
+
+def _join_sides() -> dict[str, Join]:
+    from workloads.generator.nexmark import AUCTION, BID, PERSON
+
+    auctions = JoinSide(AUCTION, _category_10, {
+        "a_id": "auction_id", "item_name": "item_name", "description": "description",
+        "initial_bid": "initial_bid", "reserve": "reserve", "auction_date_time_ms": "event_time_ms",
+        "expires_ms": "expires_ms", "seller": "seller", "category": "category", "auction_extra": "extra"},
+        "auction_id", ("category",))
+    return {
+        "q3": Join("q3", "q3's join of auctions and sellers", {
+            "left": JoinSide(AUCTION, _category_10, {"a_id": "auction_id", "seller": "seller"}, "seller",
+                             ("category",)),
+            "right": JoinSide(PERSON, lambda p: p["state"].isin(["OR", "ID", "CA"]).to_numpy(),
+                              {"p_id": "person_id", "name": "name", "city": "city", "state": "state"},
+                              "person_id", ("state",))}),
+        "q20": Join("q20", "q20's join of bids and auctions", {
+            "left": JoinSide(BID, lambda b: np.ones(len(b), bool), {
+                "auction": "auction", "bidder": "bidder", "price": "price", "channel": "channel",
+                "url": "url", "bid_date_time_ms": "event_time_ms", "bid_extra": "extra"}, "auction"),
+            "right": auctions}),
+    }
+
+
+JOINS = _join_sides()
+
+
+def join_state_after(join: Join, truth: pd.DataFrame, batches: list[Batch],
+                     batch: int) -> dict[str, pd.DataFrame]:
+    """An unbounded join's state after `batch`, per store: `<side>-keyWithIndexToValue`, each
+    row the side read up to `batch` (by its key and every value column) with `copies` and
+    `matched` (the other side read a row of its key by then: Spark marks a buffered row matched
+    when a row of the other side joins it, and a new row that joined rows already buffered); and
+    `<side>-keyToNumValues`, the rows per key (`count`). No row leaves: the join has no time bound."""
+    from harness.check import nexmark
+
+    wanted = {"event_time_ms", "partition", "offset", "nx_type"}
+    for side in join.sides.values():
+        wanted |= set(side.names.values()) | {side.key, *side.uses}
+    real = real_events(truth, batches, [c for c in wanted if c in truth.columns])
+    real = real[(real["batch"] >= 0) & (real["batch"] <= batch)]
+    rows = {}
+    for name, side in join.sides.items():
+        of = nexmark._kind(real, side.kind)
+        of = of[side.where(of)]
+        rows[name] = pd.DataFrame({"join_key": of[side.key].astype(np.int64).to_numpy(),
+                                   **{col: of[src].to_numpy() for col, src in side.names.items()}})
+    out = {}
+    for name, other in (("left", "right"), ("right", "left")):
+        mine, keys = rows[name], set(rows[other]["join_key"])
+        columns = ["join_key", *join.sides[name].names]
+        grouped = mine.groupby(columns, dropna=False).size().rename("copies").reset_index()
+        grouped["matched"] = grouped["join_key"].isin(keys)
+        out[f"{name}-keyWithIndexToValue"] = grouped
+        out[f"{name}-keyToNumValues"] = mine.groupby("join_key").size().rename("count").reset_index()
+    return out
 
 
 def model(query: str) -> Model | None:
@@ -75,10 +211,11 @@ def model(query: str) -> Model | None:
 
 def unmodelled(query: str) -> str | None:
     """Why a stateful Nexmark query's state is not checked, or None when it is modelled."""
-    if query in MODELS or query in WINNER_QUERIES:
+    if query in MODELS or query in WINNER_QUERIES or query in JOINS:
         return None
     return (f"not checked: no model of Nexmark {query}'s state here yet (modelled: "
-            f"{', '.join(m.what for m in MODELS.values())}, q9's Winner)")
+            f"{', '.join([*(m.what for m in MODELS.values()), *(j.what for j in JOINS.values())])}, "
+            "q9's Winner)")
 
 
 # -- q9's transformWithState processor (workloads/pipelines/nexmark_state.py `Winner`) ----------------

@@ -35,10 +35,13 @@ committed batch (`_before`: the state the fault found). Then:
         batches up to N read and did not drop as late, less those behind the side's state
         watermark (the orders' W - bound - 1, the payments' W - 1, from the join's condition and
         batch N's watermark W): every batch chosen is checked
-  Nexmark's q5 and q7 (their first window aggregation)   their oracles' rules
-        (nexmark_state.py): the bids counted per (window, auction) for q5, the highest price
-        per window for q7, for the windows batch N's watermark had not closed; the operator is
-        told by its state's columns, the others (and the other queries) said unchecked
+  Nexmark's q5, q7, q12, q17 (their first window aggregation), q11 (sessions), q3 and q20
+        (unbounded joins)   their oracles' rules (nexmark_state.py): per window and key the
+        aggregates' buffers (q5's count per auction, q7's highest price, q12's count per
+        bidder, q17's nine buffers per auction and day), for the windows batch N's watermark had
+        not closed; q11's sessions per bidder; each join side's every row read by batch N, with
+        `matched`, and its rows per key; the aggregation is told by its state's columns, the
+        other operators (and queries) said unchecked
   a job whose one stateful operator is an aggregation (groupBy().agg())   the batch oracle's
         answer over every record the stream read (`<case>/oracle/with-flush.parquet`): its
         aggregate per key is what the final state must hold, for each output column that is a
@@ -188,6 +191,10 @@ def modelled(pipeline) -> str:
     """The state-metadata name of the operator whose state the check has a model of."""
     if pipeline.kind == "nexmark" and _winner_query(pipeline):
         return LOGINS   # q9's Winner: transformWithState
+    if pipeline.kind == "nexmark" and _join_query(pipeline):
+        return JOIN     # q3's, q20's unbounded join
+    if pipeline.kind == "nexmark" and pipeline.params()["query"] == "q11":
+        return SESSIONS
     return {"dedup": DEDUP, "session_count": SESSIONS, "failed_logins": LOGINS, "streak_count": LOGINS,
             "order_payment_join": JOIN}.get(pipeline.kind, AGGREGATE)
 
@@ -196,6 +203,12 @@ def _winner_query(pipeline) -> bool:
     from harness.check.nexmark_state import WINNER_QUERIES
 
     return pipeline.params()["query"] in WINNER_QUERIES
+
+
+def _join_query(pipeline) -> bool:
+    from harness.check.nexmark_state import JOINS
+
+    return pipeline.params()["query"] in JOINS
 
 
 def chosen(batches: list[Batch], faults, t0_s: float) -> dict[int, str]:
@@ -437,7 +450,8 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
     name = modelled(pipeline)
     operators = sorted(set(metadata.loc[metadata["operatorName"] == name, "operatorId"]))   # a row per store
     others = sorted(set(metadata["operatorName"]) - {name})
-    if pipeline.kind == "nexmark" and not _winner_query(pipeline):   # the operator whose state has the
+    if pipeline.kind == "nexmark" and not (_winner_query(pipeline) or _join_query(pipeline)):
+        # the operator whose state has the
         # model's columns; the others said
         operators, others = _nexmark_operator(source, answer, metadata, operators, min(wanted), pipeline)
     if others:
@@ -550,6 +564,8 @@ def _one_batch(case_dir: Path, source: Path, answer: dict, operator: int, batch:
         return _streaks(source, answer, operator, batch, why, pipeline, truth, batches, outcome)
     if pipeline.kind == "nexmark" and _winner_query(pipeline):
         return _winner(source, answer, operator, batch, why, truth, batches, outcome)
+    if pipeline.kind == "nexmark" and _join_query(pipeline):
+        return _nexmark_join(source, answer, operator, batch, why, pipeline, truth, batches, outcome)
     held = held_state(source, answer, operator, batch)
     if held is None:
         return None
@@ -700,6 +716,45 @@ def _join(source: Path, answer: dict, operator: int, batch: int, why: str, pipel
             if "copies" in values:   # a row buffered twice is two entries under its key
                 got = got.groupby(key).agg(copies=("matched", "size"), matched=("matched", "all"))
                 got = got.reset_index()
+            outcome.checked.append({"operator": operator, "store": store, "batch": batch, "after": why,
+                                    "keys": int(len(want)), "columns": values})
+            differ = compare(want, got, key, values)
+            found.append(differ.assign(operator=operator, store=store, batch=batch, after=why)[COLUMNS])
+    return pd.concat(found, ignore_index=True) if found else None
+
+
+def _nexmark_join(source: Path, answer: dict, operator: int, batch: int, why: str, pipeline, truth,
+                  batches, outcome: Outcome) -> pd.DataFrame | None:
+    """q3's or q20's unbounded join after `batch`: each side's buffered rows with `matched`, and
+    its rows per join key, against every row the side read by then (nexmark_state.py
+    `join_state_after`); `store` names the store."""
+    from harness.check import nexmark_state
+
+    join = nexmark_state.JOINS[pipeline.params()["query"]]
+    expected = nexmark_state.join_state_after(join, truth, batches, batch)
+    found = []
+    for side_name, side in join.sides.items():
+        rows_names = {"key.field0": "join_key", **{f"value.{c}": c for c in side.names},
+                      "value.matched": "matched"}
+        for store, names, key, values in (
+                (JOIN_ROWS.format(side=side_name), rows_names, ["join_key", *side.names],
+                 ["copies", "matched"]),
+                (JOIN_COUNTS.format(side=side_name), {"key.field0": "join_key", "value.value": "count"},
+                 ["join_key"], ["count"])):
+            held = held_state(source, answer, operator, batch, store=store)
+            if held is None:
+                outcome.notes.append(f"not checked: {store} after batch {batch} was not read")
+                continue
+            if not set(names) <= set(held.columns):
+                outcome.notes.append(f"not checked: {store}'s columns are {sorted(held.columns)}, not "
+                                     f"{join.what}'s {sorted(names)}")
+                continue
+            got = held.rename(columns=names)
+            if "copies" in values:   # a row buffered twice is two entries under its key
+                got = got.groupby(key, dropna=False).agg(copies=("matched", "size"),
+                                                         matched=("matched", "all"))
+                got = got.reset_index()
+            want = expected[store]
             outcome.checked.append({"operator": operator, "store": store, "batch": batch, "after": why,
                                     "keys": int(len(want)), "columns": values})
             differ = compare(want, got, key, values)

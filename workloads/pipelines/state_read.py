@@ -365,12 +365,32 @@ def _direct(expressions) -> list[dict]:
     return out
 
 
+def unique_names(names: list[str]) -> list[str]:
+    """A struct's field names made unique by position: the second `count` is `count#2`. An
+    aggregation's buffer repeats a name for each function that keeps one (q17's five counts:
+    `count`, `count_if` three times and `avg`'s), and Spark refuses to select such a field by
+    name (AMBIGUOUS_REFERENCE_TO_FIELDS)."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return out
+
+
 def flatten(schema, prefix: str = "", path=None) -> list:
     """Spark columns for every leaf of `schema`, named by their dotted path; a timestamp as
-    epoch milliseconds (a LONG), so that pandas sees what the harness's frames hold."""
+    epoch milliseconds (a LONG), so that pandas sees what the harness's frames hold. A struct
+    whose fields share a name is cast, field by field in order, to one whose names are unique
+    (`unique_names`)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType, TimestampNTZType, TimestampType
+    from pyspark.sql.types import StructField, StructType, TimestampNTZType, TimestampType
 
+    names = [f.name for f in schema.fields]
+    if path is not None and len(set(names)) != len(names):
+        schema = StructType([StructField(n, f.dataType, f.nullable)
+                             for n, f in zip(unique_names(names), schema.fields, strict=True)])
+        path = path.cast(schema)
     cols = []
     for field in schema.fields:
         name = f"{prefix}{field.name}"
