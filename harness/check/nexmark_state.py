@@ -8,6 +8,12 @@ whose window ended at or before the watermark of the batch that read it):
   q5   per (window_start_ms, window_end_ms, auction) on sliding windows, the `count`
   q7   per tumbling window, the highest price (`max`)
   q12  per (window, bidder), the `count`
+  q8   per (window, id, name) the people, per (window, seller) the sellers: which keys are
+       held (the join after them reads no count, so Spark keeps none)
+  q15  per day (q16: per day and channel) the counts of bids, in all and per price rank (q16:
+       and the day's last minute); their collect_set buffers are Spark's serialized bytes, not
+       compared
+  q19  per (window, auction), which keys are held (its buffer, a collect_list, is bytes)
   q17  per (day, auction), the buffers of its nine aggregates: four counts (all bids, and
        those of each price rank), min, max, avg's sum and count, sum; the state's value repeats
        `count` and `sum`, told apart by position (workloads/pipelines/state_read.py
@@ -53,16 +59,25 @@ class Model:
     names: dict[str, str]      # the state's flattened columns -> the model's
     key: tuple[str, ...]
     values: tuple[str, ...]
+    rows: str = "bid"          # the events it aggregates: "bid", "person", "auction"
+    renamed: tuple[tuple[str, str], ...] = ()   # (ground truth's column, the model's name)
 
     def expected(self, truth: pd.DataFrame, batches: list[Batch], params: dict, batch: int) -> pd.DataFrame:
         from harness.check import nexmark
+        from workloads.generator.nexmark import AUCTION, PERSON
 
-        b = nexmark.bids(real_events(truth, batches, ["event_time_ms", "partition", "offset", "nx_type",
-                                                      "auction", "bidder", "price"]))
+        columns = ["event_time_ms", "partition", "offset", "nx_type", "auction", "bidder", "price", "channel",
+                   *(c for c, _ in self.renamed)]
+        real = real_events(truth, batches, [c for c in dict.fromkeys(columns) if c in truth.columns])
+        if self.rows == "bid":
+            b = nexmark.bids(real)
+        else:
+            b = nexmark._kind(real, {"person": PERSON, "auction": AUCTION}[self.rows])
+        b = b.rename(columns=dict(self.renamed))
         b = b[(b["batch"] >= 0) & (b["batch"] <= batch)]
         if self.query == "q11":
             return _sessions(b, batches, int(params["gap_ms"]), batch)[[*self.key, *self.values]]
-        window = nexmark.DAY_MS if self.query == "q17" else int(params["window_ms"])
+        window = nexmark.DAY_MS if self.query in ("q15", "q16", "q17") else int(params["window_ms"])
         slide = int(params.get("slide_ms") or window) if self.query == "q5" else window
         pairs = nexmark._pairs(b, batches, window, slide)
         evict = {x.batch_id: x.watermark_ms for x in batches}.get(batch, -1)
@@ -78,9 +93,24 @@ class Model:
                 avg_sum=("price", "sum"), avg_count=("price", "size"), sum_price=("price", "sum"))
             out = out.reset_index()
             out["avg_sum"] = out["avg_sum"].astype("float64")   # avg's buffer sums as a double
+        elif self.query in ("q15", "q16"):
+            out = nexmark._ranked(kept).groupby(by).agg(
+                total_bids=("price", "size"), rank1_bids=("rank1", "sum"), rank2_bids=("rank2", "sum"),
+                rank3_bids=("rank3", "sum"))
+            if self.query == "q16":   # the day's last minute with a bid, as Spark's max of "HH:mm"
+                minute = kept.assign(m=nexmark._utc(kept["event_time_ms"], "%H:%M")).groupby(by)["m"].max()
+                out = out.join(minute.rename("minute"))
+            out = out.reset_index()
+        elif self.values == (PRESENT,):
+            out = grouped.size().rename(PRESENT).reset_index().assign(present=1)
         else:
             out = grouped.size().rename("count").reset_index()
         return out[[*self.key, *self.values]]
+
+    def held(self, state: pd.DataFrame) -> pd.DataFrame:
+        """The state's frame in the model's names (a key-only state's `present` = 1)."""
+        got = state.rename(columns=self.names)
+        return got.assign(present=1) if self.values == (PRESENT,) else got
 
 
 def _sessions(b: pd.DataFrame, batches: list[Batch], gap_ms: int, batch: int) -> pd.DataFrame:
@@ -99,7 +129,11 @@ def _sessions(b: pd.DataFrame, batches: list[Batch], gap_ms: int, batch: int) ->
 
 
 _WINDOW_KEY = {"key.window.start": "window_start_ms", "key.window.end": "window_end_ms"}
-MODELS = {
+PRESENT = "present"   # a model's value where the state keeps only keys: 1 for each key held
+_RANK_COUNTS = {"value.count": "total_bids", "value.count#2": "rank1_bids", "value.count#3": "rank2_bids",
+                "value.count#4": "rank3_bids"}
+_BUFFERS = {f"value.buf{'' if i == 1 else f'#{i}'}": f"buf{i}" for i in range(1, 9)}
+MODELS: dict[str, Model | tuple[Model, ...]] = {
     "q5": Model("q5", "q5's count per window and auction",
                 {**_WINDOW_KEY, "key.auction": "auction", "value.count": "count"},
                 ("window_start_ms", "window_end_ms", "auction"), ("count",)),
@@ -116,12 +150,36 @@ MODELS = {
                  ("window_start_ms", "window_end_ms", "auction"),
                  ("total_bids", "rank1_bids", "rank2_bids", "rank3_bids", "min_price", "max_price", "avg_sum",
                   "avg_count", "sum_price")),
+    # q15's and q16's counts of bids (all, and each price rank's) per day (and channel), and
+    # q16's last minute; their distinct counts' collect_set buffers are Spark's own serialized
+    # bytes (`value.buf`, eight of them): held, not compared
+    "q15": Model("q15", "q15's counts of bids per day",
+                 {**_WINDOW_KEY, **_RANK_COUNTS, **_BUFFERS}, ("window_start_ms", "window_end_ms"),
+                 tuple(_RANK_COUNTS.values())),
+    "q16": Model("q16", "q16's counts of bids and last minute per day and channel",
+                 {**_WINDOW_KEY, "key.channel": "channel", "value.max": "minute", **_RANK_COUNTS, **_BUFFERS},
+                 ("window_start_ms", "window_end_ms", "channel"), ("minute", *_RANK_COUNTS.values())),
+    # q19's bids per (window, auction) are a collect_list's serialized bytes: which keys are held
+    "q19": Model("q19", "q19's bids per window and auction", {**_WINDOW_KEY, "key.auction": "auction",
+                                                              "value.buf": "buf"},
+                 ("window_start_ms", "window_end_ms", "auction"), (PRESENT,)),
     # the session's start and the bidder are the key's, again in the value: not compared
     "q11": Model("q11", "q11's sessions per bidder",
                  {"key.bidder": "bidder", "key.sessionStartTime": "session_start_ms",
                   "value.session_window.start": "start_again", "value.session_window.end": "session_end_ms",
                   "value.bidder": "bidder_again", "value.count": "count"},
                  ("bidder", "session_start_ms"), ("session_end_ms", "count")),
+    # q8's two aggregations before its join: the people per (window, id, name), the sellers per
+    # (window, seller). The join reads neither count, so Spark keeps no value, only the keys
+    # (the id, `_timed`, is a grouping expression): the model says which keys are held
+    # ("present"); the join of their rows is not modelled
+    "q8": (Model("q8", "q8's people per window", {**_WINDOW_KEY, "key._groupingexpression": "id",
+                                                  "key.name": "name"},
+                 ("window_start_ms", "window_end_ms", "id", "name"), (PRESENT,), "person",
+                 (("person_id", "id"), ("name", "name"))),
+           Model("q8", "q8's sellers per window", {**_WINDOW_KEY, "key._groupingexpression": "seller"},
+                 ("window_start_ms", "window_end_ms", "seller"), (PRESENT,), "auction",
+                 (("seller", "seller"),))),
 }
 
 
@@ -205,17 +263,30 @@ def join_state_after(join: Join, truth: pd.DataFrame, batches: list[Batch],
     return out
 
 
+def models(query: str) -> tuple[Model, ...]:
+    """The query's modelled operators (q8: two)."""
+    m = MODELS.get(query)
+    return () if m is None else m if isinstance(m, tuple) else (m,)
+
+
 def model(query: str) -> Model | None:
-    return MODELS.get(query)
+    """The query's first modelled operator."""
+    return next(iter(models(query)), None)
+
+
+def matching(query: str, columns) -> Model | None:
+    """Of the query's models, the one whose state has exactly these columns (`partition_id` aside)."""
+    have = set(columns) - {"partition_id"}
+    return next((m for m in models(query) if set(m.names) == have), None)
 
 
 def unmodelled(query: str) -> str | None:
     """Why a stateful Nexmark query's state is not checked, or None when it is modelled."""
-    if query in MODELS or query in WINNER_QUERIES or query in JOINS:
+    if query in MODELS or query in TWS_QUERIES or query in JOINS:
         return None
-    return (f"not checked: no model of Nexmark {query}'s state here yet (modelled: "
-            f"{', '.join([*(m.what for m in MODELS.values()), *(j.what for j in JOINS.values())])}, "
-            "q9's Winner)")
+    whats = [*(m.what for q in MODELS for m in models(q)), *(j.what for j in JOINS.values()),
+             "Winner (q9, q4, q6)", "Running (q4, q6)", "q18's Newest"]
+    return f"not checked: no model of Nexmark {query}'s state here yet (modelled: {', '.join(whats)})"
 
 
 # -- q9's transformWithState processor (workloads/pipelines/nexmark_state.py `Winner`) ----------------
@@ -232,7 +303,76 @@ WINNER_VARS = {
     "registered-timers": ({"key.id": "id", "expiration_timestamp_ms": "expiration_timestamp_ms"},
                           ["id", "expiration_timestamp_ms"], ["copies"]),
 }
-WINNER_QUERIES = ("q9",)   # q4 and q6 chain Running after it: a second operator, not modelled
+WINNER_QUERIES = ("q9", "q4", "q6")   # q4 and q6 chain Running after it (RUNNING)
+# the transformWithState queries: q9's Winner; q4's and q6's Winner and Running; q18's Newest
+TWS_QUERIES = (*WINNER_QUERIES, "q18")
+# q4's and q6's Running, per query: (the key's column, the state's `last`: None for every auction)
+# (workloads/pipelines/nexmark_state.py's LAST_N, 10: that module imports pyspark as it loads)
+RUNNING = {"q4": ("category", None), "q6": ("seller", 10)}
+
+
+def running_vars(query: str) -> dict:
+    """Running's state variables (as WINNER_VARS) for q4 or q6: `totals` (how many auctions
+    closed, and q4's sum of their prices; q6 keeps 0 there) and q6's `recent` prices."""
+    by = RUNNING[query][0]
+    out = {"totals": ({f"key.{by}": "key", "value.auctions": "auctions", "value.total": "total"},
+                      ["key"], ["auctions", "total"])}
+    if RUNNING[query][1]:
+        out["recent"] = ({f"key.{by}": "key", "list_element.price": "price"}, ["key", "price"], ["copies"])
+    return out
+
+
+def running_state_after(query: str, truth: pd.DataFrame, batches: list[Batch],
+                        batch: int) -> dict[str, pd.DataFrame]:
+    """Running's state after `batch` (workloads/pipelines/nexmark_state.py): per key, the
+    auctions Winner closed by then, those whose expiry is at or below batch N's watermark and
+    that had a best bid (Winner's timer fires there, and its row reaches Running in the same
+    batch), with the sum of their winning prices (q4) or the last 10 of them in the order of
+    expiry (q6, a price held twice counted as copies)."""
+    from harness.check import nexmark
+
+    by, last = RUNNING[query]
+    columns = ["event_time_ms", "partition", "offset", "nx_type", "auction_id", "expires_ms", "auction",
+               "bidder", "price", "extra", "seller", "category", "item_name", "description", "initial_bid",
+               "reserve"]
+    real = real_events(truth, batches, [c for c in columns if c in truth.columns])
+    w, _ = nexmark.winners(real, batches)
+    mark = {b.batch_id: b.watermark_ms for b in batches}.get(batch, -1)
+    w = w[w["expires_ms"].to_numpy() <= mark].sort_values([by, "expires_ms", "id"], kind="stable")
+    g = w.groupby(by)
+    totals = pd.DataFrame({"auctions": g.size(), "total": g["price"].sum() if last is None else 0})
+    totals = totals.rename_axis("key").reset_index().astype("int64")
+    out = {"totals": totals}
+    if last:
+        recent = w.groupby(by).tail(last)
+        out["recent"] = (recent.groupby([by, "price"]).size().rename("copies").reset_index()
+                         .rename(columns={by: "key"}).astype("int64"))
+    return out
+
+
+# q18's Newest: per (bidder, auction) the newest bid written, by (time, price, channel, url, extra)
+NEWEST_VARS = {"last": ({"key.bidder": "bidder", "key.auction": "auction",
+                         "value.date_time_ms": "date_time_ms", "value.price": "price",
+                         "value.channel": "channel", "value.url": "url",
+                         "value.extra": "extra"},
+                        ["bidder", "auction"], ["date_time_ms", "price", "channel", "url", "extra"])}
+
+
+def newest_state_after(truth: pd.DataFrame, batches: list[Batch], batch: int) -> dict[str, pd.DataFrame]:
+    """Newest's `last` after `batch`: per (bidder, auction), the greatest (time, price, channel,
+    url, extra) of the bids batches up to N read (no row is late: the query keeps no event time)."""
+    from harness.check import nexmark
+
+    columns = ("event_time_ms", "partition", "offset", "nx_type", "auction", "bidder", "price", "channel",
+               "url", "extra")
+    real = real_events(truth, batches, [c for c in columns if c in truth.columns])
+    b = nexmark.bids(real)
+    b = b[(b["batch"] >= 0) & (b["batch"] <= batch)]
+    b = b.sort_values(["bidder", "auction", "event_time_ms", "price", "channel", "url", "extra"],
+                      kind="stable")
+    newest = b.drop_duplicates(["bidder", "auction"], keep="last")
+    return {"last": newest[["bidder", "auction", "date_time_ms", "price", "channel", "url", "extra"]]
+            .reset_index(drop=True)}
 
 
 def winner_state_after(truth: pd.DataFrame, batches: list[Batch], batch: int) -> dict[str, pd.DataFrame]:

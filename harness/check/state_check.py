@@ -189,8 +189,8 @@ def unmodelled(case_dir: Path, pipeline, checkpoints) -> str | None:
 
 def modelled(pipeline) -> str:
     """The state-metadata name of the operator whose state the check has a model of."""
-    if pipeline.kind == "nexmark" and _winner_query(pipeline):
-        return LOGINS   # q9's Winner: transformWithState
+    if pipeline.kind == "nexmark" and _tws_query(pipeline):
+        return LOGINS   # Winner, Running, Newest: transformWithState
     if pipeline.kind == "nexmark" and _join_query(pipeline):
         return JOIN     # q3's, q20's unbounded join
     if pipeline.kind == "nexmark" and pipeline.params()["query"] == "q11":
@@ -199,10 +199,10 @@ def modelled(pipeline) -> str:
             "order_payment_join": JOIN}.get(pipeline.kind, AGGREGATE)
 
 
-def _winner_query(pipeline) -> bool:
-    from harness.check.nexmark_state import WINNER_QUERIES
+def _tws_query(pipeline) -> bool:
+    from harness.check.nexmark_state import TWS_QUERIES
 
-    return pipeline.params()["query"] in WINNER_QUERIES
+    return pipeline.params()["query"] in TWS_QUERIES
 
 
 def _join_query(pipeline) -> bool:
@@ -450,22 +450,25 @@ def check(case_dir: Path, pipeline, truth: pd.DataFrame, batches: list[Batch], f
     name = modelled(pipeline)
     operators = sorted(set(metadata.loc[metadata["operatorName"] == name, "operatorId"]))   # a row per store
     others = sorted(set(metadata["operatorName"]) - {name})
-    if pipeline.kind == "nexmark" and not (_winner_query(pipeline) or _join_query(pipeline)):
-        # the operator whose state has the
-        # model's columns; the others said
+    if pipeline.kind == "nexmark" and not (_tws_query(pipeline) or _join_query(pipeline)):
+        # the operators whose state has a model's columns; the others said
         operators, others = _nexmark_operator(source, answer, metadata, operators, min(wanted), pipeline)
     if others:
         outcome.notes.append(f"not checked: the state of {', '.join(others)} (no model of it here yet)")
-    if len(operators) != 1:
+    # q8's two aggregations, q4's and q6's Winner and Running: each modelled
+    several = pipeline.kind == "nexmark" and len(operators) > 1
+    if len(operators) != 1 and not several:
         outcome.notes.append(f"not checked: {len(operators)} {name} operators (one is modelled)")
     else:
-        operator = int(operators[0])
-        found = [_one_batch(Path(case_dir), source, answer, operator, batch, why, pipeline, truth, batches,
-                            outcome) for batch, why in wanted.items()]
-        found += _before(Path(case_dir), source, answer, operator, pipeline, truth, batches, outcome)
+        found = []
+        for operator in (int(op) for op in operators):
+            found += [_one_batch(Path(case_dir), source, answer, operator, batch, why, pipeline, truth,
+                                 batches, outcome) for batch, why in wanted.items()]
+            found += _before(Path(case_dir), source, answer, operator, pipeline, truth, batches, outcome)
         outcome.diverged = pd.concat([f for f in found if f is not None and len(f)] or [outcome.diverged],
                                      ignore_index=True)
     outcome.count = int(len(outcome.diverged))
+    outcome.notes = list(dict.fromkeys(outcome.notes))   # a copy not read is said once, not per operator
     _count_each(outcome)
     outcome.diverged = outcome.diverged.head(KEEP)
     out.mkdir(parents=True, exist_ok=True)
@@ -525,33 +528,39 @@ def _before(case_dir: Path, source: Path, main: dict, operator: int, pipeline, t
 
 def _nexmark_operator(source: Path, answer: dict, metadata: pd.DataFrame, operators: list, batch: int,
                      pipeline) -> tuple[list, list[str]]:
-    """Of a Nexmark query's aggregations, the one modelled (nexmark_state.py): the one whose state
-    has the model's columns; and the other operators, each named with its id."""
+    """Of a Nexmark query's aggregations, those modelled (nexmark_state.py): each whose state has
+    the columns of one of the query's models, each model matched once; and the other operators,
+    each named with its id."""
     from harness.check import nexmark_state
 
-    m = nexmark_state.model(pipeline.params()["query"])
-    mine = []
+    query = pipeline.params()["query"]
+    by_model: dict[str, list] = {}
     for op in operators:
         held = held_state(source, answer, int(op), batch)
-        if m is not None and held is not None and set(held.columns) - {"partition_id"} == set(m.names):
-            mine.append(op)
+        m = nexmark_state.matching(query, held.columns) if held is not None else None
+        if m is not None:
+            by_model.setdefault(m.what, []).append(op)
+    mine = sorted(ops[0] for ops in by_model.values() if len(ops) == 1)
     named = metadata[["operatorId", "operatorName"]].drop_duplicates()
     others = [f"operator {int(r.operatorId)} ({r.operatorName})" for r in named.itertuples()
-              if not (len(mine) == 1 and r.operatorId == mine[0])]
+              if r.operatorId not in mine]
     return mine, sorted(others)
 
 
 def _nexmark(held: pd.DataFrame, pipeline, truth, batches, batch: int, outcome: Outcome):
-    """A Nexmark query's first window aggregation (nexmark_state.py), by its state's columns."""
+    """A Nexmark query's modelled window aggregation or sessions (nexmark_state.py), by its
+    state's columns."""
     from harness.check import nexmark_state
 
-    m = nexmark_state.model(pipeline.params()["query"])
-    if m is None or set(held.columns) - {"partition_id"} != set(m.names):
+    query = pipeline.params()["query"]
+    m = nexmark_state.matching(query, held.columns)
+    if m is None:
+        wanted = " or ".join(f"{x.what} ({sorted(x.names)})" for x in nexmark_state.models(query))
         outcome.notes.append(f"not checked: the state's columns are {sorted(held.columns)}, not those of "
-                             f"{m.what if m else 'a modelled query'} ({sorted(m.names) if m else ''})")
+                             f"{wanted or 'a modelled query'}")
         return None
     expected = m.expected(truth, batches, pipeline.params(), batch)
-    return expected, held.rename(columns=m.names), list(m.key), list(m.values)
+    return expected, m.held(held), list(m.key), list(m.values)
 
 
 def _one_batch(case_dir: Path, source: Path, answer: dict, operator: int, batch: int, why: str, pipeline,
@@ -562,8 +571,8 @@ def _one_batch(case_dir: Path, source: Path, answer: dict, operator: int, batch:
         return _join(source, answer, operator, batch, why, pipeline, truth, batches, outcome)
     if pipeline.kind == "streak_count":
         return _streaks(source, answer, operator, batch, why, pipeline, truth, batches, outcome)
-    if pipeline.kind == "nexmark" and _winner_query(pipeline):
-        return _winner(source, answer, operator, batch, why, truth, batches, outcome)
+    if pipeline.kind == "nexmark" and _tws_query(pipeline):
+        return _nexmark_tws(source, answer, operator, batch, why, pipeline, truth, batches, outcome)
     if pipeline.kind == "nexmark" and _join_query(pipeline):
         return _nexmark_join(source, answer, operator, batch, why, pipeline, truth, batches, outcome)
     held = held_state(source, answer, operator, batch)
@@ -600,16 +609,31 @@ def _logins(source: Path, answer: dict, operator: int, batch: int, why: str, pip
                       exact=True)
 
 
-def _winner(source: Path, answer: dict, operator: int, batch: int, why: str, truth, batches,
-            outcome: Outcome) -> pd.DataFrame | None:
-    """Nexmark q9's Winner state after `batch`, each state variable and the registered timers
-    against the processor's rules (nexmark_state.py `winner_state_after`); `store` names the
-    variable. Its value states hold more fields than the model compares."""
-    from harness.check import nexmark_state
+def _nexmark_tws(source: Path, answer: dict, operator: int, batch: int, why: str, pipeline, truth, batches,
+                 outcome: Outcome) -> pd.DataFrame | None:
+    """A Nexmark transformWithState operator's state after `batch`, each state variable (and
+    the registered timers) against its processor's rules (nexmark_state.py): Winner's
+    (`winner_state_after`; its value states hold more fields than the model compares), q4's and
+    q6's Running (`running_state_after`), q18's Newest (`newest_state_after`). The processor is
+    told by the variables the reader found; `store` names the variable."""
+    from harness.check import nexmark_state as ns
 
-    expected = nexmark_state.winner_state_after(truth, batches, batch)
-    return _variables(source, answer, operator, batch, why, expected, nexmark_state.WINNER_VARS, "Winner's",
-                      outcome, exact=False)
+    query = pipeline.params()["query"]
+    read = {f.get("var") for f in answer.get("files", []) if f["operator"] == operator}
+    if read & {"auction", "best", "pending"}:
+        return _variables(source, answer, operator, batch, why, ns.winner_state_after(truth, batches, batch),
+                          ns.WINNER_VARS, "Winner's", outcome, exact=False)
+    if "totals" in read and query in ns.RUNNING:
+        return _variables(source, answer, operator, batch, why,
+                          ns.running_state_after(query, truth, batches, batch), ns.running_vars(query),
+                          "Running's", outcome, exact=True)
+    if "last" in read and query == "q18":
+        return _variables(source, answer, operator, batch, why, ns.newest_state_after(truth, batches, batch),
+                          ns.NEWEST_VARS, "Newest's", outcome, exact=True)
+    found = ", ".join(sorted(str(v) for v in read)) or "none read"
+    outcome.notes.append(f"not checked: operator {operator}'s state variables after batch {batch} ({found}) "
+                         "are no modelled processor's")
+    return None
 
 
 def _variables(source: Path, answer: dict, operator: int, batch: int, why: str, expected: dict,
@@ -629,7 +653,8 @@ def _variables(source: Path, answer: dict, operator: int, batch: int, why: str, 
             outcome.notes.append(f"not checked: {var}'s columns are {sorted(held.columns)}, not {whose} "
                                  f"{sorted(names)}")
             continue
-        got = held.rename(columns=names)[list(names.values())].astype("int64")
+        got = held.rename(columns=names)[list(names.values())]
+        got = got.astype({c: "int64" for c in got.columns if pd.api.types.is_numeric_dtype(got[c])})
         if "copies" in values:
             got = got.groupby(key).size().rename("copies").reset_index()
         outcome.checked.append({"operator": operator, "store": var, "batch": batch, "after": why,
