@@ -729,23 +729,33 @@ def _join(source: Path, answer: dict, operator: int, batch: int, why: str, pipel
                  ["user_id", named["id"], named["time_ms"]], ["copies", "matched"]),
                 (JOIN_COUNTS.format(side=side), counts, {"key.field0": "user_id", "value.value": "count"},
                  ["user_id"], ["count"])):
-            held = held_state(source, answer, operator, batch, store=store)
-            if held is None:
-                outcome.notes.append(f"not checked: {store} after batch {batch} was not read")
-                continue
-            if not set(names) <= set(held.columns):
-                outcome.notes.append(f"not checked: {store}'s columns are {sorted(held.columns)}, not "
-                                     f"order_payment_join's {sorted(names)}")
-                continue
-            got = held.rename(columns=names)
-            if "copies" in values:   # a row buffered twice is two entries under its key
-                got = got.groupby(key).agg(copies=("matched", "size"), matched=("matched", "all"))
-                got = got.reset_index()
-            outcome.checked.append({"operator": operator, "store": store, "batch": batch, "after": why,
-                                    "keys": int(len(want)), "columns": values})
-            differ = compare(want, got, key, values)
-            found.append(differ.assign(operator=operator, store=store, batch=batch, after=why)[COLUMNS])
+            found.append(_join_store(source, answer, operator, batch, why, store, want, names, key, values,
+                                     "order_payment_join's", outcome))
+    found = [f for f in found if f is not None]
     return pd.concat(found, ignore_index=True) if found else None
+
+
+def _join_store(source: Path, answer: dict, operator: int, batch: int, why: str, store: str,
+                want: pd.DataFrame, names: dict, key: list[str], values: list[str], whose: str,
+                outcome: Outcome) -> pd.DataFrame | None:
+    """One store of a stream-stream join after `batch` against the model's rows (`want`): its
+    columns renamed (`names`), a row buffered twice two entries under its key (`copies`)."""
+    held = held_state(source, answer, operator, batch, store=store)
+    if held is None:
+        outcome.notes.append(f"not checked: {store} after batch {batch} was not read")
+        return None
+    if not set(names) <= set(held.columns):
+        outcome.notes.append(f"not checked: {store}'s columns are {sorted(held.columns)}, not {whose} "
+                             f"{sorted(names)}")
+        return None
+    got = held.rename(columns=names)
+    if "copies" in values:
+        got = got.groupby(key, dropna=False).agg(copies=("matched", "size"), matched=("matched", "all"))
+        got = got.reset_index()
+    outcome.checked.append({"operator": operator, "store": store, "batch": batch, "after": why,
+                            "keys": int(len(want)), "columns": values})
+    differ = compare(want, got, key, values)
+    return differ.assign(operator=operator, store=store, batch=batch, after=why)[COLUMNS]
 
 
 def _nexmark_join(source: Path, answer: dict, operator: int, batch: int, why: str, pipeline, truth,
@@ -766,24 +776,9 @@ def _nexmark_join(source: Path, answer: dict, operator: int, batch: int, why: st
                  ["copies", "matched"]),
                 (JOIN_COUNTS.format(side=side_name), {"key.field0": "join_key", "value.value": "count"},
                  ["join_key"], ["count"])):
-            held = held_state(source, answer, operator, batch, store=store)
-            if held is None:
-                outcome.notes.append(f"not checked: {store} after batch {batch} was not read")
-                continue
-            if not set(names) <= set(held.columns):
-                outcome.notes.append(f"not checked: {store}'s columns are {sorted(held.columns)}, not "
-                                     f"{join.what}'s {sorted(names)}")
-                continue
-            got = held.rename(columns=names)
-            if "copies" in values:   # a row buffered twice is two entries under its key
-                got = got.groupby(key, dropna=False).agg(copies=("matched", "size"),
-                                                         matched=("matched", "all"))
-                got = got.reset_index()
-            want = expected[store]
-            outcome.checked.append({"operator": operator, "store": store, "batch": batch, "after": why,
-                                    "keys": int(len(want)), "columns": values})
-            differ = compare(want, got, key, values)
-            found.append(differ.assign(operator=operator, store=store, batch=batch, after=why)[COLUMNS])
+            found.append(_join_store(source, answer, operator, batch, why, store, expected[store], names, key,
+                                     values, f"{join.what}'s", outcome))
+    found = [f for f in found if f is not None]
     return pd.concat(found, ignore_index=True) if found else None
 
 
