@@ -35,13 +35,16 @@ committed batch (`_before`: the state the fault found). Then:
         batches up to N read and did not drop as late, less those behind the side's state
         watermark (the orders' W - bound - 1, the payments' W - 1, from the join's condition and
         batch N's watermark W): every batch chosen is checked
-  Nexmark's q5, q7, q12, q17 (their first window aggregation), q11 (sessions), q3 and q20
-        (unbounded joins)   their oracles' rules (nexmark_state.py): per window and key the
+  Nexmark's 15 stateful queries: q5, q7, q8, q12, q15-q17, q19 (their window aggregations),
+        q11 (sessions), q3 and q20 (unbounded joins), q4, q6, q9, q18 (transformWithState)
+        their oracles' rules (nexmark_state.py): per window and key the
         aggregates' buffers (q5's count per auction, q7's highest price, q12's count per
-        bidder, q17's nine buffers per auction and day), for the windows batch N's watermark had
-        not closed; q11's sessions per bidder; each join side's every row read by batch N, with
-        `matched`, and its rows per key; the aggregation is told by its state's columns, the
-        other operators (and queries) said unchecked
+        bidder, q17's nine buffers per auction and day, q15's and q16's counts, q8's and q19's
+        keys), for the windows batch N's watermark had not closed; q11's sessions per bidder;
+        each join side's every row read by batch N, with `matched`, and its rows per key; the
+        transformWithState processors' variables (Winner in q9, q4, q6; Running in q4, q6;
+        Newest in q18); each operator told by its state's columns or variables, the others
+        (the operator after q5's, q7's and q8's first) said unchecked
   a job whose one stateful operator is an aggregation (groupBy().agg())   the batch oracle's
         answer over every record the stream read (`<case>/oracle/with-flush.parquet`): its
         aggregate per key is what the final state must hold, for each output column that is a
