@@ -114,6 +114,9 @@ class TestQ17:
 
         names = unique_names(["count", "count", "count", "count", "min", "max", "sum", "count", "sum"])
         assert names == ["count", "count#2", "count#3", "count#4", "min", "max", "sum", "count#5", "sum#2"]
+        # Spark matches a field's name regardless of case; a number already a name is skipped
+        assert unique_names(["count", "Count", "count#2", "count"]) == [
+            "count", "Count#3", "count#2", "count#4"]
         assert {f"value.{n}" for n in names} <= set(nexmark_state.model("q17").names)
 
 
@@ -177,7 +180,7 @@ class TestNewestAndRunning:
                                       (2, {(10, 2, 110)}, {(7, 2, 0)}, {(7, 40, 1), (7, 70, 1)})):
             got = nexmark_state.running_state_after("q4", truth, batches, batch)
             assert _rows(got["totals"], ["key", "auctions", "total"]) == q4, batch
-            assert "recent" not in got
+            assert not len(got["recent"])   # q4's Running declares it and keeps it empty
             got = nexmark_state.running_state_after("q6", truth, batches, batch)
             assert _rows(got["totals"], ["key", "auctions", "total"]) == q6, batch
             assert _rows(got["recent"], ["key", "price", "copies"]) == recent, batch
@@ -186,6 +189,62 @@ class TestNewestAndRunning:
         from workloads.pipelines.nexmark_state import LAST_N
 
         assert nexmark_state.RUNNING["q6"][1] == LAST_N
+
+
+class TestTwoProcessors:
+    """q4's two transformWithState operators through `check`: Running (operator 0) and Winner
+    (operator 1), each told by the variables the reader found, after batch 1 of
+    TestNewestAndRunning's auctions (auction 11 closed with 40; auction 12 open, its best 70)."""
+
+    def _case(self, tmp_path: Path, auctions_closed: int) -> Path:
+        from workloads.pipelines.state_read import ANSWER
+
+        case = tmp_path / "case"
+        (case / "checkpoint" / "state").mkdir(parents=True)
+        reads = case / state_check.STATE_DIR
+        reads.mkdir()
+        pd.DataFrame({"operatorId": [0, 1], "operatorName": [state_check.LOGINS] * 2,
+                      "stateStoreName": ["default"] * 2}).to_parquet(reads / "metadata.parquet")
+        none = pd.Series([], dtype="int64")
+        frames = {
+            (0, "totals"): {"key.category": [10], "value.auctions": [auctions_closed], "value.total": [40]},
+            (0, "recent"): {"key.category": none, "list_element.price": none},
+            (1, "auction"): {"key.id": [12], "value.date_time_ms": [_ms(0.1)],
+                             "value.expires_ms": [_ms(2.5)]},
+            (1, "best"): {"key.id": [12], "value.bidder": [2], "value.price": [70],
+                          "value.bid_date_time_ms": [_ms(0.3)]},
+            (1, "pending"): {"key.id": none, "list_element.bidder": none, "list_element.price": none,
+                             "list_element.bid_date_time_ms": none},
+            (1, "registered-timers"): {"key.id": [12], "expiration_timestamp_ms": [_ms(2.5)]}}
+        files = []
+        for (op, var), columns in frames.items():
+            rows = len(next(iter(columns.values())))
+            pd.DataFrame({**columns, "partition_id": pd.Series([0] * rows, dtype="int64")}).to_parquet(
+                reads / f"{op}-{var}.parquet")
+            files.append({"operator": op, "store": "default", "batch": 1, "var": var,
+                          "file": f"{op}-{var}.parquet"})
+        answer = {"in_driver": True, "batches": [1], "failed": [], "files": files}
+        (reads / ANSWER).write_text(json.dumps(answer))
+        return case
+
+    def _check(self, case: Path) -> state_check.Outcome | None:
+        truth, batches = TestNewestAndRunning._auctions()
+        return state_check.check(case, _pipeline("q4"), truth, batches, [], T0_MS / 1000,
+                                 [case / "checkpoint"], wanted={1: "final"})
+
+    def test_winner_and_running_are_each_judged_and_hold(self, tmp_path):
+        outcome = self._check(self._case(tmp_path, 1))
+        assert outcome is not None and outcome.count == 0, (outcome.diverged, outcome.notes)
+        assert sorted((c["operator"], c["store"]) for c in outcome.checked) == [
+            (0, "recent"), (0, "totals"), (1, "auction"), (1, "best"), (1, "pending"),
+            (1, "registered-timers")]
+
+    def test_running_s_count_one_too_many_is_its_divergence(self, tmp_path):
+        outcome = self._check(self._case(tmp_path, 2))
+        assert outcome is not None and outcome.count == 1, outcome.diverged
+        found = outcome.diverged.iloc[0]
+        assert (found["operator"], found["store"], found["column"], found["expected"], found["held"]) == (
+            0, "totals", "auctions", "1", "2")
 
 
 class TestQ11:
@@ -249,9 +308,10 @@ class TestQ8:
         assert nexmark_state.matching("q8", [*sellers.names, "partition_id"]) is sellers
         assert nexmark_state.matching("q8", ["key.window.start", "value.count"]) is None
         # held as the reader writes it (run 20261129T153548): keys only, each `present`
-        held = pd.DataFrame({"key.window.start": [0], "key.window.end": [2000],
-                             "key._groupingexpression": [7], "partition_id": [0]})
-        assert _rows(sellers.held(held), ["seller", "present"]) == {(7, 1)}
+        held = pd.DataFrame({"key.window.start": [0, 0, 0], "key.window.end": [2000] * 3,
+                             "key._groupingexpression": [7, 8, 8], "partition_id": [0, 0, 1]})
+        # a key held twice (in two partitions) is not the one key the model expects
+        assert _rows(sellers.held(held), ["seller", "present"]) == {(7, 1), (8, 2)}
 
 
 class TestQ3Join:

@@ -27,9 +27,11 @@ The unbounded joins (`JOINS`) hold every row each side read up to batch N, kept 
   q20  left: every bid by auction; right: the category-10 auctions by id
 each row with `matched` (the other side held its key by then) and, per key, the rows' count.
 
-The operator after q5's and q7's first (q5's second aggregation, q7's join) is not modelled: the
-check says so. The other stateful queries are not modelled at all; `unmodelled` names them
-before anything is read. A query is told from the state's own columns (`Model.names`), so a
+The transformWithState queries' processors (q9's Winner; q4's and q6's Winner and Running;
+q18's Newest) are mirrored batch by batch (`winner_state_after`, `running_state_after`,
+`newest_state_after`). The operator after q5's, q7's and q8's first (q5's second aggregation,
+q7's and q8's joins) is not modelled: the check says so, and `unmodelled` names a query with no
+model at all before anything is read. A query is told from the state's own columns (`Model.names`), so a
 build of the scenario's own whose state has other columns is said unchecked, not judged against
 this.
 
@@ -108,9 +110,12 @@ class Model:
         return out[[*self.key, *self.values]]
 
     def held(self, state: pd.DataFrame) -> pd.DataFrame:
-        """The state's frame in the model's names (a key-only state's `present` = 1)."""
+        """The state's frame in the model's names; a key-only state's `present`: how many times
+        it holds the key (1, or a key held twice shows as 2)."""
         got = state.rename(columns=self.names)
-        return got.assign(present=1) if self.values == (PRESENT,) else got
+        if self.values != (PRESENT,):
+            return got
+        return got.groupby(list(self.key), dropna=False).size().rename(PRESENT).reset_index()
 
 
 def _sessions(b: pd.DataFrame, batches: list[Batch], gap_ms: int, batch: int) -> pd.DataFrame:
@@ -313,13 +318,12 @@ RUNNING = {"q4": ("category", None), "q6": ("seller", 10)}
 
 def running_vars(query: str) -> dict:
     """Running's state variables (as WINNER_VARS) for q4 or q6: `totals` (how many auctions
-    closed, and q4's sum of their prices; q6 keeps 0 there) and q6's `recent` prices."""
+    closed, and q4's sum of their prices; q6 keeps 0 there) and `recent` (q6's last prices; q4's
+    stays empty)."""
     by = RUNNING[query][0]
-    out = {"totals": ({f"key.{by}": "key", "value.auctions": "auctions", "value.total": "total"},
-                      ["key"], ["auctions", "total"])}
-    if RUNNING[query][1]:
-        out["recent"] = ({f"key.{by}": "key", "list_element.price": "price"}, ["key", "price"], ["copies"])
-    return out
+    return {"totals": ({f"key.{by}": "key", "value.auctions": "auctions", "value.total": "total"},
+                       ["key"], ["auctions", "total"]),
+            "recent": ({f"key.{by}": "key", "list_element.price": "price"}, ["key", "price"], ["copies"])}
 
 
 def running_state_after(query: str, truth: pd.DataFrame, batches: list[Batch],
@@ -342,12 +346,10 @@ def running_state_after(query: str, truth: pd.DataFrame, batches: list[Batch],
     g = w.groupby(by)
     totals = pd.DataFrame({"auctions": g.size(), "total": g["price"].sum() if last is None else 0})
     totals = totals.rename_axis("key").reset_index().astype("int64")
-    out = {"totals": totals}
-    if last:
-        recent = w.groupby(by).tail(last)
-        out["recent"] = (recent.groupby([by, "price"]).size().rename("copies").reset_index()
-                         .rename(columns={by: "key"}).astype("int64"))
-    return out
+    recent = w.groupby(by).tail(last) if last else w.iloc[:0]   # q4 declares `recent` and keeps it empty
+    return {"totals": totals,
+            "recent": (recent.groupby([by, "price"]).size().rename("copies").reset_index()
+                       .rename(columns={by: "key"}).astype("int64"))}
 
 
 # q18's Newest: per (bidder, auction) the newest bid written, by (time, price, channel, url, extra)

@@ -369,12 +369,21 @@ def unique_names(names: list[str]) -> list[str]:
     """A struct's field names made unique by position: the second `count` is `count#2`. An
     aggregation's buffer repeats a name for each function that keeps one (q17's five counts:
     `count`, `count_if` three times and `avg`'s), and Spark refuses to select such a field by
-    name (AMBIGUOUS_REFERENCE_TO_FIELDS)."""
-    seen: dict[str, int] = {}
+    name (AMBIGUOUS_REFERENCE_TO_FIELDS). Spark resolves a field's name regardless of case, so
+    `Count` repeats `count` too; a number another field already has as its name is skipped."""
+    taken = {name.lower() for name in names}
+    seen: set[str] = set()
     out = []
     for name in names:
-        seen[name] = seen.get(name, 0) + 1
-        out.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+        if name.lower() not in seen:
+            seen.add(name.lower())
+            out.append(name)
+            continue
+        n = 2
+        while f"{name}#{n}".lower() in taken:
+            n += 1
+        taken.add(f"{name}#{n}".lower())
+        out.append(f"{name}#{n}")
     return out
 
 
@@ -387,7 +396,7 @@ def flatten(schema, prefix: str = "", path=None) -> list:
     from pyspark.sql.types import StructField, StructType, TimestampNTZType, TimestampType
 
     names = [f.name for f in schema.fields]
-    if path is not None and len(set(names)) != len(names):
+    if path is not None and len({n.lower() for n in names}) != len(names):
         schema = StructType([StructField(n, f.dataType, f.nullable)
                              for n, f in zip(unique_names(names), schema.fields, strict=True)])
         path = path.cast(schema)
