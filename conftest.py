@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from harness import procs
-
 
 @pytest.fixture(autouse=True)
 def _fault_kinds_restored():
@@ -37,7 +35,7 @@ def registry():
 
     with Registry() as reg:
         yield reg
-    leftovers = [pid for pid in reg.seen_pids() if procs.alive(pid)]
+    leftovers = reg.leftovers()
     assert not leftovers, f"session services left processes alive: {leftovers}"
 
 

@@ -58,3 +58,34 @@ def test_a_node_that_fails_to_stop_is_killed_and_named():
     assert registry.stop_all() == ["kafka-2: no"]
     assert ("kill", "kafka-2") in log and ("kill", "kafka-1") not in log
     assert not [t for t in threading.enumerate() if t.name.startswith("stop-")]
+
+
+class TestLeftovers:
+    """A pid seen as a service's counts as left running only while it is the same process: the
+    kernel recycles pids, and on a machine running another suite a dead service's pid soon
+    belongs to someone else (a flake-lane round beside a second one: "session services left
+    processes alive: [25941]")."""
+
+    def _service(self, tmp_path, started: float):
+        import os
+
+        from harness.services.base import Service
+
+        service = Service("fake", tmp_path)
+        service.seen_pids.add(os.getpid())
+        service.seen_started[os.getpid()] = started
+        return service
+
+    def test_a_pid_that_runs_as_the_process_seen_is_a_leftover(self, tmp_path):
+        import os
+
+        import psutil
+
+        service = self._service(tmp_path, psutil.Process().create_time())
+        assert service.leftovers() == [os.getpid()]
+
+    def test_a_pid_that_now_belongs_to_another_process_is_not(self, tmp_path):
+        import psutil
+
+        service = self._service(tmp_path, psutil.Process().create_time() - 100)
+        assert service.leftovers() == []

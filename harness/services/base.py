@@ -45,6 +45,9 @@ class Service:
         self.log_path = self.workdir / f"{name}.log"
         self.process: psutil.Popen | None = None
         self.seen_pids: set[int] = set()
+        # each pid's start time when last seen as this service's: a pid the kernel gave to another
+        # process since (a machine running other suites recycles pids fast) is not a leftover
+        self.seen_started: dict[int, float] = {}
         self.registry = registry
         if registry is not None:
             registry.register(self)
@@ -92,7 +95,7 @@ class Service:
         except BaseException:
             _remove(self.scratch())   # no process, no pid file: nothing else would
             raise
-        self.seen_pids.add(self.process.pid)
+        self.remember([self.process])
         _write_pidfile(self)
         log.info("%s started (pid %d), log %s", self.name, self.process.pid, self.log_path)
         if self.registry is not None:
@@ -179,8 +182,22 @@ class Service:
         found = {p.pid: p for p in procs.group_members(self.process.pid)}
         if self.process.poll() is None:   # once reaped, its pid may belong to another process
             found.update((p.pid, p) for p in procs.tree(self.process.pid))
-        self.seen_pids.update(found)
+        self.remember(found.values())
         return list(found.values())
+
+    def remember(self, processes) -> None:
+        """Note each process as this service's: its pid and its start time."""
+        for proc in processes:
+            self.seen_pids.add(proc.pid)
+            try:
+                self.seen_started[proc.pid] = proc.create_time()
+            except psutil.Error:
+                pass
+
+    def leftovers(self) -> list[int]:
+        """The pids seen as this service's that still run as the same processes (what was seen;
+        after a stop, a new look could take another process group that got the old id)."""
+        return sorted(pid for pid in self.seen_pids if procs.alive(pid, self.seen_started.get(pid)))
 
     def snapshot_pids(self) -> set[int]:
         """Remember every pid seen so far, so a test can prove that none survives."""
@@ -274,6 +291,10 @@ class Registry:
 
     def seen_pids(self) -> set[int]:
         return set().union(*(s.snapshot_pids() for s in self.services)) if self.services else set()
+
+    def leftovers(self) -> list[int]:
+        """Every service's pids that still run as the processes it started (not a pid reused)."""
+        return sorted(set().union(*(s.leftovers() for s in self.services))) if self.services else []
 
     def __enter__(self) -> Registry:
         self.reaped = reap_leftovers()
