@@ -13,7 +13,7 @@ from faults.driver import sentence
 from faults.kinds import FaultKind, Key, Preparation
 from faults.spec import FaultSpec
 from workloads import delta_source
-from workloads.kafka_admin import admin_client
+from workloads.kafka_admin import admin_client, answers
 from workloads.pipelines.control import PAUSE_BATCH, held_files, held_since, request, withdraw
 from workloads.wait import WaitTimeout
 
@@ -135,6 +135,14 @@ def _partitions(admin, topic: str) -> int:
     return len(described["partitions"])
 
 
+def broker_answering(fault: Fault) -> None:
+    """Wait, as long as a restart may take, for the topic's broker to answer: another fault may
+    have it down (a flake-lane round pinned to one core: restart-broker's broker took 40 s to come
+    back, and a kafka-retention that came due meanwhile failed: "Unable to bootstrap")."""
+    servers = fault.targets.bootstrap_servers
+    fault.targets.wait(lambda: answers(servers), "restart", f"the broker ({servers}) did not answer")
+
+
 class KafkaPartitions(Fault):
     """Add `count` partitions to the case's topic; the generator sends to them too, and the
     query must find them (its checkpoint holds their offsets) and deliver their events."""
@@ -143,6 +151,7 @@ class KafkaPartitions(Fault):
 
     def _inject(self) -> None:
         topic = self.targets.topic
+        broker_answering(self)
         with admin_client(self.targets.bootstrap_servers) as admin:
             self.before = _partitions(admin, topic)
             self.total = self.before + int(self.spec.get("count", 1))
@@ -191,6 +200,7 @@ class KafkaRetention(Fault):
                               "no batch with rows reached foreachBatch")
             batch = self.batch = held_since(control, PAUSE_BATCH, mark)[0]["batch_id"]
             starts = planned_offsets(self.targets.checkpoint(), topic, batch - 1)
+            broker_answering(self)
             with admin_client(self.targets.bootstrap_servers) as admin:
                 partitions = [wanted] if wanted is not None else list(range(_partitions(admin, topic)))
                 ends = _end_offsets(admin, topic, partitions)

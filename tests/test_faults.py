@@ -620,3 +620,29 @@ class _Pace:
 
     def basis(self, what: str) -> str:
         return f"{self.wait_s_} s"
+
+
+class TestBrokerAnswering:
+    """A fault that asks the broker (kafka-retention, kafka-partitions) first waits, as long as a
+    restart may take, for it to answer: another fault may have it down."""
+
+    def test_it_waits_on_the_restart_s_pace_and_names_the_broker(self):
+        import socket
+        from types import SimpleNamespace
+
+        from faults.kafka import broker_answering
+        from workloads.wait import WaitTimeout
+
+        with socket.socket() as s:   # a port nothing listens on
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        asked = []
+
+        def wait(condition, what, message):
+            asked.append((condition(), what))
+            raise WaitTimeout(message)
+
+        fault = SimpleNamespace(targets=SimpleNamespace(bootstrap_servers=f"127.0.0.1:{port}", wait=wait))
+        with pytest.raises(WaitTimeout, match=f"127.0.0.1:{port}"):
+            broker_answering(fault)
+        assert asked == [(False, "restart")]
