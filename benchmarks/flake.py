@@ -18,6 +18,7 @@ Exit 0 when every test passed in every round, 1 when one failed in any, 2 on bad
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import os
 import signal
@@ -103,13 +104,40 @@ class Tally:
         return lines
 
 
+# how long pytest, its runs and their services get to wind down after the lane is interrupted
+WIND_DOWN_S = 120.0
+
+
 def run_round(round_no: int, core: int, selection: list[str], out: Path) -> tuple[int, float, Path]:
-    """One pytest run pinned to `core`: its exit code, its seconds and its junit XML."""
+    """One pytest run pinned to `core`: its exit code, its seconds and its junit XML. Pytest
+    runs in a process group of its own; when the lane is interrupted, the whole group gets
+    SIGINT, as a terminal's Ctrl-C gives it, so each `harness run` a test started stops its
+    services itself, and pytest writes its junit XML; SIGKILL only after WIND_DOWN_S. (Killing
+    pytest alone left a test's `harness run` going on, with its Kafka, PostgreSQL and Spark.)"""
     junit = out / f"round-{round_no}.xml"
     began = time.monotonic()
-    code = subprocess.call([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE",
-                            f"--junitxml={junit}", *selection], cwd=REPO, preexec_fn=_pinned(core))
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE",
+                             f"--junitxml={junit}", *selection], cwd=REPO, preexec_fn=_pinned(core),
+                            start_new_session=True)
+    try:
+        code = proc.wait()
+    except KeyboardInterrupt:
+        _wind_down(proc)
+        raise
     return code, time.monotonic() - began, junit
+
+
+def _wind_down(proc: subprocess.Popen) -> None:
+    """SIGINT to pytest's whole group, then SIGKILL to what is left after WIND_DOWN_S."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(WIND_DOWN_S)
+    except subprocess.TimeoutExpired:
+        pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:

@@ -3,6 +3,7 @@ a neighbour that never outlives the lane, and a selection run round after round.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -143,6 +144,34 @@ class TestNeighbour:
             raise AssertionError(f"the lane outlived SIGINT by 60 s; its children: {tree}") from None
         assert code == 130
         assert _gone(busy)
+
+    def test_a_lane_stopped_alone_stops_what_its_round_started(self, tmp_path):
+        """SIGTERM to the lane alone (a CI job cancelled): pytest's whole group gets SIGINT, so a
+        process a test started (here a sleeping Python, standing for a `harness run` and its services)
+        stops too. Before, the lane killed pytest alone, and a test's `harness run` went on."""
+        child = tmp_path / "child"
+        (tmp_path / "test_child.py").write_text(
+            "import subprocess, sys, time\nfrom pathlib import Path\n\ndef test_child():\n"
+            "    proc = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+            f"    Path({str(child)!r}).write_text(str(proc.pid))\n    time.sleep(300)\n")
+        lane = subprocess.Popen([sys.executable, "-m", "benchmarks.flake", "--out", str(tmp_path / "out"),
+                                 str(tmp_path / "test_child.py")], cwd=flake.REPO, start_new_session=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + 120
+        while not (child.exists() and child.read_text()):
+            assert time.monotonic() < deadline and lane.poll() is None, (
+                f"the round's test never began: {lane.stdout.read() if lane.poll() is not None else ''}")
+            time.sleep(0.1)
+        sleeper = int(child.read_text())
+        lane.send_signal(signal.SIGTERM)
+        try:
+            assert lane.wait(60) == 130
+            assert _gone(sleeper), f"the test's child (pid {sleeper}) outlived the lane"
+        finally:   # what is left, once judged
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(lane.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(sleeper, signal.SIGKILL)
 
 
 def test_a_selection_runs_round_after_round(tmp_path, capsys):
